@@ -1,0 +1,296 @@
+"""The synthetic experiments behind Figures 1-5 and 8, each returning the tables it plots.
+
+Paper: Sections 2-4 and Appendix E. Every experiment returns an :class:`ExperimentTables`:
+``trajectories`` (one row per run and recorded iteration), ``tokens`` (the data, in the key
+plane the paper draws) and ``directions`` (every max-margin direction computed, and every GD
+run's final cosine with the direction theory predicts for it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import instances as inst_mod
+from .gd import Trajectory, cosine, gradient_descent, joint_normalized_gd
+from .instances import Instance
+from .model import Array, attention, log_non_selected_mass, model_output
+from .svm import SVMResult, att_svm, classify_direction, p_relax, v_svm
+
+DIRECTION_COLUMNS = [
+    "figure", "record", "kind", "tokens", "direction", "norm", "run", "final_cosine", "p_norm", "kkt_residual",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExperimentTables:
+    """The three tables of one synthetic experiment."""
+
+    trajectories: pd.DataFrame
+    tokens: pd.DataFrame
+    directions: pd.DataFrame
+
+
+def softmax_saturation(K: Array, p: Array) -> Array:
+    """Mean over inputs of the largest softmax probability, 1/n sum_i max_t S(K_i p)_t.
+
+    Paper: Figure 3(c) and Figure 4(a) ("softmax probability").
+    """
+    return attention(K, p).max(axis=-1).mean(axis=-1)
+
+
+def saturation_gap(K: Array, p: Array) -> Array:
+    """1 - (mean_i max_t S(K_i p)_t), computed without cancellation (Appendix E's saturation test)."""
+    return np.exp(log_non_selected_mass(K, p)).mean(axis=-1)
+
+
+def record_iterations(n_iter: int, dense: int = 1000, n_log: int = 200) -> Array:
+    """Iterations kept in the tables: all of the first ``dense``, then ``n_log`` log-spaced ones."""
+    if n_iter <= dense:
+        return np.arange(n_iter + 1)
+    tail = np.unique(np.geomspace(dense, n_iter, n_log).astype(int))
+    return np.unique(np.concatenate([np.arange(dense + 1), tail, [n_iter]]))
+
+
+def _p_frame(figure: str, labels: Sequence[str], traj: Trajectory, K: Array, dense: int = 1000) -> pd.DataFrame:
+    """Long table: one row per (run, recorded iteration) with p, ||p|| and the softmax saturation."""
+    n_runs, n_steps, d = traj.p.shape
+    its = record_iterations(n_steps - 1, dense=dense)
+    p = traj.p[:, its, :]
+    Kb = K if K.ndim == 3 else K[:, None]
+    frame = pd.DataFrame(
+        {
+            "figure": figure,
+            "run": np.repeat(np.arange(n_runs), its.size),
+            "label": np.repeat(np.asarray(labels, dtype=object), its.size),
+            "iteration": np.tile(its, n_runs),
+        }
+    )
+    for j in range(d):
+        frame[f"p{j + 1}"] = p[..., j].ravel()
+    frame["p_norm"] = np.linalg.norm(p, axis=-1).ravel()
+    frame["max_softmax"] = softmax_saturation(Kb, p).ravel()
+    frame["one_minus_softmax"] = saturation_gap(Kb, p).ravel()
+    return frame
+
+
+def tokens_frame(figure: str, instance: Instance) -> pd.DataFrame:
+    """The tokens in the key plane with their scores and whether they are optimal (Definition 1)."""
+    n, T, _ = instance.X.shape
+    plane = instance.key_plane
+    gamma = instance.gamma
+    return pd.DataFrame(
+        {
+            "figure": figure,
+            "input": np.repeat(np.arange(n), T),
+            "token": np.tile(np.arange(T), n),
+            "k1": plane[..., 0].ravel(),
+            "k2": plane[..., 1].ravel(),
+            "score": gamma.ravel(),
+            "label": np.repeat(instance.Y, T),
+            "optimal": (gamma == gamma.max(axis=-1, keepdims=True)).ravel(),
+        }
+    )
+
+
+def _direction_row(figure: str, kind: str, alpha: Array, svm: SVMResult) -> dict[str, Any]:
+    return {
+        "figure": figure, "record": "direction", "kind": kind,
+        "tokens": json.dumps([int(a) for a in alpha]),
+        "direction": json.dumps([float(x) for x in svm.direction]),
+        "norm": svm.norm, "kkt_residual": svm.kkt_residual,
+    }  # fmt: skip
+
+
+def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, target: Array) -> dict[str, Any]:
+    return {
+        "figure": figure, "record": "gd_run", "kind": kind, "run": label,
+        "tokens": json.dumps([int(a) for a in alpha]),
+        "direction": json.dumps([float(x) for x in final / np.linalg.norm(final)]),
+        "final_cosine": float(cosine(final, target)), "p_norm": float(np.linalg.norm(final)),
+    }  # fmt: skip
+
+
+def _directions(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=DIRECTION_COLUMNS)
+    return frame.drop_duplicates(subset=["figure", "record", "kind", "tokens", "run"], ignore_index=True)
+
+
+def selected_tokens(K: Array, p: Array) -> Array:
+    """alpha_i = argmax_t S(K_i p)_t, the tokens attention selects (Appendix E)."""
+    return attention(K, p).argmax(axis=-1)
+
+
+def max_margin_directions(K: Array, gamma: Array, max_combinations: int = 64) -> list[tuple[str, Array, SVMResult]]:
+    """All GMM and LMM directions of a small instance, by enumerating the token choices alpha.
+
+    Paper: Definition 2 and the set P^mm of Section 2.3. Only for T^n <= ``max_combinations``.
+    """
+    n, T, _ = K.shape
+    if T**n > max_combinations:
+        raise ValueError(f"T^n = {T**n} token choices exceed max_combinations = {max_combinations}")
+    found = []
+    for alpha in itertools.product(range(T), repeat=n):
+        res = classify_direction(K, gamma, np.array(alpha))
+        if res.kind in ("gmm", "lmm"):
+            found.append((res.kind, np.array(alpha), res.svm))
+    return found
+
+
+def _p_runs(figure: str, instance: Instance, labels: Sequence[str], traj: Trajectory) -> list[dict[str, Any]]:
+    """Rows for the directions table: each run's limit direction per Theorems 2-3 and its cosine."""
+    rows = []
+    for label, final in zip(labels, traj.p_final, strict=True):
+        alpha = selected_tokens(instance.K, final)
+        res = classify_direction(instance.K, instance.gamma, alpha)
+        rows.append(_direction_row(figure, res.kind, alpha, res.svm))
+        rows.append(_run_row(figure, label, res.kind, alpha, final, res.svm.direction))
+    return rows
+
+
+def fig1(panel: str, *, eta: float, n_iter: int, n_starts: int, start_radius: float, loss: str, seed: int) -> ExperimentTables:
+    """Figure 1(a, b, c): normalized GD on p from ``n_starts`` starts; GMM (and LMM) directions.
+
+    Paper: Section 2, Theorems 2 and 3, Figure 1.
+    """
+    instance = {"a": inst_mod.fig1a, "b": inst_mod.fig1b, "c": lambda: inst_mod.fig1c(seed)}[panel]()
+    figure = f"fig1{panel}"
+    p0 = inst_mod.starts_on_circle(n_starts, start_radius, instance.X.shape[-1], phase=np.pi / n_starts)
+    traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
+    labels = [f"start {i + 1}" for i in range(n_starts)]
+    rows = [_direction_row(figure, "gmm", np.argmax(instance.gamma, -1), att_svm(instance.K, np.argmax(instance.gamma, -1)))]
+    if panel != "c":
+        rows += [_direction_row(figure, k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
+    rows += _p_runs(figure, instance, labels, traj)
+    return ExperimentTables(_p_frame(figure, labels, traj, instance.K), tokens_frame(figure, instance), _directions(rows))
+
+
+def fig2(*, eta: float, n_iter: int, n_starts: int, start_radius: float, half_angle_deg: float, loss: str) -> ExperimentTables:
+    """Figure 2: GD started inside the cone C_{mu,R}(p_mm) of an LMM direction stays and converges there.
+
+    Paper: Theorem 3, eq. (7)-(8), Figure 2; drawn on the Figure 1(b) instance whose LMM is (1, 0).
+    """
+    instance = inst_mod.fig1b()
+    lmm = [(a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma) if k == "lmm"]
+    alpha, svm = lmm[0]
+    p0 = inst_mod.starts_in_cone(svm.direction, n_starts, start_radius, np.deg2rad(half_angle_deg))
+    traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
+    labels = [f"start {i + 1}" for i in range(n_starts)]
+    rows = [_direction_row("fig2", "lmm", alpha, svm)] + _p_runs("fig2", instance, labels, traj)
+    tables = _p_frame("fig2", labels, traj, instance.K)
+    tables["cone_half_angle_deg"] = half_angle_deg
+    return ExperimentTables(tables, tokens_frame("fig2", instance), _directions(rows))
+
+
+def fig3(variant: str, *, eta: float, n_iter: int, starts: Sequence[Sequence[float]], loss: str) -> ExperimentTables:
+    """Figure 3(a)/(b): joint normalized GD on (v, p); v -> v_mm, p -> p_relax (= p_mm in (a)).
+
+    Paper: Theorems 5 and 6, eq. (10), Figure 3; panel (c) uses the softmax and logistic probabilities.
+    """
+    instance = inst_mod.fig3(variant)
+    figure = f"fig3{variant}"
+    p0 = np.asarray(starts, dtype=np.float64)
+    v0 = np.zeros_like(p0)
+    traj = joint_normalized_gd(instance.X, instance.Y, instance.K, v0, p0, eta=eta, n_iter=n_iter, loss=loss)
+    labels = [f"start {i + 1}" for i in range(p0.shape[0])]
+    frame = _p_frame(figure, labels, traj, instance.K)
+    its = frame["iteration"].to_numpy()
+    runs = frame["run"].to_numpy()
+    v_rec = traj.v[runs, its]
+    p_rec = traj.p[runs, its]
+    frame["v1"], frame["v2"] = v_rec[:, 0], v_rec[:, 1]
+    margins = instance.Y * model_output(instance.X, instance.K[None], v_rec, p_rec)
+    frame["logistic_prob"] = (1.0 / (1.0 + np.exp(-margins))).mean(axis=-1)
+    rows = []
+    for label, pf, vf in zip(labels, traj.p_final, traj.v_final, strict=True):
+        alpha = selected_tokens(instance.K, pf)
+        selected = instance.X[np.arange(instance.X.shape[0]), alpha]
+        vmm = v_svm(selected, instance.Y)
+        relax = p_relax(instance.K, alpha, vmm.active)
+        rows.append(_direction_row(figure, "v_mm", alpha, vmm))
+        rows.append(_direction_row(figure, "p_mm", alpha, att_svm(instance.K, alpha)))
+        rows.append(_direction_row(figure, "p_relax", alpha, relax))
+        rows.append(_run_row(figure, label, "p_relax", alpha, pf, relax.direction))
+        rows.append(_run_row(figure, label + " (v)", "v_mm", alpha, vf, vmm.direction))
+    return ExperimentTables(frame, tokens_frame(figure, instance), _directions(rows))
+
+
+def fig4(*, n_iter: int, eta_normalized: float, eta_constant: float, loss: str, seed: int) -> ExperimentTables:
+    """Figure 4: normalized GD vs constant-step GD on the Figure 1(c) data, from p(0) = 0.
+
+    Paper: Section 4, "Synthetic experiments", Figure 4(a) (softmax probability) and 4(b) (||p||).
+    """
+    instance = inst_mod.fig1c(seed)
+    d = instance.X.shape[-1]
+    runs = {
+        f"normalized GD (eta={eta_normalized:g})": dict(eta=eta_normalized, normalized=True),
+        f"GD (constant eta={eta_constant:g})": dict(eta=eta_constant, normalized=False),
+    }
+    trajs = [gradient_descent(instance.K, instance.gamma, np.zeros((1, d)), n_iter=n_iter, loss=loss, **kw) for kw in runs.values()]
+    traj = Trajectory(p=np.concatenate([t.p for t in trajs]), skipped=np.concatenate([t.skipped for t in trajs]))
+    labels = list(runs)
+    gmm_alpha = np.argmax(instance.gamma, -1)
+    rows = [_direction_row("fig4", "gmm", gmm_alpha, att_svm(instance.K, gmm_alpha))] + _p_runs("fig4", instance, labels, traj)
+    return ExperimentTables(_p_frame("fig4", labels, traj, instance.K), tokens_frame("fig4", instance), _directions(rows))
+
+
+def fig5(*, eta: float, n_iter: int, C: Sequence[float], losses: Sequence[str]) -> ExperimentTables:
+    """Figure 5: trajectories from p(0) = 0 for scores (C, 1) under each loss; all end at p_mm = (1, 0).
+
+    Paper: Section 4, "Transient optimization dynamics and the influence of the loss function".
+    """
+    insts = [inst_mod.fig5(c) for c in C]
+    K = np.stack([i.K for i in insts])
+    gamma = np.stack([i.gamma for i in insts])
+    frames, rows, trajs = [], [], []
+    for loss in losses:
+        traj = gradient_descent(K, gamma, np.zeros((len(C), 3)), eta=eta, n_iter=n_iter, loss=loss)
+        labels = [f"{loss}, C={c:g}" for c in C]
+        frame = _p_frame("fig5", labels, traj, K, dense=300)  # the plot shows ||p|| <= ~12
+        frame["loss"] = loss
+        frame["C"] = np.repeat(np.asarray(C, dtype=float), frame.shape[0] // len(C))
+        frames.append(frame)
+        for instance, label, final in zip(insts, labels, traj.p_final, strict=True):
+            rows += _p_runs("fig5", instance, [label], Trajectory(p=final[None, None], skipped=np.zeros(1, int)))
+    tokens = pd.concat([tokens_frame("fig5", i).assign(C=c) for i, c in zip(insts, C, strict=True)], ignore_index=True)
+    return ExperimentTables(pd.concat(frames, ignore_index=True), tokens, _directions(rows))
+
+
+def fig8(*, eta: float, n_iter: int, starts: Sequence[Sequence[float]], loss: str) -> ExperimentTables:
+    """Figure 8: with n = 2, two starts reach two different directions (the GMM and an LMM).
+
+    Paper: Appendix E, "Failure of gradient descent's global convergence when n >= 2".
+    """
+    instance = inst_mod.fig8()
+    p0 = np.asarray(starts, dtype=np.float64)
+    traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
+    labels = [f"start {i + 1}" for i in range(p0.shape[0])]
+    rows = [_direction_row("fig8", k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
+    rows += _p_runs("fig8", instance, labels, traj)
+    return ExperimentTables(_p_frame("fig8", labels, traj, instance.K), tokens_frame("fig8", instance), _directions(rows))
+
+
+EXPERIMENTS: dict[str, Callable[..., ExperimentTables]] = {
+    "fig1a": lambda **kw: fig1("a", **kw),
+    "fig1b": lambda **kw: fig1("b", **kw),
+    "fig1c": lambda **kw: fig1("c", **kw),
+    "fig2": fig2,
+    "fig3a": lambda **kw: fig3("a", **kw),
+    "fig3b": lambda **kw: fig3("b", **kw),
+    "fig4": fig4,
+    "fig5": fig5,
+    "fig8": fig8,
+}
+
+
+def run_experiment(name: str, params: dict[str, Any]) -> ExperimentTables:
+    """Run one named synthetic experiment with its config parameters."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; allowed: {', '.join(EXPERIMENTS)}")
+    return EXPERIMENTS[name](**params)

@@ -1,0 +1,130 @@
+"""Gradient-descent runners on the attention weights p, and jointly on (v, p).
+
+Paper: eq. (3) (constant step), Section 4 / Appendix E (normalized GD, each block
+normalized separately in the joint case). All runners are batched over independent
+runs: ``p0`` of shape (B, d) runs B trajectories in one vectorised loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from tqdm.auto import tqdm
+
+from .model import Array, LossName, check_loss, grad_p, grad_v, token_scores
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Iterates of a GD run; ``p`` is (B, n_iter + 1, d) when the path is kept, else (B, 1, d).
+
+    ``skipped`` counts, per run, the steps whose gradient was exactly zero: they are skipped,
+    never divided by.
+    """
+
+    p: Array
+    skipped: NDArray[np.int64]
+    v: Array | None = None
+
+    @property
+    def p_final(self) -> Array:
+        return self.p[..., -1, :]
+
+    @property
+    def v_final(self) -> Array | None:
+        return None if self.v is None else self.v[..., -1, :]
+
+
+
+def _as_batch(x: Array) -> tuple[Array, bool]:
+    x = np.asarray(x, dtype=np.float64)
+    return (x[None], True) if x.ndim == 1 else (x.copy(), False)
+
+
+def _finish(path: list[Array], squeeze: bool) -> Array:
+    out = np.stack(path, axis=-2)
+    return out[0] if squeeze else out
+
+
+def gradient_descent(
+    K: Array,
+    gamma: Array,
+    p0: Array,
+    *,
+    eta: float,
+    n_iter: int,
+    loss: LossName = "logistic",
+    normalized: bool = True,
+    keep_path: bool = True,
+    progress: bool = False,
+) -> Trajectory:
+    """GD on L(p) for a fixed head v: p <- p - eta * g, g = grad or grad / ||grad||.
+
+    Paper: eq. (3) with constant eta (Theorems 2-3) and the normalized variant of Section 4
+    (Figure 4) and Appendix E. ``K`` is (n, T, d) shared or (B, n, T, d) per run.
+    """
+    check_loss(loss)
+    if eta <= 0 or n_iter < 0:
+        raise ValueError(f"need eta > 0 and n_iter >= 0, got eta={eta}, n_iter={n_iter}")
+    p, squeeze = _as_batch(p0)
+    skipped = np.zeros(p.shape[:-1], dtype=np.int64)
+    path = [p.copy()]
+    for _ in tqdm(range(n_iter), disable=not progress, desc="GD", leave=False):
+        g = grad_p(K, gamma, p, loss)
+        if normalized:
+            step, zero = g.direction()
+        else:
+            step = g.value
+            zero = ~np.any(step != 0, axis=-1)
+        skipped += zero
+        p = p - eta * step
+        if keep_path:
+            path.append(p.copy())
+    if not keep_path:
+        path = [p]
+    return Trajectory(p=_finish(path, squeeze), skipped=skipped[0] if squeeze else skipped)
+
+
+def joint_normalized_gd(
+    X: Array,
+    Y: Array,
+    K: Array,
+    v0: Array,
+    p0: Array,
+    *,
+    eta: float,
+    n_iter: int,
+    loss: LossName = "logistic",
+    progress: bool = False,
+) -> Trajectory:
+    """Joint normalized GD on L(v, p), each block normalized separately.
+
+    Paper: Section 3 / Figure 3 and Appendix E ("we normalize the gradient of p (and v)").
+    v <- v - eta * grad_v / ||grad_v||, p <- p - eta * grad_p / ||grad_p||, both at the same iterate.
+    """
+    check_loss(loss)
+    p, squeeze = _as_batch(p0)
+    v, _ = _as_batch(v0)
+    v = np.broadcast_to(v, p.shape[:-1] + v.shape[-1:]).copy()
+    skipped = np.zeros(p.shape[:-1], dtype=np.int64)
+    ps, vs = [p.copy()], [v.copy()]
+    for _ in tqdm(range(n_iter), disable=not progress, desc="joint GD", leave=False):
+        gp, zp = grad_p(K, token_scores(X, Y, v), p, loss).direction()
+        gv, zv = grad_v(X, K, Y, v, p, loss).direction()
+        skipped += zp | zv
+        p = p - eta * gp
+        v = v - eta * gv
+        ps.append(p.copy())
+        vs.append(v.copy())
+    return Trajectory(
+        p=_finish(ps, squeeze), v=_finish(vs, squeeze), skipped=skipped[0] if squeeze else skipped
+    )
+
+
+def cosine(a: Array, b: Array) -> Array:
+    """Cosine similarity along the last axis (the paper's correlation coefficient of two directions)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))

@@ -1,0 +1,66 @@
+# Shared constants and input functions of the rule files.
+
+# Each computation ("experiment") writes the tables that one or more figure panels plot.
+SYNTHETIC_EXPERIMENTS = ["fig1a", "fig1b", "fig1c", "fig2", "fig3a", "fig3b", "fig4", "fig5", "fig8"]
+
+# Figure panel -> the experiment whose tables it draws.
+SYNTHETIC_PANELS = {
+    "fig1a": "fig1a",
+    "fig1b": "fig1b",
+    "fig1c": "fig1c",
+    "fig2": "fig2",
+    "fig3a": "fig3a",
+    "fig3b": "fig3b",
+    "fig3c": "fig3a",
+    "fig4a": "fig4",
+    "fig4b": "fig4",
+    "fig5": "fig5",
+    "fig8": "fig8",
+}
+
+# Figure target -> its panels.
+FIGURES = {
+    "fig1": ["fig1a", "fig1b", "fig1c"],
+    "fig2": ["fig2"],
+    "fig3": ["fig3a", "fig3b", "fig3c"],
+    "fig4": ["fig4a", "fig4b"],
+    "fig5": ["fig5"],
+    "fig8": ["fig8"],
+}
+
+
+wildcard_constraints:
+    experiment="|".join(SYNTHETIC_EXPERIMENTS),
+    panel="|".join(SYNTHETIC_PANELS),
+
+
+def figure_files(figure):
+    return expand("results/figures/{panel}.{ext}", panel=FIGURES[figure], ext=["pdf", "png"])
+
+
+ALL_TARGETS = [f for figure in FIGURES for f in figure_files(figure)] + [
+    "results/tables/directions.csv"
+]
+
+
+def experiment_params(wildcards):
+    """The config block of an experiment, as keyword arguments of maxmargin.experiments."""
+    exp = wildcards.experiment
+    synthetic = config["synthetic"]
+    if exp.startswith("fig1"):
+        return dict(synthetic["fig1"])
+    if exp.startswith("fig3"):
+        return dict(synthetic["fig3"])
+    if exp == "fig4":
+        # Figure 4 runs on the Figure 1(c) data, so it shares its seed.
+        return dict(synthetic["fig4"], seed=synthetic["fig1"]["seed"])
+    return dict(synthetic[exp])
+
+
+def panel_tables(wildcards):
+    exp = SYNTHETIC_PANELS[wildcards.panel]
+    return {
+        "trajectories": f"results/tables/{exp}.csv",
+        "tokens": f"results/tables/{exp}_tokens.csv",
+        "directions": f"results/runs/{exp}/directions.csv",
+    }

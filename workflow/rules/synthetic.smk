@@ -1,0 +1,87 @@
+# Synthetic experiments: GD trajectories on p (Figures 1, 2, 4, 5, 8) and on (v, p) (Figure 3).
+
+
+rule synthetic_experiment:
+    """Run one synthetic experiment: GD trajectories, max-margin directions and final cosines."""
+    output:
+        trajectories="results/tables/{experiment}.csv",
+        tokens="results/tables/{experiment}_tokens.csv",
+        directions="results/runs/{experiment}/directions.csv",
+    params:
+        settings=experiment_params,
+    log:
+        "results/logs/synthetic_experiment/{experiment}.log",
+    benchmark:
+        "results/benchmarks/synthetic_experiment/{experiment}.tsv"
+    script:
+        "../../scripts/run_synthetic.py"
+
+
+rule plot_synthetic:
+    """Draw one figure panel from its experiment's tables (restyling never reruns GD)."""
+    input:
+        unpack(panel_tables),
+    output:
+        pdf="results/figures/{panel}.pdf",
+        png=report(
+            "results/figures/{panel}.png",
+            caption="../report/synthetic.rst",
+            category="Synthetic experiments",
+            subcategory="{panel}",
+        ),
+    params:
+        plots=config["plots"],
+    log:
+        "results/logs/plot_synthetic/{panel}.log",
+    benchmark:
+        "results/benchmarks/plot_synthetic/{panel}.tsv"
+    script:
+        "../../scripts/plot_synthetic.py"
+
+
+rule directions_table:
+    """Gather every max-margin direction and every GD run's final cosine into one table."""
+    input:
+        expand("results/runs/{experiment}/directions.csv", experiment=SYNTHETIC_EXPERIMENTS),
+    output:
+        report(
+            "results/tables/directions.csv",
+            caption="../report/directions.rst",
+            category="Tables",
+        ),
+    log:
+        "results/logs/directions_table/directions.log",
+    benchmark:
+        "results/benchmarks/directions_table/directions.tsv"
+    script:
+        "../../scripts/gather_directions.py"
+
+
+rule fig1:
+    input:
+        figure_files("fig1"),
+
+
+rule fig2:
+    input:
+        figure_files("fig2"),
+
+
+rule fig3:
+    input:
+        figure_files("fig3"),
+
+
+rule fig4:
+    input:
+        figure_files("fig4"),
+
+
+rule fig5:
+    input:
+        figure_files("fig5"),
+
+
+rule fig8:
+    input:
+        figure_files("fig8"),
