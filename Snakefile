@@ -13,6 +13,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/synthetic.smk"
+include: "workflow/rules/census.smk"
+include: "workflow/rules/vit.smk"
 
 
 rule all:

@@ -1,0 +1,42 @@
+"""Shared test fixtures: running the real Snakemake DAG in a temporary directory."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+
+
+def copy_workflow(dest: Path) -> Path:
+    """Copy the Snakefile, workflow/ and scripts/ into ``dest`` (results land there, not in the repo)."""
+    shutil.copy(REPO / "Snakefile", dest / "Snakefile")
+    for folder in ("workflow", "scripts"):
+        shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, config: dict | None = None, check: bool = True,
+              timeout: float = 900) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Run snakemake in ``workdir``; ``config`` is deep-merged over the default config via --configfile."""
+    cmd = [str(SNAKEMAKE), "--cores", "2", *args]
+    if config is not None:
+        path = workdir / "test_config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        cmd += ["--configfile", str(path)]
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+@pytest.fixture
+def workflow_dir(tmp_path: Path) -> Path:
+    """A fresh copy of the workflow in a temporary directory."""
+    return copy_workflow(tmp_path)
