@@ -1,7 +1,17 @@
 # Shared constants and input functions of the rule files.
 
 # Each computation ("experiment") writes the tables that one or more figure panels plot.
-SYNTHETIC_EXPERIMENTS = ["fig1a", "fig1b", "fig1c", "fig2", "fig3a", "fig3b", "fig4", "fig5", "fig8"]
+SYNTHETIC_EXPERIMENTS = [
+    "fig1a",
+    "fig1b",
+    "fig1c",
+    "fig2",
+    "fig3a",
+    "fig3b",
+    "fig4",
+    "fig5",
+    "fig8",
+]
 
 # Figure panel -> the experiment whose tables it draws.
 SYNTHETIC_PANELS = {
@@ -35,7 +45,9 @@ wildcard_constraints:
 
 
 def figure_files(figure):
-    return expand("results/figures/{panel}.{ext}", panel=FIGURES[figure], ext=["pdf", "png"])
+    return expand(
+        "results/figures/{panel}.{ext}", panel=FIGURES[figure], ext=["pdf", "png"]
+    )
 
 
 ALL_TARGETS = [f for figure in FIGURES for f in figure_files(figure)] + [

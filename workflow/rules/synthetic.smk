@@ -7,12 +7,14 @@ rule synthetic_experiment:
         trajectories="results/tables/{experiment}.csv",
         tokens="results/tables/{experiment}_tokens.csv",
         directions="results/runs/{experiment}/directions.csv",
-    params:
-        settings=experiment_params,
     log:
         "results/logs/synthetic_experiment/{experiment}.log",
     benchmark:
         "results/benchmarks/synthetic_experiment/{experiment}.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        settings=experiment_params,
     script:
         "../../scripts/run_synthetic.py"
 
@@ -29,12 +31,14 @@ rule plot_synthetic:
             category="Synthetic experiments",
             subcategory="{panel}",
         ),
-    params:
-        plots=config["plots"],
     log:
         "results/logs/plot_synthetic/{panel}.log",
     benchmark:
         "results/benchmarks/plot_synthetic/{panel}.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        plots=config["plots"],
     script:
         "../../scripts/plot_synthetic.py"
 
@@ -42,7 +46,10 @@ rule plot_synthetic:
 rule directions_table:
     """Gather every max-margin direction and every GD run's final cosine into one table."""
     input:
-        expand("results/runs/{experiment}/directions.csv", experiment=SYNTHETIC_EXPERIMENTS),
+        expand(
+            "results/runs/{experiment}/directions.csv",
+            experiment=SYNTHETIC_EXPERIMENTS,
+        ),
     output:
         report(
             "results/tables/directions.csv",
@@ -53,6 +60,8 @@ rule directions_table:
         "results/logs/directions_table/directions.log",
     benchmark:
         "results/benchmarks/directions_table/directions.tsv"
+    conda:
+        "../../environment.yml"
     script:
         "../../scripts/gather_directions.py"
 
