@@ -15,6 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/synthetic.smk"
 include: "workflow/rules/census.smk"
 include: "workflow/rules/vit.smk"
+include: "workflow/rules/regpath.smk"
 
 
 rule all:

@@ -58,12 +58,18 @@ def new_axes(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
 
 
 def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
-    """Save a figure as PDF and PNG (atomically) and close it."""
-    from .io import atomic_path
+    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance."""
+    from .io import atomic_path, current_provenance
 
-    meta = metadata or {}
+    meta = dict(metadata or {})
+    provenance = current_provenance()
+    if provenance is not None:
+        meta["Provenance"] = json.dumps(provenance, sort_keys=True, default=str)
+    pdf_meta = {k: v for k, v in meta.items() if k in ("Title", "Author", "Subject", "Keywords")}
+    if "Provenance" in meta:
+        pdf_meta["Keywords"] = meta["Provenance"]
     with atomic_path(pdf) as tmp:
-        fig.savefig(tmp, format="pdf", metadata={"Subject": json.dumps(meta)} if meta else None)
+        fig.savefig(tmp, format="pdf", metadata=pdf_meta or None)
     with atomic_path(png) as tmp:
         fig.savefig(tmp, format="png", metadata=meta or None)
     plt.close(fig)

@@ -4,7 +4,7 @@ import pandas as pd
 
 from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake.log[0]) as log:  # noqa: F821 (snakemake is injected)
+with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     table = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)  # noqa: F821
     write_csv(table, snakemake.output[0])  # noqa: F821
     runs = table[table["record"] == "gd_run"]

@@ -6,7 +6,7 @@ from maxmargin.figures import draw_synthetic_panel
 from maxmargin.io import rule_logging
 from maxmargin.plotting import save_figure
 
-with rule_logging(snakemake.log[0]) as log:  # noqa: F821 (snakemake is injected)
+with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     panel = snakemake.wildcards.panel  # noqa: F821
     tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}  # noqa: F821
     fig = draw_synthetic_panel(panel, tables["trajectories"], tables["tokens"], tables["directions"],

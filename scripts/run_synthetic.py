@@ -3,7 +3,7 @@
 from maxmargin.experiments import run_experiment
 from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake.log[0]) as log:  # noqa: F821 (snakemake is injected)
+with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     name = snakemake.wildcards.experiment  # noqa: F821
     log.info("experiment %s with %s", name, snakemake.params.settings)  # noqa: F821
     tables = run_experiment(name, dict(snakemake.params.settings))  # noqa: F821
