@@ -238,7 +238,7 @@ CLAIMS: tuple[Claim, ...] = (
           ("regpath",), lambda t: _regpath(t, "fig3a", {"p_mm": 0.99, "v_mm": 0.99})),
     Claim("regpath_joint_b", "Joint path: p_R/R -> p_relax when an input is not a support vector",
           "Theorem 6 (Fig 3(b) data)", "corr -> 1", ("regpath",),
-          lambda t: _regpath(t, "fig3b", {"p_relax": 0.99, "v_mm": 0.99})),
+          lambda t: _regpath(t, "fig3b", {"p_relax": 0.99, "p_mm": -0.99, "v_mm": 0.99})),
     Claim("lemma1", "GD on W and GD on p map one-to-one: W(t) = u p(t)^T / ||u||^2", "Lemma 1", "exact",
           ("lemma1",), _lemma1),
     Claim("vit_sparsity", "The [CLS] attention sparsifies as ||W||_F grows during training", "Section 4, Fig 6-7",

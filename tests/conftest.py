@@ -15,8 +15,9 @@ SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 
 def copy_workflow(dest: Path) -> Path:
-    """Copy the Snakefile, workflow/ and scripts/ into ``dest`` (results land there, not in the repo)."""
-    shutil.copy(REPO / "Snakefile", dest / "Snakefile")
+    """Copy the Snakefile, environment.yml, workflow/ and scripts/ into ``dest`` (results land there)."""
+    for name in ("Snakefile", "environment.yml"):
+        shutil.copy(REPO / name, dest / name)
     for folder in ("workflow", "scripts"):
         shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return dest

@@ -1,0 +1,288 @@
+"""Regularization paths (eq. (2), Theorems 1, 5, 6) and Lemma 1, checked against independent computations."""
+
+from __future__ import annotations
+
+
+import mpmath
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy.optimize import minimize, minimize_scalar
+
+from conftest import snakemake
+from maxmargin import instances as I
+from maxmargin.gd import cosine, gradient_descent
+from maxmargin.model import Gradient, keys, model_output, risk, token_scores
+from maxmargin.regpath import (
+    ball_kkt_residual,
+    grad_W,
+    lemma1_check,
+    log_excess_risk,
+    log_joint_risk,
+    regularization_path_joint,
+    regularization_path_p,
+    solve_on_balls,
+)
+from maxmargin.svm import att_svm, p_relax, v_svm
+
+GMM_1B = att_svm(I.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
+LMM_1B = att_svm(I.fig1b().K, np.array([1])).direction  # (1, 0, 0)
+
+
+# --- objectives in log space ---------------------------------------------------------------------------------
+
+
+def mp_excess(K, gamma, p, loss, dps=60):
+    """L(p) - L* in arbitrary precision, straight from (ERM)."""
+    ell = {"logistic": lambda u: mpmath.log(1 + mpmath.exp(-u)), "exponential": lambda u: mpmath.exp(-u)}[loss]
+    with mpmath.workdps(dps):
+        n, T, d = K.shape
+        total = mpmath.mpf(0)
+        for i in range(n):
+            z = [mpmath.fsum(mpmath.mpf(K[i, t, j]) * mpmath.mpf(p[j]) for j in range(d)) for t in range(T)]
+            e = [mpmath.exp(zt - max(z)) for zt in z]
+            u = mpmath.fsum(et * mpmath.mpf(gamma[i, t]) for t, et in enumerate(e)) / mpmath.fsum(e)
+            total += ell(u) - ell(mpmath.mpf(gamma[i].max()))
+        return float(mpmath.log(total / n))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_log_excess_risk_matches_the_risk_and_mpmath(loss):
+    inst = I.fig1c(0)
+    K, gamma = inst.K, inst.gamma
+    rng = np.random.default_rng(0)
+    p = rng.normal(size=(5, 3))
+    floor = np.mean([{"logistic": np.logaddexp(0, -c), "exponential": np.exp(-c)}[loss] for c in gamma.max(-1)])
+    np.testing.assert_allclose(log_excess_risk(K, gamma, p, loss), np.log(risk(K, gamma, p, loss) - floor), rtol=1e-9)
+    # Deep in saturation the risk itself rounds to L*; the log excess stays exact.
+    big = 300.0 * np.array([0.1, 0.9, 0.0])
+    assert risk(K, gamma, big, loss) == floor
+    assert log_excess_risk(K, gamma, big, loss) == pytest.approx(mp_excess(K, gamma, big, loss, dps=200), rel=1e-12)
+
+
+def test_log_joint_risk_matches_the_risk_and_survives_underflow():
+    inst = I.fig3("b")
+    rng = np.random.default_rng(1)
+    v, p = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
+    L = np.log(np.logaddexp(0, -inst.Y * model_output(inst.X, inst.K, v, p)).mean(-1))
+    np.testing.assert_allclose(log_joint_risk(inst.X, inst.Y, inst.K, v, p), L, rtol=1e-12)
+    # r = R = 1000 along (v_mm, p_relax): L ~ e^{-1000} underflows, log L does not. Margins 1000, 1000 and
+    # 1500 (the non-support input), up to e^{-500} corrections: L = (2 e^{-1000} + e^{-1500}) / 3.
+    value = log_joint_risk(inst.X, inst.Y, inst.K, np.array([0.0, 1000.0]), np.array([1000.0, 0.0]))
+    assert value == pytest.approx(-1000.0 + np.log(2 / 3), abs=1e-9)
+
+
+# --- the KKT residual and the solver on an objective with a known answer ---------------------------------------
+
+
+def linear_gradient(c):
+    return lambda xs: [Gradient(np.broadcast_to(c, xs[0].shape).copy(), np.zeros(xs[0].shape[0]))]
+
+
+def test_ball_kkt_residual_on_a_linear_objective():
+    c = np.array([3.0, -4.0, 0.0])  # L(x) = c^T x on ||x|| <= 2: x* = -2 c / ||c||
+    g = Gradient(np.tile(c, (4, 1)), np.zeros(4))
+    theta = 1e-3
+    rot = np.array([[np.cos(theta), -np.sin(theta), 0], [np.sin(theta), np.cos(theta), 0], [0, 0, 1]])
+    xstar = -2 * c / 5
+    x = np.array([xstar, rot @ xstar, 0.5 * xstar, -xstar])
+    res, active = ball_kkt_residual(x, g, 2.0)
+    np.testing.assert_array_equal(active, [True, True, False, True])
+    assert res[0] < 1e-15
+    assert res[1] == pytest.approx(np.sin(theta), rel=1e-6)  # the gradient's component orthogonal to x
+    assert res[2] == pytest.approx(2.0 * 5.0)  # inside: radius * ||g||
+    assert res[3] == pytest.approx(1.0)  # on the sphere with a wrong-signed multiplier
+
+
+def test_solver_reaches_the_minimiser_of_a_linear_objective_from_any_start():
+    c = np.array([1.0, 2.0, -2.0])
+    rng = np.random.default_rng(0)
+    x0 = rng.normal(size=(16, 3)) * rng.uniform(0.1, 5, size=(16, 1))
+    sol = solve_on_balls(linear_gradient(c), [project(x0, 5.0)], [5.0], tol=1e-12)
+    np.testing.assert_allclose(sol.x[0], np.tile(-5 * c / 3, (16, 1)), atol=1e-9)
+    assert sol.kkt_residual.max() <= 1e-12
+
+
+def project(x, R):
+    n = np.linalg.norm(x, axis=-1, keepdims=True)
+    return np.where(n > R, x * R / n, x)
+
+
+# --- the constrained optimum against brute force -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("R", [1.0, 3.0, 10.0])
+def test_path_matches_a_brute_force_search_on_the_circle(R):
+    # Fig. 1(b): the softmax sees only the key plane, so p(R) = R (cos t, sin t, 0); grid the circle, then refine.
+    inst = I.fig1b()
+    on_circle = lambda t: R * np.stack([np.cos(t), np.sin(t), np.zeros_like(t)], -1)  # noqa: E731
+    grid = np.linspace(-np.pi, np.pi, 200_001)
+    t0 = grid[np.argmin(risk(inst.K, inst.gamma, on_circle(grid)))]
+    fine = minimize_scalar(lambda t: float(risk(inst.K, inst.gamma, on_circle(np.array(t)))),
+                           bounds=(t0 - 1e-4, t0 + 1e-4), method="bounded", options={"xatol": 1e-12})  # fmt: skip
+    path = regularization_path_p(inst.K, inst.gamma, np.array([R]), n_random=8, seed=1)
+    p = path.p[0]
+    assert np.linalg.norm(p) == pytest.approx(R, rel=1e-12) and path.active_p[0]
+    assert np.arctan2(p[1], p[0]) == pytest.approx(fine.x, abs=1e-6)
+    assert path.kkt_residual[0] <= 1e-10
+    # The optimum is on the sphere: no point inside the ball does better.
+    rng = np.random.default_rng(2)
+    inside = rng.normal(size=(5000, 3)) * np.array([1, 1, 0])
+    inside *= R * rng.uniform(0, 1, size=(5000, 1)) ** 0.5 / np.linalg.norm(inside, axis=-1, keepdims=True)
+    assert risk(inst.K, inst.gamma, inside).min() > path.loss[0]
+
+
+def test_joint_optimum_matches_a_brute_force_search_on_the_torus():
+    # Fig. 3(b), r = R = 1.5: grid both circles (the constraints are active), then refine with Nelder-Mead.
+    inst = I.fig3("b")
+    R = 1.5
+
+    def L(tv, tp):
+        v = R * np.stack([np.cos(tv), np.sin(tv)], -1)
+        p = R * np.stack([np.cos(tp), np.sin(tp)], -1)
+        return risk(inst.K, token_scores(inst.X, inst.Y, v), p)
+
+    grid = np.linspace(-np.pi, np.pi, 721)
+    TV, TP = np.meshgrid(grid, grid, indexing="ij")
+    values = L(TV.ravel(), TP.ravel())
+    j = int(np.argmin(values))
+    fine = minimize(lambda t: float(L(np.array(t[0]), np.array(t[1]))), [TV.ravel()[j], TP.ravel()[j]],
+                    method="Nelder-Mead", options={"xatol": 1e-11, "fatol": 1e-16, "maxiter": 4000})  # fmt: skip
+    path = regularization_path_joint(inst.X, inst.Y, inst.K, np.array([R]), n_random=8, seed=3)
+    v, p = path.v[0], path.p[0]
+    assert path.active_v[0] and path.active_p[0]
+    assert np.arctan2(v[1], v[0]) == pytest.approx(fine.x[0], abs=1e-5)
+    assert np.arctan2(p[1], p[0]) == pytest.approx(fine.x[1], abs=1e-5)
+    assert path.loss[0] <= fine.fun * (1 + 1e-12)
+    assert path.kkt_residual[0] <= 1e-10
+    rng = np.random.default_rng(4)
+    vin = rng.normal(size=(4000, 2)) * R / 2**0.5 * rng.uniform(0, 1, (4000, 1))
+    pin = rng.normal(size=(4000, 2)) * R / 2**0.5 * rng.uniform(0, 1, (4000, 1))
+    vin, pin = project(vin, R), project(pin, R)
+    assert risk(inst.K, token_scores(inst.X, inst.Y, vin), pin).min() > path.loss[0]
+
+
+# --- theorem-level behaviour -------------------------------------------------------------------------------
+
+RADII = np.geomspace(0.5, 100.0, 10)
+
+
+def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lmm():
+    inst = I.fig1b()
+    # Random starts only: the solver is not handed the answer.
+    path = regularization_path_p(inst.K, inst.gamma, RADII, n_random=8, seed=0)
+    assert np.all(path.kkt_residual <= 1e-10) and np.all(path.active_p)
+    cos_gmm = cosine(path.p[-1], GMM_1B)
+    assert cos_gmm > 1 - 1e-9  # measured: 1 - 1.1e-11 at R = 100
+    assert cosine(path.p[-1], LMM_1B) < 0
+    np.testing.assert_array_equal(path.selected[-1], [0])
+    traj = gradient_descent(inst.K, inst.gamma, np.array([8.0, 0.3, 0.0]), eta=0.1, n_iter=1000)
+    assert cosine(traj.p_final, LMM_1B) > 0.999  # measured: 0.99990 at ||p|| = 108
+    assert cosine(traj.p_final, GMM_1B) < 0
+    # A constrained local optimum near the LMM exists at R = 100, with a higher risk than the path's.
+    with_lmm = regularization_path_p(inst.K, inst.gamma, RADII[-1:], candidates=LMM_1B[None], n_random=0)
+    ends = with_lmm.ends_p[0]
+    local = int(np.argmax(cosine(ends, LMM_1B)))
+    assert cosine(ends[local], LMM_1B) > 1 - 1e-9 and with_lmm.ends_kkt_residual[0, local] <= 1e-10
+    assert with_lmm.ends_log_excess[0, local] > path.log_excess[-1] + 90
+
+
+@pytest.mark.parametrize("variant", ["a", "b"])
+def test_theorems5_and_6_joint_path_goes_to_v_mm_and_p_relax(variant):
+    inst = I.fig3(variant)
+    path = regularization_path_joint(inst.X, inst.Y, inst.K, RADII, n_random=6, seed=0)
+    assert np.all(path.kkt_residual <= 1e-10) and np.all(path.active_p) and np.all(path.active_v)
+    alpha = path.selected[-1]
+    np.testing.assert_array_equal(alpha, [1, 1, 1])
+    vmm = v_svm(inst.X[np.arange(3), alpha], inst.Y)
+    relax = p_relax(inst.K, alpha, vmm.active)
+    pmm = att_svm(inst.K, alpha)
+    assert cosine(path.v[-1], vmm.direction) > 0.99999
+    assert cosine(path.p[-1], relax.direction) > 0.9999  # measured at R = 100: 0.999995 (a), 0.999987 (b)
+    if variant == "a":
+        np.testing.assert_allclose(relax.direction, pmm.direction, atol=1e-12)  # Theorem 5: p_relax = p_mm
+    else:
+        assert cosine(path.p[-1], pmm.direction) < 0.99  # Theorem 6: not p_mm (measured 0.9816)
+
+
+# --- Lemma 1 -----------------------------------------------------------------------------------------------
+
+
+def test_grad_W_closed_form_matches_autograd():
+    rng = np.random.default_rng(5)
+    X, Y = rng.normal(size=(3, 4, 3)), np.array([1.0, -1.0, 1.0])
+    v, W, u = rng.normal(size=3), rng.normal(size=(3, 3)), rng.normal(size=3)
+    Wt = torch.tensor(W, requires_grad=True)
+    s = torch.softmax(torch.einsum("ntd,ed,e->nt", torch.tensor(X), Wt, torch.tensor(u)), dim=-1)
+    f = torch.einsum("nt,ntd,d->n", s, torch.tensor(X), torch.tensor(v))
+    torch.nn.functional.softplus(-torch.tensor(Y) * f).mean().backward()
+    np.testing.assert_allclose(grad_W(X, Y, v, W, u), Wt.grad.numpy(), rtol=1e-10, atol=1e-14)
+    assert np.linalg.matrix_rank(grad_W(X, Y, v, W, u)) == 1  # rank one, left singular vector u
+    np.testing.assert_allclose(keys(X, W) @ u, X @ (W.T @ u))  # the query u sees p = W^T u
+
+
+def test_lemma1_gd_on_W_stays_on_u_p_transpose():
+    inst = I.fig1c(0)
+    u = np.array([1.0, -2.0, 0.5])
+    chk = lemma1_check(inst.X, inst.Y, inst.v, u, np.array([0.3, -0.2, 0.5]), eta=0.1, n_iter=300)
+    assert chk.max_deviation < 1e-10  # measured ~2e-15
+    assert chk.grad_deviation.max() < 1e-12
+    np.testing.assert_allclose(chk.risk_W, chk.risk_p, rtol=1e-12)
+    assert np.linalg.norm(chk.p[-1] - chk.p[0]) > 0.1  # p actually moved
+    # Control: without the 1/||u||^2 step scaling the two runs separate.
+    W = np.outer(u, chk.p[0]) / (u @ u)
+    for _ in range(50):
+        W = W - 0.1 * grad_W(inst.X, inst.Y, inst.v, W, u)
+    assert np.linalg.norm(W - np.outer(u, chk.p[50]) / (u @ u)) > 1e-3
+
+
+# --- the workflow ------------------------------------------------------------------------------------------
+
+
+SMALL = {
+    "regpath": {
+        "radii": {"min": 0.5, "max": 20.0, "num": 5},
+        "n_random": 2,
+        "gd": {"n_iter": 100},
+        "lemma1": {"n_iter": 40, "instances": ["fig1b", "fig1c"]},
+    }
+}
+
+
+@pytest.mark.slow
+def test_regpath_and_lemma1_targets_end_to_end(workflow_dir):
+    wd = workflow_dir
+    snakemake(wd, "regpath", "lemma1", config=SMALL)
+    results = wd / "results"
+    for ext in ("pdf", "png"):
+        assert (results / "figures" / f"regpath.{ext}").stat().st_size > 10_000
+    for rule, name in [("regpath_instance", "fig1b"), ("regpath_instance", "fig3b"), ("regpath_table", "regpath"),
+                       ("plot_regpath", "regpath"), ("lemma1_table", "lemma1")]:  # fmt: skip
+        assert (results / "logs" / rule / f"{name}.log").exists()
+        assert (results / "benchmarks" / rule / f"{name}.tsv").exists()
+    table = pd.read_csv(results / "tables" / "regpath.csv")
+    assert {"instance", "R", "kind", "cosine", "kkt_residual", "loss"} <= set(table.columns)
+    assert set(table["method"]) == {"path"}
+    assert table.groupby(["instance", "kind"]).size().eq(5).all()  # one row per R, instance and direction
+    assert table["kkt_residual"].max() <= 1e-9
+    top = table[table["R"] == 20.0].set_index(["instance", "kind"])["cosine"]
+    assert top["fig1b", "gmm"] > 0.999 and top["fig3b", "p_relax"] > top["fig3b", "p_mm"]
+    compare = pd.read_csv(results / "tables" / "regpath_compare.csv")
+    assert "gd" in set(compare["method"]) and set(compare["method"]) <= {"gd", "local"}
+    lemma1 = pd.read_csv(results / "tables" / "lemma1.csv")
+    assert list(lemma1["instance"]) == ["fig1b", "fig1c"] and lemma1["max_deviation"].max() < 1e-10
+    assert "Nothing to be done" in snakemake(wd, "regpath", "lemma1", "-n", config=SMALL).stdout
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"regpath": {"loss": "correlation"}}, "'correlation' is not one of ['logistic', 'exponential']"),
+        ({"regpath": {"radius": {}}}, "'radius' was unexpected"),
+    ],
+)
+def test_bad_regpath_config_stops_with_the_key_named(workflow_dir, config, expected):
+    proc = snakemake(workflow_dir, "-n", "regpath", config=config, check=False)
+    assert proc.returncode != 0
+    assert expected in proc.stdout + proc.stderr
