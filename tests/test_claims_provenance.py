@@ -20,23 +20,34 @@ def census_summary(pct_gmm, p_gap_negative=(0.0, 0.002, 0.004)):
     })  # fmt: skip
 
 
+def census_trials(n_negative):
+    gaps = [-0.01] * n_negative + [0.3] * (1000 - n_negative)
+    return pd.DataFrame({"d": 10, "saturated": True, "corr": 0.998, "gap": gaps})
+
+
 def test_claims_follow_the_measured_numbers():
-    holds = evaluate_claims({"census_summary": census_summary([5.0, 20.0, 60.0])}).set_index("claim_id")
+    holds = evaluate_claims({"census_summary": census_summary([5.0, 20.0, 60.0]),
+                             "census_trials": census_trials(3)}).set_index("claim_id")  # fmt: skip
     assert holds.loc["census_gmm_grows", "verdict"] == "holds"
     assert holds.loc["census_gap_negative", "verdict"] == "holds"
-    assert "0.0040 (d = 100)" in holds.loc["census_gap_negative", "measured"]
-    differs = evaluate_claims({"census_summary": census_summary([60.0, 20.0, 5.0], (0.0, 0.03, 0.0))}).set_index("claim_id")
+    assert holds.loc["census_gap_negative", "measured"].startswith("0.0030 pooled")
+    assert "d=100: 0.0040" in holds.loc["census_gap_negative", "measured"]
+    differs = evaluate_claims({"census_summary": census_summary([60.0, 20.0, 5.0], (0.0, 0.03, 0.0)),
+                               "census_trials": census_trials(30)}).set_index("claim_id")  # fmt: skip
     assert differs.loc["census_gmm_grows", "verdict"] == "differs"
     assert differs.loc["census_gap_negative", "verdict"] == "differs"
+    assert "above 1% at d = 10" in differs.loc["census_gap_negative", "note"]
     assert differs.loc["vit_sparsity", "verdict"] == "not run"
     assert "vit_metrics" in differs.loc["vit_sparsity", "note"]
+    assert evaluate_claims({"census_summary": census_summary([1, 2, 3])}).set_index("claim_id").loc[
+        "census_gap_negative", "verdict"] == "not run"  # fmt: skip
 
 
 def test_claims_from_a_real_experiment_table():
     table = fig8(eta=0.1, n_iter=1000, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic").directions
     row = evaluate_claims({"directions": table}).set_index("claim_id").loc["n1_necessary"]
     assert row["verdict"] == "holds"
-    assert row["measured"].startswith("1 starts -> GMM, 1 -> LMM")
+    assert row["measured"].startswith("1 start(s) -> GMM, 1 -> LMM")
     one_start = table[~((table["record"] == "gd_run") & (table["kind"] == "lmm"))]
     assert evaluate_claims({"directions": one_start}).set_index("claim_id").loc["n1_necessary", "verdict"] == "differs"
 

@@ -1,0 +1,15 @@
+"""Snakemake script: the claims table (rule claims_table) from the pipeline's own tables."""
+
+import pandas as pd
+
+from maxmargin.claims import claims_markdown, evaluate_claims
+from maxmargin.io import atomic_path, rule_logging, write_csv
+
+with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
+    tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}  # noqa: F821
+    claims = evaluate_claims(tables)
+    write_csv(claims, snakemake.output.csv)  # noqa: F821
+    with atomic_path(snakemake.output.md) as tmp:  # noqa: F821
+        tmp.write_text(claims_markdown(claims))
+    for row in claims.itertuples():
+        log.info("%-24s %-8s %s", row.claim_id, row.verdict, row.measured)

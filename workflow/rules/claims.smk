@@ -1,0 +1,71 @@
+# The claims table (every quantitative claim of the paper next to the measured value) and the README gallery.
+
+CLAIM_TABLES = {
+    "directions": "results/tables/directions.csv",
+    "fig3a": "results/tables/fig3a.csv",
+    "fig4": "results/tables/fig4.csv",
+    "fig5": "results/tables/fig5.csv",
+    "census_summary": "results/tables/census_summary.csv",
+    "census_trials": "results/tables/census_trials.csv",
+    "regpath": "results/tables/regpath.csv",
+    "lemma1": "results/tables/lemma1.csv",
+    "vit_metrics": "results/tables/vit_metrics.csv",
+}
+
+GALLERY = [
+    "fig1a", "fig1b", "fig1c", "fig2", "fig3a", "fig3b", "fig3c", "fig4a", "fig4b", "fig5",
+    "fig6", "fig7", "fig8", "fig9a", "fig9b", "fig10", "regpath",
+]  # fmt: skip
+
+
+rule claims_table:
+    """Measure every claim of the paper from the pipeline's own tables."""
+    input:
+        **CLAIM_TABLES,
+    output:
+        csv=report(
+            "results/tables/claims.csv",
+            caption="../report/claims.rst",
+            category="Claims",
+        ),
+        md="results/tables/claims.md",
+    log:
+        "results/logs/claims_table/claims.log",
+    benchmark:
+        "results/benchmarks/claims_table/claims.tsv"
+    conda:
+        "../../environment.yml"
+    script:
+        "../../scripts/claims_table.py"
+
+
+rule gallery_thumbnail:
+    """A small copy of a figure for the README gallery (docs/gallery/, committed)."""
+    input:
+        "results/figures/{figure}.png",
+    output:
+        "docs/gallery/{figure}.png",
+    params:
+        width=480,
+    log:
+        "results/logs/gallery_thumbnail/{figure}.log",
+    benchmark:
+        "results/benchmarks/gallery_thumbnail/{figure}.tsv"
+    conda:
+        "../../environment.yml"
+    script:
+        "../../scripts/gallery_thumbnail.py"
+
+
+rule claims:
+    input:
+        "results/tables/claims.csv",
+        "results/tables/claims.md",
+
+
+rule gallery:
+    input:
+        expand("docs/gallery/{figure}.png", figure=GALLERY),
+
+
+ALL_TARGETS += ["results/tables/claims.csv", "results/tables/claims.md"]
