@@ -1,0 +1,225 @@
+"""The convergence census (Appendix E, Figures 9-10): exact kernels, hand-built classifications, split invariance."""
+
+from __future__ import annotations
+
+import shutil
+
+import mpmath
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import brentq
+
+from conftest import REPO, snakemake
+from maxmargin import census as C
+from maxmargin.gd import gradient_descent
+from maxmargin.model import grad_p, log_non_selected_mass, risk, token_scores
+from maxmargin.svm import classify_direction
+
+
+def random_keys(seed: int, B: int, n: int, T: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    K = rng.standard_normal((B, n, T, d))
+    K /= np.linalg.norm(K, axis=-1, keepdims=True)
+    return K, rng.uniform(-1, 1, (B, n, T))
+
+
+def full_problem(seed: int, d: int, trials, n: int = 4, T: int = 6):
+    """The census trials in their original d coordinates (for the references)."""
+    data = [C.sample_trial(seed, d, j, n, T) for j in trials]
+    X, Y, v, u = (np.stack([x[k] for x in data]) for k in range(4))
+    return X, token_scores(X, Y, v), u
+
+
+# --- exact kernels ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
+@pytest.mark.parametrize("scale", [0.0, 1.0, 30.0, 1000.0, 5000.0])
+def test_key_gradient_equals_model_grad_p(loss, scale):
+    # ||p|| in the thousands: logit gaps far beyond 745, where every non-selected probability underflows.
+    K, gamma = random_keys(1, B=6, n=4, T=6, d=7)
+    p = np.random.default_rng(2).standard_normal((6, 7))
+    p *= scale / np.maximum(np.linalg.norm(p, axis=-1, keepdims=True), 1e-300)
+    beta, log_scale = C.key_gradient(np.einsum("bntd,bd->bnt", K, p), gamma, loss)
+    ref = grad_p(K, gamma, p, loss)
+    fast = np.einsum("bnt,bntd->bd", beta, K)
+    np.testing.assert_allclose(log_scale, ref.log_scale, rtol=1e-12, atol=1e-9)
+    err = np.linalg.norm(fast - ref.scaled, axis=-1) / np.linalg.norm(ref.scaled, axis=-1)
+    assert err.max() < 1e-12
+    assert np.all(np.linalg.norm(fast, axis=-1) > 0)  # the direction survives saturation
+
+
+def test_saturation_exact_far_below_machine_epsilon():
+    # n = 2 inputs, logit gaps 50 and 70: 1 - s_bar = (e^-50 + e^-70 + 2 e^-75 ...) / 2 ~ 1e-22.
+    z = np.array([[[0.0, -50.0, -80.0], [3.0, -67.0, -72.0]]])
+    with mpmath.workdps(60):
+        mass = []
+        for row in z[0]:
+            e = [mpmath.exp(mpmath.mpf(x) - max(row)) for x in row]
+            mass.append(1 - max(e) / mpmath.fsum(e))
+        exact = float(mpmath.log(mpmath.fsum(mass) / 2))
+    got = C.log_unsaturation(z)[0]
+    assert exact < np.log(1e-20)
+    assert got == pytest.approx(exact, rel=1e-13)
+    K = np.array([[[[0.0], [-50.0], [-80.0]], [[3.0], [-67.0], [-72.0]]]])
+    np.testing.assert_allclose(C.log_unselected_mass(z), log_non_selected_mass(K, np.array([[1.0]])), rtol=1e-13)
+
+
+@pytest.mark.parametrize(("tol", "saturated"), [(1.0001e-5, True), (0.9999e-5, False)])
+def test_saturation_threshold(tol, saturated):
+    # One input, two tokens: 1 - s = 1 / (1 + e^x) = 1e-5 exactly at x = log(1e5 - 1).
+    z = np.array([[[np.log(1e5 - 1.0), 0.0]]])
+    assert (C.log_unsaturation(z)[0] <= np.log(tol)) == saturated
+
+
+@pytest.mark.parametrize(("d", "init_scale"), [(5, 0.0), (30, 0.0), (30, 0.7), (3, 0.5)])
+def test_gd_in_key_coordinates_equals_gd_in_R_d(d, init_scale):
+    # d = 30 > nT = 24 uses the QR basis of the key span; init_scale > 0 adds a part of p(0) outside it.
+    trials = np.arange(6)
+    X, gamma, u = full_problem(0, d, trials)
+    p0 = init_scale * u
+    ref = gradient_descent(X, gamma, p0, eta=1.0, n_iter=300, keep_path=False).p_final
+    batch = C.sample_batch(0, d, trials, 4, 6, init_scale)
+    traj = C.normalized_gd(batch, eta=1.0, n_iter=300)
+    p = p0 + np.einsum("bi,bid->bd", traj.a, X.reshape(6, 24, d))
+    err = np.linalg.norm(p - ref, axis=-1) / np.linalg.norm(ref, axis=-1)
+    assert err.max() < 1e-10
+    rows = C.census_rows(batch, C.CensusSettings(n_iter=300, init_scale=init_scale), d)
+    np.testing.assert_allclose(rows["p_norm"], np.linalg.norm(ref, axis=-1), rtol=1e-10)
+
+
+# --- classification ---------------------------------------------------------------------------------------------
+
+# n = 1, T = 3, d = 2: keys (0, 0), (1, 0), (-1, 1). With alpha = token 1, (ATT-SVM) reads p1 >= 1 and
+# 2 p1 - p2 >= 1, so p_mm = (1, 0); token 0 is on the margin (the only SVM-neighbour), token 2 is not (2 > 1).
+KEYS = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 1.0]]])
+
+
+def test_lmm_that_is_not_gmm():
+    gamma = np.array([[0.0, 0.5, 1.0]])  # the neighbour scores less (locally optimal); token 2 is the optimum
+    res, solver = C.classify_selection(KEYS, gamma, np.array([1]))
+    assert (res.kind, solver) == ("lmm", "ldp")
+    np.testing.assert_allclose(res.svm.solution, [1.0, 0.0], atol=1e-14)
+    np.testing.assert_array_equal(res.neighbors, [[True, False, False]])
+    assert res.score_gap == 0.5
+    assert classify_direction(KEYS, gamma, np.array([1])).kind == "lmm"
+    # GD started in the LMM's cone stays there (Theorem 3): the census calls the run an LMM.
+    batch = C.prepare_batch(KEYS[None], gamma[None], np.array([[3.0, 0.0]]))
+    row = C.census_rows(batch, C.CensusSettings(n=1, T=3, n_iter=1000), d=2).iloc[0]
+    assert row["saturated"] and row["class"] == "lmm" and row["alpha"] == "1" and not row["optimal_alpha"]
+    assert row["corr"] > 0.999 and row["gap"] == 0.5
+
+
+def test_tie_with_a_neighbour_is_not_locally_optimal():
+    gamma = np.array([[0.5, 0.5, 0.2]])  # alpha = 1 is optimal, but its SVM-neighbour ties with it
+    res, _ = C.classify_selection(KEYS, gamma, np.array([1]))
+    assert res.kind == "neither" and res.score_gap == 0.0
+    assert classify_direction(KEYS, gamma, np.array([1])).kind == "neither"
+    gamma = np.array([[0.4, 0.5, 0.2]])
+    assert C.classify_selection(KEYS, gamma, np.array([1]))[0].kind == "gmm"
+
+
+def test_non_saturated_run_has_a_finite_limit():
+    # d = 1, n = 2 inputs with keys +1 and -1: input 1 scores (1, 0), input 2 scores (0, 0.8). The risk has a
+    # finite minimiser x* (its derivative changes sign), so normalized GD (eta = 1) hovers within eta of x*.
+    K = np.array([[[1.0], [-1.0]], [[1.0], [-1.0]]])
+    gamma = np.array([[1.0, 0.0], [0.0, 0.8]])
+    slope = lambda x: float(grad_p(K, gamma, np.array([x])).value[0])  # noqa: E731
+    x_star = brentq(slope, -5.0, 5.0)
+    assert 0.1 < x_star < 1.0 and risk(K, gamma, np.array([x_star])) < risk(K, gamma, np.array([x_star + 1]))
+    batch = C.prepare_batch(K[None], gamma[None], np.zeros((1, 1)))
+    row = C.census_rows(batch, C.CensusSettings(n=2, T=2), d=1).iloc[0]
+    assert not row["saturated"] and row["class"] == "not_saturated"
+    assert np.isnan(row["corr"]) and np.isnan(row["gap"])
+    assert row["p_norm"] <= abs(x_star) + 1.0
+    assert row["log10_unsaturation"] > -2
+
+
+@pytest.mark.parametrize("d", [5, 30])
+def test_ldp_classification_equals_cvxopt(d):
+    batch = C.sample_batch(3, d, np.arange(15), 4, 6, 0.0)
+    rows = C.census_rows(batch, C.CensusSettings(n_iter=300, seed=3), d)
+    assert rows["saturated"].sum() >= 10
+    for k, row in rows[rows["saturated"]].iterrows():
+        alpha = np.array([int(t) for t in row["alpha"].split(",")])
+        ref = classify_direction(batch.keys[k], batch.gamma[k], alpha)
+        mine, solver = C.classify_selection(batch.keys[k], batch.gamma[k], alpha)
+        assert solver == "ldp" and mine.kind == ref.kind == row["class"]
+        np.testing.assert_array_equal(mine.neighbors, ref.neighbors)
+        np.testing.assert_allclose(mine.svm.solution, ref.svm.solution, rtol=1e-9, atol=1e-12)
+        assert mine.score_gap == ref.score_gap == row["gap"]
+
+
+# --- reproducibility and tables ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [5, 100])
+def test_rows_do_not_depend_on_the_split(d):
+    settings = C.CensusSettings(n_trials=10, n_iter=300, seed=7)
+    whole = C.run_trials(settings, d)
+    parts = pd.concat([C.run_trials(settings, d, range(5), chunk=2), C.run_trials(settings, d, range(5, 10), chunk=3)],
+                      ignore_index=True)  # fmt: skip
+    pd.testing.assert_frame_equal(whole, parts, check_exact=True)
+    single = C.run_trials(settings, d, [6])
+    pd.testing.assert_frame_equal(whole.iloc[[6]].reset_index(drop=True), single, check_exact=True)
+    assert list(whole.columns) == C.TRIAL_COLUMNS and whole["trial"].tolist() == list(range(10))
+
+
+def test_summary_and_gap_distribution():
+    trials = pd.DataFrame({
+        "d": [5] * 6 + [10] * 2,
+        "saturated": [False, True, True, True, True, True, True, True],
+        "class": ["not_saturated", "gmm", "lmm", "lmm", "neither", "gmm", "gmm", "lmm"],
+        "corr": [np.nan, 1.0, 0.99, 0.98, 0.97, 1.0, 1.0, 0.9],
+        "gap": [np.nan, 0.3, 0.1, 0.0124, -0.0124, 0.5, 0.2, 0.3],
+    })  # fmt: skip
+    s = C.summarize(trials).set_index("d")
+    assert list(C.summarize(trials).columns) == C.SUMMARY_COLUMNS
+    assert s.loc[5, "n_trials"] == 6
+    assert s.loc[5, "pct_not_saturated"] == pytest.approx(100 / 6)
+    assert s.loc[5, "pct_lmm"] == pytest.approx(400 / 6) and s.loc[5, "pct_gmm"] == pytest.approx(200 / 6)
+    assert s.loc[5, "pct_neither"] == pytest.approx(100 / 6)
+    assert s.loc[5, "mean_corr"] == pytest.approx(0.988) and s.loc[5, "p_gap_negative"] == pytest.approx(0.2)
+    hist = C.gap_distribution(trials, [5, 10], 0.005)
+    h5 = hist[hist["d"] == 5]
+    assert h5["count"].sum() == 5 and h5["probability"].sum() == pytest.approx(1.0)
+    assert h5.loc[h5["bin_right"] == 0.0, "cumulative"].item() == pytest.approx(0.2)  # P(gap < 0)
+    assert h5.loc[h5["bin_left"] == 0.01, "count"].item() == 1  # 0.0124 falls in [0.01, 0.015)
+    assert np.allclose(hist["bin_right"] - hist["bin_left"], 0.005)
+
+
+# --- end to end -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_census_targets_end_to_end(workflow_dir):
+    shutil.copy(REPO / "environment.yml", workflow_dir)  # the rules' conda: file (conftest copies only workflow/)
+    config = {"census": {"dims": [2, 5], "n_trials": 20, "n_iter": 200, "histogram": {"dims": [5]}}}
+    snakemake(workflow_dir, "fig9", "fig10", config=config)
+    results = workflow_dir / "results"
+    for panel in ("fig9a", "fig9b", "fig10"):
+        for ext in ("pdf", "png"):
+            assert (results / "figures" / f"{panel}.{ext}").stat().st_size > 10_000
+    for d in (2, 5):
+        assert (results / "logs" / "census_trials" / f"d{d}.log").exists()
+        assert (results / "benchmarks" / "census_trials" / f"d{d}.tsv").exists()
+    summary = pd.read_csv(results / "tables" / "census_summary.csv")
+    assert list(summary.columns) == C.SUMMARY_COLUMNS
+    assert summary["d"].tolist() == [2, 5] and summary["n_trials"].tolist() == [20, 20]
+    total = summary["pct_not_saturated"] + summary["pct_lmm"] + summary["pct_neither"]
+    np.testing.assert_allclose(total, 100.0)
+    assert (summary["pct_gmm"] <= summary["pct_lmm"]).all()
+    assert summary["mean_corr"].between(0.95, 1.0).all()
+    assert summary["p_gap_negative"].between(0.0, 1.0).all()
+    trials = pd.read_csv(results / "tables" / "census_trials.csv")
+    assert list(trials.columns) == C.TRIAL_COLUMNS and len(trials) == 40
+    assert trials["seed"].eq(0).all() and set(trials["class"]) <= set(C.CLASSES)
+    # The pipeline's rows are the library's rows: one job per d changes nothing.
+    settings = C.CensusSettings(n_trials=20, n_iter=200)
+    direct = C.run_trials(settings, 5)
+    piped = trials[trials["d"] == 5].reset_index(drop=True)
+    cols = ["trial", "saturated", "class", "alpha", "corr", "gap", "p_norm", "log10_unsaturation"]
+    pd.testing.assert_frame_equal(piped[cols], direct[cols], check_exact=True)  # bitwise, through the CSV
+    hist = pd.read_csv(results / "tables" / "fig9b.csv")
+    assert set(hist["d"]) == {5} and hist["cumulative"].iloc[-1] == pytest.approx(1.0)
