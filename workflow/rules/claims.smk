@@ -45,14 +45,14 @@ rule gallery_thumbnail:
         "results/figures/{figure}.png",
     output:
         "docs/gallery/{figure}.png",
-    params:
-        width=480,
     log:
         "results/logs/gallery_thumbnail/{figure}.log",
     benchmark:
         "results/benchmarks/gallery_thumbnail/{figure}.tsv"
     conda:
         "../../environment.yml"
+    params:
+        width=480,
     script:
         "../../scripts/gallery_thumbnail.py"
 

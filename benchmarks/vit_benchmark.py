@@ -1,0 +1,184 @@
+"""Training throughput (images/s) and model FLOP utilisation of the paper's ViT, and the paper run's expected time.
+
+Paper: Section 4, "Real experiments" (ViT-base, patch 2 on 32x32 CIFAR-10, 400 epochs). Runs on whatever device
+it finds (CUDA when available); a few timed training steps (forward, backward, optimiser step) of the model in
+``workflow/config/paper.yaml`` merged over ``default.yaml``.
+
+FLOPs per image are counted by ``torch.utils.flop_counter.FlopCounterMode`` on the meta device (matmuls and
+convolutions, forward + backward; SDPA counted through its math decomposition) and checked against the analytic
+count 6 * (params in the blocks) * tokens + 12 * depth * tokens^2 * dim. MFU = images/s * FLOPs/image / peak.
+Peak FLOP/s: ``--peak-tflops``; default: the dense bf16 tensor-core peak for known GPUs (H100/H200 SXM 989,
+A100 312 TFLOP/s), and on a CPU a measured float32 matmul peak.
+
+    .venv/bin/python benchmarks/vit_benchmark.py                  # CPU here: batch 2, 2 timed steps, < 1 min
+    python benchmarks/vit_benchmark.py --batch-size 128 --steps 20 --bf16 --compile   # on a GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+import yaml
+from torch.utils.flop_counter import FlopCounterMode
+
+from maxmargin.vit import ModelSettings, TrainSettings, build_vit, make_optimizer, resolve_device
+
+REPO = Path(__file__).resolve().parents[1]
+GPU_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "GH200": 989.0, "A100": 312.0}  # dense bf16
+H100_PEAK_TFLOPS = 989.0
+CIFAR10_TRAIN, CIFAR10_TEST = 50_000, 10_000
+
+
+def paper_vit_config(paper: Path) -> dict:
+    """default.yaml's ``vit`` section with ``paper`` merged over it (as ``--configfile`` does)."""
+    base = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
+    over = yaml.safe_load(paper.read_text()).get("vit", {})
+    for key, value in over.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    return base
+
+
+def count_flops(model_settings: ModelSettings) -> tuple[float, float]:
+    """(forward, forward + backward) FLOPs per image, counted on the meta device."""
+    with torch.device("meta"):
+        model = build_vit(model_settings)
+        x = torch.randn(1, 3, model_settings.img_size, model_settings.img_size)
+    counts = []
+    for backward in (False, True):
+        counter = FlopCounterMode(display=False)
+        with counter:
+            out = model(x)
+            if backward:
+                out.sum().backward()
+        counts.append(float(counter.get_total_flops()))
+    return counts[0], counts[1]
+
+
+def analytic_flops(m: ModelSettings) -> float:
+    """Forward + backward FLOPs per image: 3 x (2 x block params x tokens + 4 x depth x tokens^2 x dim)."""
+    tokens = (m.img_size // m.patch_size) ** 2 + 1
+    block_params = m.depth * (4 + 2 * m.mlp_ratio) * m.embed_dim**2
+    return 3.0 * (2.0 * block_params * tokens + 4.0 * m.depth * tokens**2 * m.embed_dim)
+
+
+def cpu_matmul_peak(n: int = 2048, repeats: int = 5) -> float:
+    """Measured float32 matmul FLOP/s of this CPU (the best of ``repeats``)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n**3 / best
+
+
+def device_peak(device: torch.device, override_tflops: float | None) -> tuple[float, str]:
+    if override_tflops:
+        return override_tflops * 1e12, "--peak-tflops"
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        for key, tflops in GPU_PEAK_TFLOPS.items():
+            if key in name:
+                return tflops * 1e12, f"dense bf16 peak of {key}"
+        raise SystemExit(f"unknown GPU {name!r}: give its dense bf16 peak with --peak-tflops")
+    return cpu_matmul_peak(), "measured float32 matmul peak of this CPU"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=REPO / "workflow/config/paper.yaml")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--batch-size", type=int, default=None, help="default: 2 on a CPU, the config's on a GPU")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps (default: 2 on a CPU, 20 on a GPU)")
+    ap.add_argument("--warmup", type=int, default=None, help="untimed steps first (default: 1 CPU, 5 GPU)")
+    ap.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None, help="default: on for CUDA")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False)
+    ap.add_argument("--peak-tflops", type=float, default=None, help="peak FLOP/s of the device, in TFLOP/s")
+    ap.add_argument("--assumed-mfu", type=float, default=0.35, help="MFU assumed for the H100 time estimate")
+    ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = ap.parse_args()
+
+    cfg = paper_vit_config(args.config)
+    model_settings = ModelSettings(**cfg["model"])
+    train_settings = TrainSettings(**cfg["train"])
+    device = resolve_device(args.device)
+    gpu = device.type == "cuda"
+    batch = args.batch_size or (train_settings.batch_size if gpu else 2)
+    steps = args.steps or (20 if gpu else 2)
+    warmup = args.warmup if args.warmup is not None else (5 if gpu else 1)
+    bf16 = gpu if args.bf16 is None else args.bf16
+
+    fwd_flops, train_flops = count_flops(model_settings)
+    analytic = analytic_flops(model_settings)
+    peak, peak_source = device_peak(device, args.peak_tflops)
+
+    torch.manual_seed(0)
+    model = build_vit(model_settings).to(device).train()
+    optimizer = make_optimizer(model.parameters(), train_settings)
+    forward = torch.compile(model) if args.compile else model
+    x = torch.randn(batch, 3, model_settings.img_size, model_settings.img_size, device=device)
+    y = torch.randint(0, model_settings.num_classes, (batch,), device=device)
+
+    def step() -> None:
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(forward(x).float(), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    def sync() -> None:
+        if gpu:
+            torch.cuda.synchronize(device)
+
+    for _ in range(warmup):
+        step()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync()
+    seconds = time.perf_counter() - t0
+    images_per_s = batch * steps / seconds
+    mfu = images_per_s * train_flops / peak
+
+    epochs = train_settings.epochs
+    n_eval = CIFAR10_TEST + min(cfg["probe"]["n_images"], CIFAR10_TEST)  # test pass + probe pass per epoch
+    paper_flops = epochs * (CIFAR10_TRAIN * train_flops + n_eval * fwd_flops) + CIFAR10_TRAIN * fwd_flops
+    h100_hours = paper_flops / (H100_PEAK_TFLOPS * 1e12 * args.assumed_mfu) / 3600
+    result = {
+        "device": torch.cuda.get_device_name(device) if gpu else f"cpu ({torch.get_num_threads()} threads)",
+        "model": cfg["model"], "optimizer": train_settings.optimizer, "batch_size": batch, "steps": steps,
+        "bf16": bf16, "compile": args.compile,
+        "gflops_per_image_forward": fwd_flops / 1e9, "gflops_per_image_train": train_flops / 1e9,
+        "gflops_per_image_train_analytic": analytic / 1e9,
+        "images_per_s": images_per_s, "achieved_tflops": images_per_s * train_flops / 1e12,
+        "peak_tflops": peak / 1e12, "peak_source": peak_source, "mfu": mfu,
+        "paper_run_pflops": paper_flops / 1e15, "paper_epochs": epochs,
+        "h100_assumed_mfu": args.assumed_mfu, "h100_estimated_hours": h100_hours,
+        "this_device_estimated_hours": paper_flops / (images_per_s * train_flops) / 3600,
+    }  # fmt: skip
+    print(f"device            {result['device']}  (batch {batch}, {steps} timed steps, bf16 {bf16}, "
+          f"compile {args.compile}, {train_settings.optimizer})")
+    print(f"model             ViT {model_settings.embed_dim}-d, depth {model_settings.depth}, "
+          f"{model_settings.num_heads} heads, patch {model_settings.patch_size} on {model_settings.img_size}x"
+          f"{model_settings.img_size}")
+    print(f"FLOPs / image     {fwd_flops / 1e9:.1f} G forward, {train_flops / 1e9:.1f} G forward+backward "
+          f"(analytic {analytic / 1e9:.1f} G)")
+    print(f"throughput        {images_per_s:.2f} images/s = {result['achieved_tflops']:.3f} TFLOP/s")
+    print(f"MFU               {100 * mfu:.1f}% of {peak / 1e12:.2f} TFLOP/s ({peak_source})")
+    print(f"paper run         {epochs} epochs x {CIFAR10_TRAIN} images + evaluation = {paper_flops / 1e18:.2f} EFLOP")
+    print(f"expected time     {h100_hours:.1f} h on one H100 at {100 * args.assumed_mfu:.0f}% MFU "
+          f"({989.0:.0f} TFLOP/s dense bf16); {result['this_device_estimated_hours']:.1f} h on this device "
+          "at the measured rate")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Figures 6 and 7 of the ViT experiment, drawn only from the outputs of :func:`maxmargin.vit.train_vit`.
+
+Paper: Section 4 ("Real experiments"). Figure 6: a test image and the [CLS] attention map of the last layer
+(averaged over heads, over the patch grid) at several epochs. Figure 7: soft-sparsity d_nnz(s)/T and ||W||_F of
+the last layer's combined key-query matrix against epoch, on two axes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.figure import Figure
+
+from . import plotting as P
+from .plotting import plt
+from .vit import soft_sparsity
+
+MAP_CMAP = "viridis"
+
+
+def source_note(sidecar: dict[str, Any]) -> str:
+    """One line naming the model, the optimiser and the data (with the fallback warning, if any)."""
+    m, t = sidecar["settings"]["model"], sidecar["settings"]["train"]
+    grid = "x".join(str(g) for g in sidecar["grid"])
+    note = (f"ViT {m['embed_dim']}-d, depth {m['depth']}, {m['num_heads']} heads, patch {m['patch_size']} "
+            f"({grid} tokens); {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}\n"
+            f"data: {sidecar['dataset']} ({sidecar['n_train']} train / {sidecar['n_test']} test images)")  # fmt: skip
+    if sidecar.get("dataset_note"):
+        note += f"\nWARNING: {sidecar['dataset_note']}"
+    return note
+
+
+def _footnote(fig: Figure, text: str) -> None:
+    """Write the source note under the axes, keeping the constrained layout clear of it."""
+    height_pt = fig.get_figheight() * 72.0
+    bottom = (text.count("\n") + 1) * 7.5 / height_pt + 0.01
+    fig.get_layout_engine().set(rect=(0.0, bottom, 1.0, 1.0 - bottom))
+    P.annotate_source(fig, text)
+
+
+def fig6(maps: dict[str, np.ndarray], sidecar: dict[str, Any], epochs: list[int]) -> Figure:
+    """Figure 6: (a) the input image, (b-...) its head-averaged [CLS] attention map at ``epochs``.
+
+    Each map is drawn over the patch grid with its own colour scale (0 to its maximum); the label under it is
+    the map's soft-sparsity d_nnz(s)/T.
+    """
+    available = maps["epochs"]
+    missing = [e for e in epochs if e not in set(available.tolist())]
+    if missing:
+        raise ValueError(f"Figure 6 epochs {missing} are not in the run (epochs 0..{available.max()}); "
+                         "set vit.plots.fig6_epochs accordingly")  # fmt: skip
+    grid = tuple(int(g) for g in maps["grid"])
+    classes = sidecar.get("classes") or []
+    label = int(maps["label"])
+    n = len(epochs) + 1
+    with P.paper_style():
+        fig = plt.figure(figsize=(1.55 * n, 2.5), layout="constrained")
+        axes = fig.subplots(1, n)
+        axes[0].imshow(maps["image"], interpolation="nearest")
+        axes[0].set_title("(a) Input image", fontsize=8)
+        axes[0].set_xlabel(classes[label] if label < len(classes) else f"class {label}", fontsize=7)
+        for k, (ax, epoch) in enumerate(zip(axes[1:], epochs, strict=True), start=1):
+            s = maps["maps"][int(np.flatnonzero(available == epoch)[0])]
+            ax.imshow(s.reshape(grid), cmap=MAP_CMAP, vmin=0.0, vmax=float(s.max()), interpolation="nearest")
+            ax.set_title(f"({chr(ord('a') + k)}) Epoch {epoch}", fontsize=8)
+            ax.set_xlabel(f"$d_{{nnz}}/T$ = {float(soft_sparsity(torch.from_numpy(s))):.3f}", fontsize=7)
+        for ax in axes:
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+        _footnote(fig, source_note(sidecar))
+    return fig
+
+
+def fig7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
+    """Figure 7: soft-sparsity d_nnz(s)/T (red, left axis, in [0, 1]) and ||W||_F (blue, right axis) per epoch."""
+    with P.paper_style():
+        fig, ax = P.new_axes((4.6, 3.5))
+        ax.plot(metrics["epoch"], metrics["soft_sparsity"], color=P.COLORS["p"], lw=1.6,
+                label="soft-sparsity $d_{nnz}(s)/T$")  # fmt: skip
+        ax.set_ylim(0.0, 1.05)
+        ax.set_xlabel("Epoch")
+        ax.set_ylabel("Sparsity level $d_{nnz}(s)/T$", color=P.COLORS["p"])
+        ax.tick_params(axis="y", colors=P.COLORS["p"])
+        right = ax.twinx()
+        right.plot(metrics["epoch"], metrics["w_frobenius"], color=P.COLORS["v"], lw=1.6,
+                   label="$\\|W\\|_F$ (last layer)")  # fmt: skip
+        right.set_ylabel("$\\|W\\|_F$", color=P.COLORS["v"])
+        right.tick_params(axis="y", colors=P.COLORS["v"])
+        right.spines["right"].set_visible(True)
+        right.grid(False)
+        right.set_ylim(bottom=0.0)
+        handles = ax.get_lines() + right.get_lines()
+        ax.legend(handles, [h.get_label() for h in handles], loc="center left")
+        ax.set_xlim(metrics["epoch"].min(), metrics["epoch"].max())
+        _footnote(fig, source_note(sidecar))
+    return fig

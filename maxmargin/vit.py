@@ -1,0 +1,651 @@
+"""A ViT trained from scratch on CIFAR-10: the [CLS] attention probe, soft-sparsity and ||W||_F through training.
+
+Paper: Section 4 ("Real experiments"), Figures 6 and 7. timm provides the VisionTransformer and torchvision the
+CIFAR-10 loader; this module adds what the paper measures:
+
+* :func:`cls_attention`: the last layer's softmax attention of the [CLS] query, recomputed by a forward hook
+  from the block's own qkv projection while the model itself keeps timm's fused attention (SDPA);
+* :func:`patch_attention` and :func:`soft_sparsity`: d_nnz(s) / T with d_nnz(s) = ||s||_1^2 / ||s||_2^2, over the
+  T patch tokens ([CLS]'s self-entry dropped and the rest renormalised to sum to 1);
+* :func:`key_query_matrix` and :func:`key_query_frobenius`: W = sum_h W_Q,h^T W_K,h of the last block;
+* :func:`train_vit`: the training loop (fixed learning rate, SGD with momentum / Adam / AdamW), logging the
+  metrics of every epoch from epoch 0 (the initialisation), checkpointing every epoch and resuming on rerun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import pickle
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .io import atomic_path, write_csv
+
+log = logging.getLogger("maxmargin")
+
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_NAME = "cifar10"
+DIGITS_NAME = "digits-fallback"
+CHECKPOINT_FORMAT = 1
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Settings (the `vit:` section of the config, minus plots and resources)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """timm VisionTransformer hyper-parameters (paper: ViT-base, 768-d, depth 12, 12 heads, patch 2 on 32x32)."""
+
+    patch_size: int = 4
+    embed_dim: int = 64
+    depth: int = 4
+    num_heads: int = 4
+    mlp_ratio: float = 4.0
+    img_size: int = 32
+    num_classes: int = 10
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """Where CIFAR-10 lives, whether to download it, whether the quick-scale fallback is allowed, subset sizes."""
+
+    root: str = "data/cifar10"
+    download: bool = True
+    fallback: bool = True
+    n_train: int = 0  # 0: the whole training set
+    n_test: int = 0  # 0: the whole test set
+    augment: bool = False
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Optimiser and loop settings. The learning rate is fixed (paper: 3e-3, no schedule)."""
+
+    optimizer: str = "sgd"
+    lr: float = 3e-3
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    epochs: int = 10
+    batch_size: int = 128
+    seed: int = 0
+    device: str = "auto"
+    bf16: bool = False
+    compile: bool = False
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The probe set (the first ``n_images`` test images) and the test image whose maps Figure 6 draws."""
+
+    n_images: int = 256
+    image_index: int = 0
+
+
+@dataclass(frozen=True)
+class VitSettings:
+    """Every setting of one ViT run (the config's ``vit.model``, ``vit.data``, ``vit.train``, ``vit.probe``)."""
+
+    model: ModelSettings = field(default_factory=ModelSettings)
+    data: DataSettings = field(default_factory=DataSettings)
+    train: TrainSettings = field(default_factory=TrainSettings)
+    probe: ProbeSettings = field(default_factory=ProbeSettings)
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> VitSettings:
+        """Build from the config's ``vit`` section; unknown sections (plots, resources) are ignored."""
+        return cls(
+            model=ModelSettings(**cfg.get("model", {})),
+            data=DataSettings(**cfg.get("data", {})),
+            train=TrainSettings(**cfg.get("train", {})),
+            probe=ProbeSettings(**cfg.get("probe", {})),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def fingerprint(self, data_id: str = "") -> str:
+        """Hash of every setting that changes the trajectory of a run, and of ``data_id`` (which data it got).
+
+        Left out: ``epochs`` (the learning rate is fixed, so a longer run extends a shorter one), the device,
+        ``compile`` and the data location/download switch. A checkpoint resumes only a run with this fingerprint.
+        """
+        d = self.to_dict()
+        d["data_id"] = data_id
+        for key in ("epochs", "device", "compile"):
+            d["train"].pop(key)
+        for key in ("root", "download"):
+            d["data"].pop(key)
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class DataUnavailableError(RuntimeError):
+    """CIFAR-10 could not be loaded and no fallback is allowed (the paper-scale config)."""
+
+
+@dataclass(frozen=True)
+class ImageData:
+    """Train and test images as uint8 (N, 3, 32, 32) tensors with int64 labels; normalisation from the train set."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    name: str
+    classes: list[str]
+    note: str = ""  # e.g. the fallback warning, written on the figures
+
+    @property
+    def identity(self) -> str:
+        """Dataset name and sizes: a checkpoint of a digits-fallback run never resumes on CIFAR-10."""
+        return f"{self.name}:{len(self.x_train)}:{len(self.x_test)}"
+
+    @property
+    def mean(self) -> torch.Tensor:
+        return self.x_train.float().mean(dim=(0, 2, 3)) / 255.0
+
+    @property
+    def std(self) -> torch.Tensor:
+        return self.x_train.float().std(dim=(0, 2, 3)) / 255.0
+
+
+def load_cifar10(root: str | os.PathLike[str], download: bool) -> ImageData:
+    """CIFAR-10 through ``torchvision.datasets.CIFAR10`` (the ``cifar-10-batches-py`` folder under ``root``).
+
+    Paper: Section 4, "we train ... utilizing the CIFAR10 dataset [24]".
+    """
+    from torchvision.datasets import CIFAR10
+
+    train = CIFAR10(str(root), train=True, download=download)
+    test = CIFAR10(str(root), train=False, download=download)
+
+    def to_tensor(ds: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.from_numpy(np.ascontiguousarray(ds.data.transpose(0, 3, 1, 2)))
+        return x, torch.as_tensor(ds.targets, dtype=torch.int64)
+
+    x_tr, y_tr = to_tensor(train)
+    x_te, y_te = to_tensor(test)
+    return ImageData(x_tr, y_tr, x_te, y_te, CIFAR10_NAME, list(train.classes))
+
+
+def load_digits32(seed: int = 0, test_fraction: float = 0.2) -> ImageData:
+    """scikit-learn's 8x8 digits as 32x32x3 uint8 images (each pixel repeated 4x4, grey in all channels).
+
+    The quick-scale stand-in for CIFAR-10 when it cannot be had (it ships inside scikit-learn): 10 classes,
+    1797 images, split into train/test with a stratified split seeded by ``seed``.
+    """
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    img = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)  # (N, 8, 8), values 0..16 -> 0..255
+    img = np.kron(img, np.ones((1, 4, 4), dtype=np.uint8))  # (N, 32, 32)
+    img = np.repeat(img[:, None], 3, axis=1)  # (N, 3, 32, 32)
+    idx_tr, idx_te = train_test_split(np.arange(len(img)), test_size=test_fraction, random_state=seed,
+                                      stratify=digits.target)  # fmt: skip
+    x, y = torch.from_numpy(img), torch.as_tensor(digits.target, dtype=torch.int64)
+    return ImageData(x[idx_tr], y[idx_tr], x[idx_te], y[idx_te], DIGITS_NAME, [str(d) for d in range(10)])
+
+
+def missing_cifar10_message(root: str | os.PathLike[str]) -> str:
+    root = Path(root)
+    return (f"CIFAR-10 is not available in {root.resolve()}. Put the archive cifar-10-python.tar.gz "
+            f"(from {CIFAR10_URL}) into that directory, or extract it there so that "
+            f"{root / 'cifar-10-batches-py'}/data_batch_1 exists, or allow vit.data.download on a machine "
+            "with network access.")  # fmt: skip
+
+
+def load_image_data(settings: DataSettings, seed: int = 0) -> ImageData:
+    """CIFAR-10 (downloaded into ``settings.root`` when allowed), else the digits fallback if allowed, subsetted.
+
+    Paper scale never falls back: :class:`DataUnavailableError` says where to put the archive.
+    The subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
+    """
+    root = Path(settings.root)
+    archive = root / "cifar-10-python.tar.gz"
+    # An archive placed by hand is extracted by torchvision's own download() (it checks the md5 and skips the network).
+    download = settings.download or archive.exists()
+    try:
+        data = load_cifar10(root, download=download)
+    except (RuntimeError, OSError) as err:  # torchvision: RuntimeError "not found or corrupted"; URLError is OSError
+        message = missing_cifar10_message(root)
+        if not settings.fallback:
+            raise DataUnavailableError(message) from err
+        note = "CIFAR-10 unavailable: quick-scale fallback to scikit-learn digits upsampled to 32x32x3"
+        log.warning("%s (%s: %s). %s", note, type(err).__name__, err, message)
+        data = dataclasses.replace(load_digits32(seed), note=note)
+
+    def head(x: torch.Tensor, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return (x, y) if n <= 0 else (x[:n], y[:n])
+
+    x_tr, y_tr = head(data.x_train, data.y_train, settings.n_train)
+    x_te, y_te = head(data.x_test, data.y_test, settings.n_test)
+    return dataclasses.replace(data, x_train=x_tr, y_train=y_tr, x_test=x_te, y_test=y_te)
+
+
+def normalize(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    """uint8 images -> float, per-channel standardised."""
+    return (x.float() / 255.0 - mean[:, None, None]) / std[:, None, None]
+
+
+def augment(x: torch.Tensor, generator: torch.Generator, pad: int = 4) -> torch.Tensor:
+    """Random crop (zero padding ``pad``) and horizontal flip of a normalised batch, drawn from ``generator``."""
+    b, _, h, w = x.shape
+    off = torch.randint(0, 2 * pad + 1, (2, b), generator=generator).to(x.device)
+    flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
+    xp = F.pad(x, (pad, pad, pad, pad))
+    rows = off[0][:, None] + torch.arange(h, device=x.device)
+    cols = off[1][:, None] + torch.arange(w, device=x.device)
+    cols = torch.where(flip[:, None], cols.flip(-1), cols)
+    out = xp[torch.arange(b, device=x.device)[:, None, None], :, rows[:, :, None], cols[:, None, :]]
+    return out.permute(0, 3, 1, 2).contiguous()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Model, probe and metrics
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def build_vit(settings: ModelSettings) -> nn.Module:
+    """timm's VisionTransformer for 32x32 images with a [CLS] token that the head reads (global_pool="token").
+
+    Paper: Section 4, ViT-base [23] trained from scratch; patch 2 gives the 16x16 maps of Figure 6.
+    """
+    from timm.models.vision_transformer import VisionTransformer
+
+    return VisionTransformer(img_size=settings.img_size, patch_size=settings.patch_size, in_chans=3,
+                             num_classes=settings.num_classes, embed_dim=settings.embed_dim, depth=settings.depth,
+                             num_heads=settings.num_heads, mlp_ratio=settings.mlp_ratio, qkv_bias=True,
+                             class_token=True, global_pool="token")  # fmt: skip
+
+
+def last_attention(model: nn.Module) -> nn.Module:
+    """The attention module of the last transformer block (the layer of Figures 6 and 7)."""
+    return model.blocks[-1].attn
+
+
+def attention_weights(attn: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T * scale) of a timm Attention module on its input ``x`` (B, N, C): (B, heads, N, N).
+
+    Recomputed from the module's own qkv projection and q_norm/k_norm, as timm's unfused path does.
+    """
+    b, n, _ = x.shape
+    qkv = attn.qkv(x).reshape(b, n, 3, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
+    q, k = attn.q_norm(qkv[0]), attn.k_norm(qkv[1])
+    return ((q * attn.scale) @ k.transpose(-2, -1)).softmax(dim=-1)
+
+
+@contextlib.contextmanager
+def cls_attention_hook(model: nn.Module) -> Iterator[list[torch.Tensor]]:
+    """Record the [CLS] row of the last layer's attention, (B, heads, N), for every forward pass in the block.
+
+    A forward hook on the last block's attention module recomputes the weights from its input; the forward pass
+    itself still runs timm's fused attention.
+    """
+    captured: list[torch.Tensor] = []
+
+    def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
+        if kwargs.get("attn_mask") is not None or kwargs.get("is_causal"):
+            raise NotImplementedError("the [CLS] probe assumes unmasked attention")
+        x = args[0] if args else kwargs["x"]
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            captured.append(attention_weights(module, x.float())[:, :, 0, :].detach())
+
+    handle = last_attention(model).register_forward_hook(hook, with_kwargs=True)
+    try:
+        yield captured
+    finally:
+        handle.remove()
+
+
+@torch.no_grad()
+def cls_attention(model: nn.Module, images: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
+    """Last-layer attention of the [CLS] query on normalised ``images``: (B, heads, 1 + T), float32, in eval mode.
+
+    Paper: Figure 6 ("attention weights of the [CLS] token").
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        with cls_attention_hook(model) as captured:
+            for i in range(0, len(images), batch_size):
+                model(images[i : i + batch_size])
+    finally:
+        model.train(was_training)
+    return torch.cat(captured)
+
+
+def patch_attention(cls_row: torch.Tensor, num_prefix_tokens: int = 1) -> torch.Tensor:
+    """Head-averaged [CLS] attention over the T patch tokens, renormalised to sum to 1: (B, T).
+
+    Paper: Figure 6 ("the average attention map ... computed from all 12 attention heads", drawn over the 16x16
+    patch grid). [CLS]'s attention to itself (the first ``num_prefix_tokens`` entries) is dropped.
+    """
+    s = cls_row.mean(dim=-2)[..., num_prefix_tokens:]
+    return s / s.sum(dim=-1, keepdim=True)
+
+
+def soft_sparsity(s: torch.Tensor) -> torch.Tensor:
+    """d_nnz(s) / T = (||s||_1^2 / ||s||_2^2) / T over the last axis: 1 for uniform s, 1/T for one-hot s.
+
+    Paper: Section 4 and Figure 7 (red curve); smaller is sparser.
+    """
+    s = s.double()
+    return s.abs().sum(dim=-1) ** 2 / (s**2).sum(dim=-1) / s.shape[-1]
+
+
+def key_query_matrix(attn: nn.Module) -> torch.Tensor:
+    """The combined key-query matrix W = sum_h W_Q,h^T W_K,h (C x C) of a timm Attention module, in float64.
+
+    Paper: Figure 7 (blue curve, "the combined key-query matrix W of the last attention layer"). Head h's logit
+    of query token x and key token x' is x^T (W_Q,h^T W_K,h) x' * scale (plus bias terms); W sums these
+    bilinear forms over heads (equal to W_Q^T W_K of the stacked projections) and leaves out the constant
+    scale 1/sqrt(d_head) and the qkv biases.
+    """
+    w = attn.qkv.weight.detach().double()
+    d = attn.num_heads * attn.head_dim
+    wq, wk = w[:d], w[d : 2 * d]
+    heads = [wq[h * attn.head_dim : (h + 1) * attn.head_dim] for h in range(attn.num_heads)]
+    keys = [wk[h * attn.head_dim : (h + 1) * attn.head_dim] for h in range(attn.num_heads)]
+    return sum(q.T @ k for q, k in zip(heads, keys, strict=True))
+
+
+def key_query_frobenius(model: nn.Module) -> float:
+    """||W||_F of the last layer's combined key-query matrix (:func:`key_query_matrix`)."""
+    return float(torch.linalg.matrix_norm(key_query_matrix(last_attention(model))))
+
+
+def patch_grid(model: nn.Module) -> tuple[int, int]:
+    """The patch grid (rows, cols) of the model: (16, 16) for patch 2 on 32x32 images."""
+    return tuple(model.patch_embed.grid_size)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def resolve_device(name: str) -> torch.device:
+    """"auto" picks CUDA when available, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def make_optimizer(params: Any, settings: TrainSettings) -> torch.optim.Optimizer:
+    """SGD with momentum, Adam or AdamW at the fixed learning rate ``settings.lr``."""
+    if settings.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay)
+    if settings.optimizer == "adam":
+        return torch.optim.Adam(params, lr=settings.lr, weight_decay=settings.weight_decay)
+    if settings.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+    raise ValueError(f"unknown optimizer {settings.optimizer!r} (sgd, adam, adamw)")
+
+
+METRIC_COLUMNS = ["epoch", "train_loss", "train_acc", "test_acc", "soft_sparsity", "w_frobenius",
+                  "cls_self_attention", "dataset", "epoch_seconds"]  # fmt: skip
+
+
+@dataclass
+class TrainResult:
+    """What a run produces: one metrics row per epoch (0 = initialisation) and the Figure 6 maps."""
+
+    metrics: list[dict[str, Any]]
+    maps: np.ndarray  # (epochs + 1, T): head-averaged [CLS] patch attention of the fixed image
+    cls_self: np.ndarray  # (epochs + 1,): its [CLS] self-attention (dropped from ``maps``)
+    image: np.ndarray  # (32, 32, 3) uint8: the fixed image
+    label: int
+    grid: tuple[int, int]
+    info: dict[str, Any]  # device, dataset, parameter count, resumed epoch, conventions
+
+
+class _Evaluator:
+    """Loss/accuracy passes and the probe, batched, under the configured autocast."""
+
+    def __init__(self, model: nn.Module, forward: Callable, data: ImageData, settings: VitSettings,
+                 device: torch.device) -> None:  # fmt: skip
+        self.model, self.forward, self.device, self.settings = model, forward, device, settings
+        self.mean, self.std = data.mean.to(device), data.std.to(device)
+        self.batch = 2 * settings.train.batch_size
+        n_probe = min(settings.probe.n_images, len(data.x_test))
+        idx = settings.probe.image_index
+        if not 0 <= idx < len(data.x_test):
+            raise ValueError(f"probe.image_index {idx} outside the {len(data.x_test)} test images")
+        # The fixed Figure 6 image first, then the probe set.
+        self.probe_x = normalize(torch.cat([data.x_test[idx : idx + 1], data.x_test[:n_probe]]).to(device),
+                                 self.mean, self.std)  # fmt: skip
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.settings.train.bf16)
+
+    @torch.no_grad()
+    def loss_acc(self, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+        self.model.eval()
+        loss, correct = 0.0, 0
+        for i in range(0, len(x), self.batch):
+            xb = normalize(x[i : i + self.batch].to(self.device), self.mean, self.std)
+            yb = y[i : i + self.batch].to(self.device)
+            with self.autocast():
+                logits = self.forward(xb).float()
+            loss += float(F.cross_entropy(logits, yb, reduction="sum"))
+            correct += int((logits.argmax(-1) == yb).sum())
+        self.model.train()
+        return loss / len(x), correct / len(x)
+
+    def probe(self) -> tuple[float, float, np.ndarray, float]:
+        """Mean soft-sparsity and [CLS] self-entry over the probe set; the fixed image's map and self-entry."""
+        rows = cls_attention(self.model, self.probe_x, self.batch)  # (1 + n, H, 1 + T)
+        s = patch_attention(rows)
+        self_entry = rows.mean(dim=1)[:, 0]
+        sparsity = soft_sparsity(s[1:])
+        return (float(sparsity.mean()), float(self_entry[1:].mean()), s[0].double().cpu().numpy(),
+                float(self_entry[0]))  # fmt: skip
+
+
+def _rng_state(generator: torch.Generator) -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "generator": generator.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any], generator: torch.Generator) -> None:
+    torch.set_rng_state(state["torch"])
+    generator.set_state(state["generator"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
+    """Write a checkpoint atomically (a kill during the write leaves the previous one intact)."""
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(path: str | os.PathLike[str], fingerprint: str) -> dict[str, Any] | None:
+    """The checkpoint at ``path`` if it belongs to a run with this fingerprint, else None (with a warning)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
+        log.warning("ignoring unreadable checkpoint %s (%s); starting afresh", path, err)
+        return None
+    if state.get("format") != CHECKPOINT_FORMAT or state.get("fingerprint") != fingerprint:
+        log.warning("checkpoint %s belongs to other settings; starting afresh", path)
+        return None
+    return state
+
+
+def _progress(total: int, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty(), file=sys.stderr)
+
+
+def train_vit(settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> TrainResult:
+    """Train the ViT with a fixed learning rate, measuring the [CLS] attention after every epoch.
+
+    Paper: Section 4 and Figures 6-7 (400 epochs at learning rate 3e-3). Epoch 0 is the initialisation (its
+    train loss/accuracy is a full pass over the training set; later epochs report the running mean over the
+    epoch's mini-batches). A checkpoint (model, optimiser, RNG states, metrics so far) is written atomically after
+    every epoch; a rerun with the same settings resumes from it, and a resumed run gives the same metrics as an
+    uninterrupted one on the CPU.
+    """
+    ts = settings.train
+    device = resolve_device(ts.device)
+    torch.manual_seed(ts.seed)
+    model = build_vit(settings.model).to(device)
+    optimizer = make_optimizer(model.parameters(), ts)
+    forward: Callable = torch.compile(model) if ts.compile else model
+    generator = torch.Generator().manual_seed(ts.seed + 1)  # shuffling and augmentation
+    ev = _Evaluator(model, forward, data, settings, device)
+    x_train, y_train = data.x_train.to(device), data.y_train.to(device)
+    n_batches = math.ceil(len(x_train) / ts.batch_size)
+    fingerprint = settings.fingerprint(data.identity)
+    t_start = time.perf_counter()
+
+    def measure(epoch: int, train_loss: float, train_acc: float, t0: float) -> tuple[dict, np.ndarray, float]:
+        """Test accuracy, probe and ||W||_F after ``epoch``; ``t0`` is when the epoch started."""
+        _, test_acc = ev.loss_acc(data.x_test, data.y_test)
+        sparsity, self_mean, fixed_map, fixed_self = ev.probe()
+        row = {"epoch": epoch, "train_loss": train_loss, "train_acc": train_acc, "test_acc": test_acc,
+               "soft_sparsity": sparsity, "w_frobenius": key_query_frobenius(model),
+               "cls_self_attention": self_mean, "dataset": data.name,
+               "epoch_seconds": time.perf_counter() - t0}  # fmt: skip
+        log.info("epoch %d: train loss %.4f acc %.3f, test acc %.3f, soft-sparsity %.4f, ||W||_F %.3f (%.1fs)", epoch,
+                 train_loss, train_acc, test_acc, sparsity, row["w_frobenius"], row["epoch_seconds"])  # fmt: skip
+        return row, fixed_map, fixed_self
+
+    state = load_checkpoint(checkpoint, fingerprint)
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        _set_rng_state(state["rng"], generator)
+        rows, maps, selfs = list(state["metrics"]), list(state["maps"].numpy()), list(state["cls_self"].tolist())
+        resumed = int(state["epoch"])
+        log.info("resuming from %s at epoch %d", checkpoint, resumed)
+    else:
+        resumed = None
+        t0 = time.perf_counter()
+        train_loss, train_acc = ev.loss_acc(data.x_train, data.y_train)
+        row, fixed_map, fixed_self = measure(0, train_loss, train_acc, t0)
+        rows, maps, selfs = [row], [fixed_map], [fixed_self]
+
+    def save(epoch: int) -> None:
+        save_checkpoint(checkpoint, {
+            "format": CHECKPOINT_FORMAT, "fingerprint": fingerprint, "epoch": epoch,
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": _rng_state(generator),
+            "metrics": rows, "maps": torch.from_numpy(np.stack(maps)), "cls_self": torch.tensor(selfs),
+        })  # fmt: skip
+
+    if state is None:
+        save(0)
+    model.train()
+    for epoch in range(len(rows), ts.epochs + 1):
+        t0 = time.perf_counter()
+        order = torch.randperm(len(x_train), generator=generator).to(device)
+        loss_sum, correct = torch.zeros((), device=device), torch.zeros((), device=device, dtype=torch.int64)
+        with _progress(n_batches, f"epoch {epoch}/{ts.epochs}") as bar:
+            for i in range(n_batches):
+                idx = order[i * ts.batch_size : (i + 1) * ts.batch_size]
+                xb = normalize(x_train[idx], ev.mean, ev.std)
+                if settings.data.augment:
+                    xb = augment(xb, generator)
+                yb = y_train[idx]
+                with ev.autocast():
+                    logits = forward(xb)
+                    loss = F.cross_entropy(logits.float(), yb)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                loss_sum += loss.detach() * len(idx)
+                correct += (logits.detach().argmax(-1) == yb).sum()
+                bar.update()
+                if bar.n % 20 == 0:
+                    bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+        n = len(x_train)
+        row, fixed_map, fixed_self = measure(epoch, float(loss_sum) / n, int(correct) / n, t0)
+        if not math.isfinite(row["train_loss"]):
+            raise FloatingPointError(f"training diverged at epoch {epoch} (loss {row['train_loss']})")
+        rows.append(row)
+        maps.append(fixed_map)
+        selfs.append(fixed_self)
+        save(epoch)
+
+    rows = rows[: ts.epochs + 1]  # a checkpoint of a longer run serves a shorter one
+    idx = settings.probe.image_index
+    info = {
+        "dataset": data.name,
+        "dataset_note": data.note,
+        "classes": data.classes,
+        "n_train": len(data.x_train),
+        "n_test": len(data.x_test),
+        "n_probe": len(ev.probe_x) - 1,
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch_threads": torch.get_num_threads(),
+        "optimizer": ts.optimizer,
+        "n_parameters": sum(p.numel() for p in model.parameters()),
+        "patch_tokens": int(maps[0].shape[0]),
+        "resumed_from_epoch": resumed,
+        "seconds_this_call": time.perf_counter() - t_start,
+        "fingerprint": fingerprint,
+        "soft_sparsity": "mean over the probe images of (||s||_1^2/||s||_2^2)/T, s = last-layer [CLS] attention "
+                         "averaged over heads, [CLS] self-entry dropped and renormalised over the T patch tokens",
+        "w_frobenius": "||sum_h W_Q,h^T W_K,h||_F of the last block's qkv weight (= ||W_Q^T W_K||_F), "
+                       "without the 1/sqrt(d_head) scale and the biases",
+    }  # fmt: skip
+    return TrainResult(metrics=rows, maps=np.stack(maps)[: ts.epochs + 1], cls_self=np.asarray(selfs)[: ts.epochs + 1],
+                       image=data.x_test[idx].permute(1, 2, 0).numpy().copy(), label=int(data.y_test[idx]),
+                       grid=patch_grid(model), info=info)  # fmt: skip
+
+
+def unfused_copy(model: nn.Module) -> nn.Module:
+    """A deep copy of ``model`` whose attention runs timm's explicit (non-SDPA) path; for checking the probe."""
+    twin = copy.deepcopy(model)
+    for block in twin.blocks:
+        block.attn.fused_attn = False
+    return twin
+
+
+def save_result(result: TrainResult, settings: VitSettings, metrics_path: str | os.PathLike[str],
+                sidecar_path: str | os.PathLike[str], maps_path: str | os.PathLike[str]) -> pd.DataFrame:  # fmt: skip
+    """Write the metrics table, its JSON sidecar (settings, optimizer, dataset, device) and the maps, atomically.
+
+    The maps file holds ``epochs``, ``maps`` (epochs + 1, T), ``cls_self``, ``image``, ``label`` and ``grid``.
+    """
+    table = pd.DataFrame(result.metrics, columns=METRIC_COLUMNS)
+    write_csv(table, metrics_path)
+    sidecar = {"settings": settings.to_dict(), **result.info, "grid": list(result.grid), "label": result.label}
+    with atomic_path(sidecar_path) as tmp:
+        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
+    with atomic_path(maps_path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, epochs=np.arange(len(result.maps)), maps=result.maps, cls_self=result.cls_self,
+                 image=result.image, label=np.int64(result.label), grid=np.asarray(result.grid))  # fmt: skip
+    return table

@@ -1,0 +1,19 @@
+"""Snakemake script: train the ViT of Figures 6-7 (rule vit_train), resuming from its checkpoint when there is one."""
+
+import torch
+
+from maxmargin.io import rule_logging
+from maxmargin.vit import VitSettings, load_image_data, save_result, train_vit
+
+with rule_logging(snakemake.log[0]) as log:  # noqa: F821 (snakemake is injected)
+    torch.set_num_threads(snakemake.threads)  # noqa: F821
+    settings = VitSettings.from_config(dict(snakemake.params.settings))  # noqa: F821
+    log.info("ViT settings %s", settings)
+    data = load_image_data(settings.data, settings.train.seed)
+    log.info("data %s: %d train, %d test images", data.name, len(data.x_train), len(data.x_test))
+    result = train_vit(settings, data, snakemake.params.checkpoint)  # noqa: F821
+    out = snakemake.output  # noqa: F821
+    table = save_result(result, settings, out.metrics, out.sidecar, out.maps)
+    first, last = table.iloc[0], table.iloc[-1]
+    log.info("soft-sparsity %.4f -> %.4f, ||W||_F %.3f -> %.3f over %d epochs on %s (%s)", first.soft_sparsity,
+             last.soft_sparsity, first.w_frobenius, last.w_frobenius, last.epoch, data.name, result.info["device"])

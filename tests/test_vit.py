@@ -1,0 +1,286 @@
+"""Tests of maxmargin.vit (Section 4, Figures 6-7): data loading, the [CLS] probe, the metrics, resume, the DAG."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pickle
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from snakemake.utils import validate
+from timm.models.vision_transformer import VisionTransformer
+from torchvision.datasets import CIFAR10
+
+from maxmargin import vit
+from maxmargin.vit import (
+    DataSettings,
+    DataUnavailableError,
+    ImageData,
+    ModelSettings,
+    ProbeSettings,
+    TrainSettings,
+    VitSettings,
+)
+
+from conftest import REPO, snakemake
+
+CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+TINY_MODEL = {"patch_size": 8, "embed_dim": 16, "depth": 2, "num_heads": 2, "mlp_ratio": 2.0}
+
+
+def md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def write_cifar10(root: Path, per_batch: int = 4, n_test: int = 6, seed: int = 0) -> dict[str, np.ndarray]:
+    """A tiny archive in the real ``cifar-10-batches-py`` layout: 5 train batches, test_batch, batches.meta.
+
+    Each batch is a pickled dict whose ``data`` is uint8 (N, 3072) (1024 red, 1024 green, 1024 blue values,
+    row-major) and ``labels`` a list of ints. The real files were pickled by Python 2, whose ``str`` keys
+    torchvision reads as ``str`` (``encoding="latin1"``); Python 3 ``str`` keys give torchvision the same dicts.
+    """
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    arrays: dict[str, np.ndarray] = {}
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for name in names:
+        n = n_test if name == "test_batch" else per_batch
+        data = rng.integers(0, 256, size=(n, 3072), dtype=np.uint8)
+        labels = rng.integers(0, 10, size=n).tolist()
+        entry = {"batch_label": f"{name} of 6", "labels": labels, "data": data,
+                 "filenames": [f"img_{name}_{i}.png" for i in range(n)]}  # fmt: skip
+        (folder / name).write_bytes(pickle.dumps(entry, protocol=2))
+        arrays[name] = data
+        arrays[f"{name}_labels"] = np.asarray(labels)
+    meta = {"num_cases_per_batch": per_batch, "label_names": CLASSES, "num_vis": 3072}
+    (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=2))
+    return arrays
+
+
+@pytest.fixture
+def tiny_cifar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, np.ndarray]]:
+    """The tiny archive, with torchvision's md5 table pointed at its files (its integrity check still runs)."""
+    root = tmp_path / "cifar10"
+    arrays = write_cifar10(root)
+    folder = root / CIFAR10.base_folder
+    train = [[f"data_batch_{i}", md5(folder / f"data_batch_{i}")] for i in range(1, 6)]
+    monkeypatch.setattr(CIFAR10, "train_list", train)
+    monkeypatch.setattr(CIFAR10, "test_list", [["test_batch", md5(folder / "test_batch")]])
+    monkeypatch.setattr(CIFAR10, "meta", {**CIFAR10.meta, "md5": md5(folder / "batches.meta")})
+    return root, arrays
+
+
+def test_cifar10_loads_through_torchvision(tiny_cifar: tuple[Path, dict[str, np.ndarray]]) -> None:
+    root, arrays = tiny_cifar
+    data = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False))
+    assert data.name == "cifar10" and data.classes == CLASSES and data.note == ""
+    assert data.x_train.shape == (20, 3, 32, 32) and data.x_train.dtype == torch.uint8
+    expected = np.concatenate([arrays[f"data_batch_{i}"] for i in range(1, 6)]).reshape(-1, 3, 32, 32)
+    np.testing.assert_array_equal(data.x_train.numpy(), expected)  # channel c, row h, column w of each row
+    np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
+    np.testing.assert_array_equal(data.y_test.numpy(), arrays["test_batch_labels"])
+    sub = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False, n_train=7, n_test=2))
+    assert len(sub.x_train) == 7 and len(sub.x_test) == 2
+
+
+def test_archive_placed_by_hand_is_extracted_offline(tmp_path: Path, tiny_cifar, monkeypatch) -> None:
+    """``cifar-10-python.tar.gz`` dropped into the data directory is used even with download off (no network)."""
+    src, arrays = tiny_cifar
+    root = tmp_path / "fresh"
+    root.mkdir()
+    archive = root / CIFAR10.filename
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / CIFAR10.base_folder, arcname=CIFAR10.base_folder)
+    monkeypatch.setattr(CIFAR10, "tgz_md5", md5(archive))
+    data = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False))
+    assert data.name == "cifar10"
+    np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
+
+
+def paper_vit_config() -> dict:
+    """The ``vit`` section of default.yaml with paper.yaml merged over it, as Snakemake merges --configfile."""
+    config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
+    paper = yaml.safe_load((REPO / "workflow/config/paper.yaml").read_text())
+
+    def merge(base: dict, over: dict) -> dict:
+        for key, value in over.items():
+            base[key] = merge(base.get(key, {}), value) if isinstance(value, dict) else value
+        return base
+
+    merged = merge(config, paper)
+    validate(merged, str(REPO / "workflow/schemas/config.schema.yaml"))
+    return merged["vit"]
+
+
+def test_paper_config_refuses_to_fall_back(tmp_path: Path) -> None:
+    cfg = paper_vit_config()
+    assert cfg["model"] == {"patch_size": 2, "embed_dim": 768, "depth": 12, "num_heads": 12, "mlp_ratio": 4.0}
+    assert cfg["train"]["epochs"] == 400 and cfg["train"]["lr"] == 3e-3 and cfg["resources"]["gpu"] == 1
+    settings = VitSettings.from_config(cfg)
+    empty = tmp_path / "no_cifar"
+    data = DataSettings(**{**cfg["data"], "root": str(empty), "download": False})  # no network in tests
+    with pytest.raises(DataUnavailableError, match="cifar-10-python.tar.gz") as err:
+        vit.load_image_data(data)
+    assert str(empty.resolve()) in str(err.value)
+    assert not settings.data.fallback
+
+
+def test_quick_config_falls_back_to_digits_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="maxmargin"):
+        data = vit.load_image_data(DataSettings(root=str(tmp_path), download=False, fallback=True, n_test=50))
+    assert data.name == vit.DIGITS_NAME and "fallback" in data.note and "fallback" in caplog.text
+    assert data.x_train.shape == (1437, 3, 32, 32) and len(data.x_test) == 50
+    assert set(data.y_train.tolist()) == set(range(10))
+    img = data.x_train[0].numpy()
+    assert (img[0] == img[1]).all() and (img[:, ::4, ::4].repeat(4, 1).repeat(4, 2) == img).all()
+
+
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_probe_equals_timms_unfused_attention(qk_norm: bool) -> None:
+    torch.manual_seed(0)
+    model = VisionTransformer(img_size=32, patch_size=8, num_classes=10, embed_dim=32, depth=2, num_heads=4,
+                              qk_norm=qk_norm).eval()  # fmt: skip
+    with torch.no_grad():  # move the attention away from uniform so the comparison is not trivial
+        for p in model.blocks[-1].attn.qkv.parameters():
+            p.mul_(8.0)
+        if qk_norm:
+            model.blocks[-1].attn.q_norm.weight.uniform_(0.5, 3.0)
+    assert model.blocks[-1].attn.fused_attn  # training and the probe's own forward use SDPA
+    x = torch.randn(5, 3, 32, 32)
+    probe = vit.cls_attention(model, x, batch_size=2)  # (5, heads, 1 + 16)
+
+    twin = vit.unfused_copy(model)
+    captured = []
+    twin.blocks[-1].attn.attn_drop.register_forward_hook(lambda m, args, out: captured.append(args[0]))
+    with torch.no_grad():
+        twin(x)
+    reference = captured[0][:, :, 0, :]
+    assert probe.shape == reference.shape == (5, 4, 17)
+    torch.testing.assert_close(probe, reference, atol=1e-6, rtol=0)
+    assert float(vit.soft_sparsity(vit.patch_attention(probe)).min()) < 0.9
+    with torch.no_grad():  # the hook leaves the model's output unchanged
+        torch.testing.assert_close(model(x), twin(x), atol=1e-5, rtol=0)
+
+
+def test_soft_sparsity_known_vectors() -> None:
+    T = 256
+    assert float(vit.soft_sparsity(torch.full((T,), 1.0 / T))) == pytest.approx(1.0, abs=1e-12)
+    assert float(vit.soft_sparsity(torch.eye(T)[3])) == pytest.approx(1.0 / T, abs=1e-15)
+    # (1)^2 / (0.25 + 0.0625 + 0.0625) / 3 = 8/9; batched over a leading axis, and scale-free
+    s = torch.tensor([[0.5, 0.25, 0.25], [2.0, 1.0, 1.0]])
+    torch.testing.assert_close(vit.soft_sparsity(s), torch.tensor([8 / 9, 8 / 9], dtype=torch.float64))
+    # patch_attention: mean over heads, [CLS] self-entry dropped, renormalised
+    rows = torch.tensor([[[0.2, 0.4, 0.4, 0.0], [0.6, 0.0, 0.2, 0.2]]])  # (1 image, 2 heads, 1 + 3)
+    torch.testing.assert_close(vit.patch_attention(rows), torch.tensor([[0.2, 0.3, 0.1]]) / 0.6)
+
+
+def test_key_query_frobenius_by_hand() -> None:
+    torch.manual_seed(1)
+    model = VisionTransformer(img_size=32, patch_size=16, num_classes=10, embed_dim=12, depth=2, num_heads=3)
+    attn = model.blocks[-1].attn
+    w = attn.qkv.weight.detach().double().numpy()  # rows: [q (3 heads x 4), k (3 x 4), v (3 x 4)]
+    W = np.zeros((12, 12))
+    for h in range(3):
+        wq, wk = w[4 * h : 4 * h + 4], w[12 + 4 * h : 12 + 4 * h + 4]
+        W += wq.T @ wk
+    assert vit.key_query_frobenius(model) == pytest.approx(np.linalg.norm(W), rel=1e-12)
+    np.testing.assert_allclose(vit.key_query_matrix(attn).numpy(), W, rtol=1e-12)
+    # W is the sum over heads of the bilinear forms behind the logits: sum_h q_h . k_h = x^T W x' (zero bias)
+    with torch.no_grad():
+        attn.qkv.bias.zero_()
+        x = torch.randn(2, 12)
+        q, k = attn.qkv(x)[:, :12].double(), attn.qkv(x)[:, 12:24].double()
+    bilinear = x[0].double() @ vit.key_query_matrix(attn) @ x[1].double()
+    assert float((q[0] * k[1]).sum()) == pytest.approx(float(bilinear))
+
+
+def tiny_settings(epochs: int, **train: object) -> VitSettings:
+    return VitSettings(model=ModelSettings(**TINY_MODEL), data=DataSettings(),
+                       train=TrainSettings(**{"optimizer": "adam", "lr": 3e-3, "epochs": epochs, "batch_size": 16,
+                                              "device": "cpu", **train}),
+                       probe=ProbeSettings(n_images=8, image_index=1))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_data() -> ImageData:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 256, (72, 3, 32, 32), generator=g, dtype=torch.uint8)
+    y = torch.randint(0, 10, (72,), generator=g)
+    return ImageData(x[:56], y[:56], x[56:], y[56:], "synthetic", [str(i) for i in range(10)])
+
+
+def comparable(result: vit.TrainResult) -> pd.DataFrame:
+    return pd.DataFrame(result.metrics).drop(columns="epoch_seconds")
+
+
+@pytest.mark.parametrize("optimizer,augment", [("adam", False), ("sgd", True)])
+def test_killed_and_resumed_run_equals_uninterrupted(tmp_path: Path, tiny_data: ImageData, optimizer: str,
+                                                     augment: bool) -> None:  # fmt: skip
+    def settings(epochs: int) -> VitSettings:
+        s = tiny_settings(epochs, optimizer=optimizer)
+        return VitSettings(s.model, DataSettings(augment=augment), s.train, s.probe)
+
+    whole = vit.train_vit(settings(3), tiny_data, tmp_path / "a.pt")
+    assert whole.info["resumed_from_epoch"] is None
+    first = vit.train_vit(settings(2), tiny_data, tmp_path / "b.pt")  # "killed" after the epoch-2 checkpoint
+    assert len(first.metrics) == 3
+    resumed = vit.train_vit(settings(3), tiny_data, tmp_path / "b.pt")
+    assert resumed.info["resumed_from_epoch"] == 2
+    pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=True)
+    np.testing.assert_array_equal(resumed.maps, whole.maps)
+    assert list(comparable(whole)["epoch"]) == [0, 1, 2, 3]
+    assert whole.maps.shape == (4, 16) and whole.grid == (4, 4)
+    np.testing.assert_allclose(whole.maps.sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(whole.image, tiny_data.x_test[1].permute(1, 2, 0).numpy())
+
+
+def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: ImageData) -> None:
+    vit.train_vit(tiny_settings(1), tiny_data, tmp_path / "c.pt")
+    other = vit.train_vit(tiny_settings(1, lr=1e-3), tiny_data, tmp_path / "c.pt")
+    assert other.info["resumed_from_epoch"] is None
+    state = torch.load(tmp_path / "c.pt", weights_only=True)
+    assert state["fingerprint"] == tiny_settings(5, lr=1e-3).fingerprint(tiny_data.identity) and state["epoch"] == 1
+    smaller = dataclasses.replace(tiny_data, x_train=tiny_data.x_train[:40], y_train=tiny_data.y_train[:40])
+    assert vit.train_vit(tiny_settings(1, lr=1e-3), smaller, tmp_path / "c.pt").info["resumed_from_epoch"] is None
+
+
+def test_save_result_files(tmp_path: Path, tiny_data: ImageData) -> None:
+    settings = tiny_settings(1)
+    result = vit.train_vit(settings, tiny_data, tmp_path / "ck.pt")
+    table = vit.save_result(result, settings, tmp_path / "m.csv", tmp_path / "m.json", tmp_path / "maps.npz")
+    assert list(pd.read_csv(tmp_path / "m.csv").columns) == vit.METRIC_COLUMNS == list(table.columns)
+    sidecar = json.loads((tmp_path / "m.json").read_text())
+    assert sidecar["optimizer"] == "adam" and sidecar["device"] == "cpu" and sidecar["dataset"] == "synthetic"
+    assert sidecar["settings"]["model"]["embed_dim"] == 16
+    with np.load(tmp_path / "maps.npz") as f:
+        assert f["maps"].shape == (2, 16) and f["image"].shape == (32, 32, 3) and list(f["grid"]) == [4, 4]
+
+
+@pytest.mark.slow
+def test_fig6_fig7_end_to_end(workflow_dir: Path) -> None:
+    config = {"vit": {"model": TINY_MODEL,
+                      "data": {"root": "data/none", "download": False, "n_train": 96, "n_test": 48},
+                      "train": {"epochs": 2, "batch_size": 32},
+                      "probe": {"n_images": 16, "image_index": 3},
+                      "plots": {"fig6_epochs": [0, 1, 2]}}}  # fmt: skip
+    snakemake(workflow_dir, "fig6", "fig7", config=config)
+    for name in ("fig6", "fig7"):
+        for ext in ("pdf", "png"):
+            assert (workflow_dir / f"results/figures/{name}.{ext}").stat().st_size > 0
+    metrics = pd.read_csv(workflow_dir / "results/tables/vit_metrics.csv")
+    assert list(metrics["epoch"]) == [0, 1, 2] and set(metrics["dataset"]) == {vit.DIGITS_NAME}
+    assert metrics["soft_sparsity"].between(0, 1).all() and (metrics["w_frobenius"] > 0).all()
+    sidecar = json.loads((workflow_dir / "results/tables/vit_metrics.json").read_text())
+    assert "fallback" in sidecar["dataset_note"] and sidecar["optimizer"] == "adam"
+    assert (workflow_dir / "results/runs/vit/checkpoint.pt").exists()
+    # A rerun resumes from the checkpoint instead of training again.
+    snakemake(workflow_dir, "fig7", "--forcerun", "vit_train", config=config)
+    assert "resuming from" in (workflow_dir / "results/logs/vit_train/vit.log").read_text()
