@@ -20,6 +20,7 @@ def copy_workflow(dest: Path) -> Path:
         shutil.copy(REPO / name, dest / name)
     for folder in ("workflow", "scripts"):
         shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "profiles").symlink_to("workflow/profiles")  # the default profile, as in the repo
     return dest
 
 

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# CI against a real SLURM: a one-node cluster on 127.0.0.1 runs `fig1 fig3` (workflow/config/ci_slurm.yaml) through
+# workflow/profiles/slurm, and its tables must be byte-identical to a local run's; a job that fails on SLURM must make
+# Snakemake fail, not hang. Needs root and apt-get (Debian's slurmctld, slurmd, slurm-client, munge); where SLURM
+# cannot be installed it prints "SKIP: <reason>" and exits 0. Every step is bounded in time; the daemons it starts are
+# stopped by pid on exit, also on failure.
+# Usage: .ci/slurm_check.sh   (after `make test` has built .venv; SLURM_CHECK_KEEP=1 keeps the runs' folders)
+set -euo pipefail
+
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+SNAKEMAKE="${SNAKEMAKE:-$REPO/.venv/bin/snakemake}"
+TARGETS=(fig1 fig3)
+CI_CONFIG=workflow/config/ci_slurm.yaml
+STATE=/var/lib/maxmargin-slurm-ci   # our daemons' pids, logs and spool dirs (kept between runs to find stale pids)
+CONF=/etc/slurm/slurm.conf          # fixed path: the plugin's job step runs srun without the SLURM_* environment
+MARKER="# Written by maxmargin .ci/slurm_check.sh"
+START=$SECONDS
+
+say() { printf '[slurm_check %3ds] %s\n' "$((SECONDS - START))" "$*"; }
+skip() { echo "SKIP: $*"; exit 0; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# ---- (a) can SLURM be installed here? --------------------------------------------------------------------------------
+[[ -x "$SNAKEMAKE" ]] || fail "$SNAKEMAKE not found: run \`make test\` (it builds .venv) first"
+[[ "$(id -u)" == 0 ]] || skip "not root: installing and starting SLURM needs root"
+command -v apt-get >/dev/null || skip "no apt-get: SLURM is installed from Debian's packages"
+if [[ -e "$CONF" ]] && ! grep -qxF "$MARKER" "$CONF"; then
+    skip "$CONF exists and was not written by this script: not touching a real cluster's configuration"
+fi
+
+# Only our own daemons are ever stopped: the pids this script recorded in $STATE, checked against their names.
+stop_pid() {  # stop_pid NAME: SIGTERM the pid in $STATE/NAME.pid if that process still is NAME, then SIGKILL
+    local file="$STATE/$1.pid" pid
+    [[ -f "$file" ]] || return 0
+    pid="$(cat "$file")"
+    if [[ -n "$pid" && "$(cat "/proc/$pid/comm" 2>/dev/null)" == "$1" ]]; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do [[ -e "/proc/$pid" ]] || break; sleep 0.1; done
+        [[ -e "/proc/$pid" ]] && kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$file"
+}
+stop_daemons() {
+    if [[ -f "$STATE/slurmctld.pid" ]]; then  # cancel whatever is still queued on our cluster (all of it is ours)
+        timeout 10 squeue -h -o %i 2>/dev/null | xargs -r timeout 10 scancel 2>/dev/null || true
+        for _ in $(seq 20); do  # up to 10 s for slurmd to end the cancelled jobs' processes
+            [[ -z "$(timeout 5 squeue -h -t running,completing -o %i 2>/dev/null)" ]] && break
+            sleep 0.5
+        done
+    fi
+    stop_pid slurmd
+    stop_pid slurmctld
+    stop_pid munged
+}
+WORK="$(mktemp -d /tmp/maxmargin-slurm-check.XXXXXX)"
+STARTED=""
+declare -A PIDS=()  # background runs, by name
+on_exit() {
+    local rc=$?
+    trap - EXIT
+    local pid
+    # runs still going (a failure elsewhere, or an interrupt): TERM lets Snakemake scancel its jobs while slurmctld
+    # is still up; `timeout -k` SIGKILLs a Snakemake that has not exited 15 s later
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [[ $rc != 0 && -d "$STATE" ]]; then
+        for log in "$STATE"/slurmctld.log "$STATE"/slurmd.log; do
+            [[ -f "$log" ]] && { echo "---- last lines of $log"; tail -n 20 "$log"; }
+        done
+    fi
+    stop_daemons
+    # our slurm.conf goes too: with a slurm.conf but no slurmctld, every `scontrol` (the plugin runs one whenever
+    # Snakemake starts) waits for a controller that never answers
+    if [[ -f "$CONF" ]] && grep -qxF "$MARKER" "$CONF"; then rm -f "$CONF"; fi
+    if [[ -n "${SLURM_CHECK_KEEP:-}" ]]; then say "kept $WORK"; else rm -rf "$WORK"; fi
+    [[ -z "$STARTED" ]] || say "stopped the daemons$([[ $rc == 0 ]] || echo " (check failed, exit $rc)")"
+    exit "$rc"
+}
+trap on_exit EXIT
+trap "exit 130" INT
+trap "exit 143" TERM  # so that an interrupted check still stops its daemons
+
+# ---- (b) install -----------------------------------------------------------------------------------------------------
+PACKAGES=(slurmctld slurmd slurm-client munge)
+have_slurm() { command -v slurmctld && command -v slurmd && command -v sbatch && command -v munged; } >/dev/null
+if ! have_slurm; then
+    say "installing ${PACKAGES[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt_install() { timeout 300 apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >"$WORK/apt.log" 2>&1; }
+    if ! apt_install; then
+        # a fresh image has no package lists yet
+        timeout 120 apt-get update -q >>"$WORK/apt.log" 2>&1 || true
+        apt_install || skip "apt-get install ${PACKAGES[*]} failed: $(tail -n 1 "$WORK/apt.log")"
+    fi
+    have_slurm || skip "installed ${PACKAGES[*]} but slurmctld/slurmd/sbatch/munged are not on PATH"
+fi
+
+# ---- stop what a previous run left behind, then start afresh
+stop_daemons
+
+# ---- (c) a one-node cluster on 127.0.0.1 ------------------------------------------------------------------------------
+NODE="$(hostname -s)"
+CPUS="$(nproc)"
+MEM_MB="$(awk '/^MemTotal:/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)"  # a bit below the machine's: slurmd
+                                                                          # marks a node invalid that has less
+rm -rf "$STATE" && mkdir -p "$STATE/ctld" "$STATE/d" /etc/slurm
+cat >"$CONF" <<EOF
+$MARKER
+# A one-node test cluster on 127.0.0.1; this file is removed when the check ends.
+ClusterName=maxmargin-ci
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmUser=root
+AuthType=auth/munge
+CredType=cred/munge
+# no cgroups: they are often unavailable or read-only in CI containers
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+# no slurmdbd: the profile's status command is squeue, which sees a finished job for MinJobAge seconds
+AccountingStorageType=accounting_storage/none
+MinJobAge=300
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+ReturnToService=2
+MpiDefault=none
+MailProg=/bin/true
+StateSaveLocation=$STATE/ctld
+SlurmdSpoolDir=$STATE/d
+SlurmctldPidFile=$STATE/slurmctld.pidfile
+SlurmdPidFile=$STATE/slurmd.pidfile
+SlurmctldLogFile=$STATE/slurmctld.log
+SlurmdLogFile=$STATE/slurmd.log
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
+PartitionName=ci Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+
+if timeout 5 munge -n </dev/null 2>/dev/null | timeout 5 unmunge >/dev/null 2>&1; then
+    say "using the munged already running"
+else
+    if [[ ! -s /etc/munge/munge.key ]]; then
+        dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+        chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
+    fi
+    install -d -o munge -g munge -m 0755 /run/munge
+    STARTED=yes
+    # setpriv execs (no fork), so $! is munged's own pid
+    setpriv --reuid=munge --regid=munge --clear-groups munged --foreground >"$STATE/munged.out" 2>&1 &
+    echo $! >"$STATE/munged.pid"
+    for _ in $(seq 50); do
+        timeout 5 munge -n </dev/null 2>/dev/null | timeout 5 unmunge >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    timeout 5 munge -n </dev/null | timeout 5 unmunge >/dev/null || fail "munged did not start: $(cat "$STATE/munged.out")"
+fi
+STARTED=yes
+slurmctld -D -c >"$STATE/slurmctld.out" 2>&1 &
+echo $! >"$STATE/slurmctld.pid"
+slurmd -D -N "$NODE" >"$STATE/slurmd.out" 2>&1 &
+echo $! >"$STATE/slurmd.pid"
+state=""
+for _ in $(seq 120); do  # at most 60 s
+    state="$(timeout 5 sinfo -h -n "$NODE" -o %t 2>/dev/null || true)"
+    [[ "$state" == idle ]] && break
+    sleep 0.5
+done
+[[ "$state" == idle ]] || fail "node $NODE is '${state:-unreachable}', not idle, after 60 s"
+say "one-node cluster up: node $NODE ($CPUS CPUs, $MEM_MB MB), partition ci"
+
+# ---- (d, e) the runs: the same target locally and through SLURM, and a job that fails on SLURM ----------------------
+copy_workflow() {  # like tests/conftest.py: the workflow's files only, results land in the copy
+    mkdir -p "$1"
+    cp "$REPO/Snakefile" "$1/"
+    [[ -f "$REPO/environment.yml" ]] && cp "$REPO/environment.yml" "$1/"  # the rules' conda: directive names it
+    cp -r "$REPO/workflow" "$REPO/scripts" "$1/"
+    find "$1" -name __pycache__ -prune -exec rm -rf {} +
+}
+export PATH="$REPO/.venv/bin:$PATH"  # jobs get this environment (sbatch --export=ALL): the same .venv
+export VIRTUAL_ENV="$REPO/.venv"
+# CI only: poll every few seconds from the start instead of the plugin's 40 s (a real cluster gets the default)
+SLURM_FAST=(--slurm-init-seconds-before-status-checks 3)
+
+# The three runs go side by side (the SLURM runs mostly wait on status polls); each is bounded by `timeout 300`,
+# which exits 124 when it had to stop a run: a hang.
+run_bg() {  # run_bg NAME DIR CMD...: CMD in DIR, output in $WORK/NAME.log; `exec` makes $! timeout's own pid
+    local name="$1" dir="$2"
+    shift 2
+    (cd "$dir" && exec timeout -k 15 300 "$@") >"$WORK/$name.log" 2>&1 &
+    PIDS[$name]=$!
+}
+show() { echo "---- last lines of $WORK/$1.log"; tail -n "$2" "$WORK/$1.log"; }
+took() { grep -o 'Elapsed time: [0-9:]*' "$WORK/$1.log" | tail -n 1 | cut -d' ' -f3; }  # snakemake's own timing
+copy_workflow "$WORK/local"
+copy_workflow "$WORK/slurm"
+mkdir -p "$WORK/failing"
+printf '%s\n' 'rule fails_on_purpose:' '    output:' '        "never.txt",' '    shell:' \
+    "        \"echo 'failing on purpose' >&2; exit 3\"" >"$WORK/failing/Snakefile"
+say "local run:   snakemake --cores 2 --configfile $CI_CONFIG ${TARGETS[*]}"
+run_bg local "$WORK/local" "$SNAKEMAKE" --cores 2 --configfile "$CI_CONFIG" -- "${TARGETS[@]}"
+say "SLURM run:   snakemake --profile workflow/profiles/slurm --configfile $CI_CONFIG ${TARGETS[*]}"
+run_bg slurm "$WORK/slurm" "$SNAKEMAKE" --profile workflow/profiles/slurm "${SLURM_FAST[@]}" \
+    --configfile "$CI_CONFIG" -- "${TARGETS[@]}"
+say "failing job: a rule that exits 3, through the same profile: snakemake must exit non-zero"
+run_bg failing "$WORK/failing" "$SNAKEMAKE" --profile "$REPO/workflow/profiles/slurm" \
+    "${SLURM_FAST[@]}" never.txt
+declare -A RC=()
+for name in local slurm failing; do
+    RC[$name]=0
+    wait "${PIDS[$name]}" || RC[$name]=$?
+    unset "PIDS[$name]"
+done
+
+# ---- (d) the tables of both runs, byte for byte ----------------------------------------------------------------------
+[[ ${RC[local]} == 0 ]] || { show local 40; fail "the local run failed (exit ${RC[local]})"; }
+if [[ ${RC[slurm]} != 0 ]]; then
+    show slurm 60
+    find "$WORK/slurm/.snakemake/slurm_logs" -name '*.log' -exec tail -n 20 {} + 2>/dev/null || true
+    [[ ${RC[slurm]} != 124 ]] || fail "the SLURM run did not finish within 300 s"
+    fail "the SLURM run failed (exit ${RC[slurm]})"
+fi
+# every job but the targets (fig1, fig3: rules without a command, done in place) went through sbatch
+submitted="$(grep -c 'has been submitted with SLURM jobid' "$WORK/slurm.log" || true)"
+expected="$(($(grep -c '^localrule ' "$WORK/local.log" || true) - ${#TARGETS[@]}))"
+[[ "$submitted" -gt 0 && "$submitted" == "$expected" ]] \
+    || { show slurm 40; fail "$submitted jobs went to SLURM, expected $expected (every job of the local run but the targets)"; }
+
+(cd "$WORK/local" && find results/tables -name '*.csv' | sort) >"$WORK/local.tables"
+(cd "$WORK/slurm" && find results/tables -name '*.csv' | sort) >"$WORK/slurm.tables"
+[[ -s "$WORK/local.tables" ]] || fail "the local run wrote no table under results/tables"
+diff "$WORK/local.tables" "$WORK/slurm.tables" >/dev/null \
+    || fail "different tables: $(diff "$WORK/local.tables" "$WORK/slurm.tables" | grep '^[<>]' | tr '\n' ' ')"
+while read -r table; do
+    cmp "$WORK/local/$table" "$WORK/slurm/$table" || fail "$table differs between the local and the SLURM run"
+done <"$WORK/local.tables"
+n_tables="$(wc -l <"$WORK/local.tables")"
+say "SLURM run: $submitted jobs through sbatch; its $n_tables tables are identical to the local run's"
+
+# ---- (e) the failing job failed the run, also after the profile's retry -----------------------------------------------
+[[ ${RC[failing]} != 124 ]] || { show failing 40; fail "a failing SLURM job left Snakemake hanging (killed after 300 s)"; }
+[[ ${RC[failing]} != 0 ]] || { show failing 40; fail "a failing SLURM job was reported as a success"; }
+grep -q "Error in rule fails_on_purpose" "$WORK/failing.log" \
+    || { show failing 40; fail "snakemake exited ${RC[failing]} without reporting the failed rule"; }
+attempts="$(grep -c 'has been submitted with SLURM jobid' "$WORK/failing.log" || true)"
+grep -rqs "failing on purpose" "$WORK/failing/.snakemake/slurm_logs" \
+    || fail "the failed job's SLURM log under .snakemake/slurm_logs does not hold its stderr"
+say "failing job: snakemake exit ${RC[failing]} after $attempts submissions; its SLURM log keeps its stderr"
+
+say "PASS: $submitted SLURM jobs, $n_tables tables identical to a local run's, a failing job fails the run" \
+    "(local $(took local), SLURM $(took slurm), failing $(took failing))"
