@@ -9,7 +9,7 @@ CORES ?= 2
 # Extra Snakemake arguments, e.g. make figures SMK_ARGS="fig3 --forceall"
 SMK_ARGS ?=
 
-.PHONY: all figures test lint report clean-results
+.PHONY: all figures test lint report gallery clean-results
 
 all: figures
 
@@ -23,6 +23,14 @@ figures: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The HTML report: every figure with its caption, the tables, the claims table (needs `make figures` first).
+report: figures
+	$(BIN)/snakemake --cores $(CORES) --report results/report.html
+
+# Small copies of the default run's figures for the README (docs/gallery/, committed).
+gallery: figures
+	$(BIN)/snakemake --cores $(CORES) gallery
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

@@ -10,7 +10,7 @@ from maxmargin.figures_vit import fig6, fig7
 from maxmargin.io import rule_logging
 from maxmargin.plotting import save_figure
 
-with rule_logging(snakemake.log[0]) as log:  # noqa: F821 (snakemake is injected)
+with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())  # noqa: F821
     if snakemake.rule == "vit_fig6":  # noqa: F821
         with np.load(snakemake.input.maps) as f:  # noqa: F821

@@ -5,7 +5,7 @@ import torch
 from maxmargin.io import rule_logging
 from maxmargin.vit import VitSettings, load_image_data, save_result, train_vit
 
-with rule_logging(snakemake.log[0]) as log:  # noqa: F821 (snakemake is injected)
+with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     torch.set_num_threads(snakemake.threads)  # noqa: F821
     settings = VitSettings.from_config(dict(snakemake.params.settings))  # noqa: F821
     log.info("ViT settings %s", settings)
