@@ -9,7 +9,26 @@ CORES ?= 2
 # Extra Snakemake arguments, e.g. make figures SMK_ARGS="fig3 --forceall"
 SMK_ARGS ?=
 
+# Every Snakemake run of this Makefile holds RUN_LOCK (util-linux flock) for as long as it runs. Snakemake's own
+# lock cannot keep an overlapping run out: from 9.17 on, any snakemake that exits in this directory deletes the whole
+# .snakemake/locks folder, the locks of runs still going included. A second Makefile run is refused at once instead.
+# (snakemake --lint and dry runs neither take nor delete locks, so `make lint` needs no guard.)
+RUN_LOCK := .snakemake/make.lock
+BUSY_EXIT := 75
+# Prefix of a recipe line: take RUN_LOCK on fd 9 (inherited by snakemake and its jobs, released when the last of
+# them exits, killed or not) or stop with a clear message; then clear any stale Snakemake lock, which is safe
+# because no other Makefile run can be active: a lock left by an interrupted run would otherwise block this one.
+LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
+	&& { flock -n 9 || { echo "make: another snakemake run is active in this directory (it holds $(RUN_LOCK));" \
+	     "wait for it to finish" >&2; exit $(BUSY_EXIT); }; } \
+	&& if [ -n "$$(ls -A .snakemake/locks 2>/dev/null)" ]; then \
+	     echo "make: clearing a stale Snakemake lock left by an interrupted run"; \
+	     $(BIN)/snakemake --unlock --quiet >/dev/null 2>&1 || true; fi \
+	&& set -x &&
+
 .PHONY: all figures test lint report gallery clean-results
+# One recipe at a time (make -j report gallery): two locked recipes at once would refuse each other.
+.NOTPARALLEL:
 
 all: figures
 
@@ -19,22 +38,23 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 figures: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) $(SMK_ARGS)
+	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) $(SMK_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
 # The HTML report: every figure with its caption, the tables, the claims table (needs `make figures` first).
 report: figures
-	$(BIN)/snakemake --cores $(CORES) --report results/report.html
+	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) --report results/report.html
 
 # Small copies of the default run's figures for the README (docs/gallery/, committed).
 gallery: figures
-	$(BIN)/snakemake --cores $(CORES) gallery
+	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) gallery
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 
+# Not while a run is going; RUN_LOCK itself stays, so a run started meanwhile still locks the same file.
 clean-results:
-	rm -rf results .snakemake
+	@$(LOCKED) rm -rf results && find .snakemake -mindepth 1 -maxdepth 1 ! -name $(notdir $(RUN_LOCK)) -exec rm -rf {} +

@@ -1,0 +1,137 @@
+"""Tests of the Makefile's run lock: an overlapping Makefile-driven Snakemake run is refused, a stale lock is cleared.
+
+Snakemake >= 9.17 deletes the whole ``.snakemake/locks`` folder whenever any run in the directory exits, so its own
+lock cannot keep a second run out. The Makefile's entry points therefore hold a flock of their own. These tests run
+the repository's real Makefile in a temporary directory against a stand-in ``.venv/bin/snakemake`` that behaves like
+Snakemake 9.17+ on locks (it writes its lock file, and on exit deletes the whole folder), so they take seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("flock") is None,
+                                reason="needs GNU make and util-linux flock")  # fmt: skip
+
+BUSY = "another snakemake run is active in this directory"
+BUSY_EXIT = 2  # make's own status when a recipe fails (the recipe itself exits 75)
+
+# The stand-in: records its arguments in calls.log; `--unlock` deletes .snakemake/locks and says so (Snakemake's
+# words, which `make` must keep quiet); a run writes its lock file,
+# and with the target `hold` says so in started and waits for release before exiting; every run, as Snakemake 9.17+
+# does, deletes the whole .snakemake/locks folder when it exits.
+FAKE_SNAKEMAKE = f"""#!{sys.executable}
+import os, shutil, sys, time
+from pathlib import Path
+
+with open("calls.log", "a") as log:
+    print(" ".join(sys.argv[1:]), file=log)
+locks = Path(".snakemake/locks")
+if "--unlock" in sys.argv:
+    print("Unlocked working directory.")
+else:
+    locks.mkdir(parents=True, exist_ok=True)
+    (locks / f"{{os.getpid()}}.output.lock").write_text("results/x\\n")
+    if "hold" in sys.argv:
+        Path("started").touch()
+        deadline = time.monotonic() + 20
+        while not Path("release").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+shutil.rmtree(locks, ignore_errors=True)
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The real Makefile in a directory whose installed .venv holds the stand-in snakemake."""
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    (tmp_path / "pyproject.toml").touch()
+    fake = tmp_path / ".venv/bin/snakemake"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(FAKE_SNAKEMAKE)
+    fake.chmod(0o755)
+    (tmp_path / ".venv/.installed").touch()
+    earlier = time.time() - 60
+    os.utime(tmp_path / "pyproject.toml", (earlier, earlier))  # the venv is up to date: make does not rebuild it
+    return tmp_path
+
+
+def make_env() -> dict[str, str]:
+    """The environment without the variables of an enclosing make (`make test`): its jobserver is not ours."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES")}
+
+
+def make(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["make", *args], cwd=project, env=make_env(), capture_output=True, text=True, timeout=30)
+
+
+def calls(project: Path) -> list[str]:
+    log = project / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def wait_for(path: Path, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} did not appear within {timeout} s"
+        time.sleep(0.02)
+
+
+def start_long_run(project: Path) -> subprocess.Popen[str]:
+    """`make figures` whose snakemake runs until the test creates ``release`` (its own session, to kill it whole)."""
+    proc = subprocess.Popen(["make", "figures", "SMK_ARGS=hold"], cwd=project, env=make_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    wait_for(project / "started")
+    return proc
+
+
+def test_overlapping_run_is_refused_after_a_disjoint_run_deleted_the_locks(project: Path) -> None:
+    long = start_long_run(project)
+    try:
+        assert calls(project) == ["--cores 2 hold"] and any((project / ".snakemake/locks").iterdir())
+        # A short run on other targets, started outside make, finishes and (Snakemake 9.17+) deletes every lock.
+        subprocess.run([str(project / ".venv/bin/snakemake"), "--cores", "1", "other"], cwd=project, check=True,
+                       timeout=30)  # fmt: skip
+        assert not (project / ".snakemake/locks").exists()
+        for target in ("figures", "report", "gallery", "clean-results"):
+            refused = make(project, target)
+            assert refused.returncode == BUSY_EXIT and BUSY in refused.stderr, (target, refused.stderr)
+            assert "Error 75" in refused.stderr
+        assert calls(project) == ["--cores 2 hold", "--cores 1 other"]  # neither a run nor an --unlock
+    finally:
+        (project / "release").touch()
+        out, err = long.communicate(timeout=30)
+    assert long.returncode == 0, err
+    assert "+ .venv/bin/snakemake --cores 2 hold" in err and "stale" not in out
+    done = make(project, "figures", "CORES=3")  # the lock went with the run
+    assert done.returncode == 0 and calls(project)[-1] == "--cores 3", done.stderr
+
+
+def test_interrupted_run_frees_the_lock_and_its_stale_snakemake_lock_is_cleared(project: Path) -> None:
+    long = start_long_run(project)
+    os.killpg(long.pid, signal.SIGKILL)  # make, its shell and snakemake die at once: nothing cleans up
+    long.wait(timeout=10)
+    assert any((project / ".snakemake/locks").iterdir())  # the stale Snakemake lock of the killed run
+    rerun = make(project, "figures")
+    assert rerun.returncode == 0, rerun.stderr
+    assert calls(project) == ["--cores 2 hold", "--unlock --quiet", "--cores 2"]  # unlocked first, quietly
+    assert "clearing a stale Snakemake lock" in rerun.stdout and "Unlocked" not in rerun.stdout + rerun.stderr
+    # Without a leftover lock there is nothing to clear: no --unlock (it costs a parse of the workflow).
+    assert make(project, "figures").returncode == 0 and calls(project)[-2:] == ["--cores 2", "--cores 2"]
+
+
+def test_clean_results_keeps_the_run_lock(project: Path) -> None:
+    (project / "results").mkdir()
+    (project / ".snakemake/metadata").mkdir(parents=True)
+    assert make(project, "clean-results").returncode == 0
+    assert not (project / "results").exists() and [p.name for p in (project / ".snakemake").iterdir()] == ["make.lock"]
