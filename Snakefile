@@ -1,14 +1,20 @@
 # Max-Margin Token Selection in Attention Mechanism (Tarzanagh et al., NeurIPS 2023): every figure and table.
 # Thin entry point: config + schema validation, rule files, and the default target.
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
+
+from maxmargin.config import check_config
 
 min_version("9.0")
 
 
-configfile: "workflow/config/default.yaml"
+# Resolved beside this Snakefile, so `-s path/to/Snakefile --directory elsewhere` finds it too.
+configfile: Path(workflow.basedir) / "workflow/config/default.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
+check_config(config)  # what the schema cannot say: every number finite
 
 
 include: "workflow/rules/common.smk"

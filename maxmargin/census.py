@@ -484,7 +484,8 @@ def gap_distribution(trials: pd.DataFrame, dims: Sequence[int], bin_width: float
 
     Appendix E, Figure 9(b) (probability per bin of width ``bin_width``) and Figure 10 (cumulative
     probability at each bin's right edge). Bin edges are integer multiples of the width, so gamma = 0
-    is an edge and ``cumulative`` at the bin ending at 0 is exactly P(gamma < 0).
+    is an edge and ``cumulative`` at the bin ending at 0 is exactly P(gamma < 0). A d without saturated
+    trials gets NaN probabilities.
     """
     if bin_width <= 0:
         raise ValueError(f"need bin_width > 0, got {bin_width}")
@@ -497,7 +498,8 @@ def gap_distribution(trials: pd.DataFrame, dims: Sequence[int], bin_width: float
     for d in dims:
         gaps = sat.loc[sat["d"] == d, "gap"].to_numpy()
         counts, _ = np.histogram(gaps, bins=edges)
-        total = max(gaps.size, 1)
+        # no saturated trial: the distribution is undefined (NaN, as in summarize), not "all zero"
+        total = gaps.size if gaps.size else np.nan
         frames.append(pd.DataFrame({
             "d": int(d), "bin_left": edges[:-1], "bin_right": edges[1:], "count": counts,
             "probability": counts / total, "cumulative": np.cumsum(counts) / total, "n_saturated": gaps.size,

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 Tables = Mapping[str, pd.DataFrame]
+Config = Mapping[str, Any]  # the pipeline's config: claim notes quote the settings that were run
 Measurement = tuple[str, str, str]  # measured, verdict, note
 COLUMNS = ["claim_id", "claim", "source", "paper_value", "measured", "verdict", "note"]
 
@@ -26,7 +28,7 @@ class Claim:
     source: str
     paper_value: str
     needs: tuple[str, ...]
-    measure: Callable[[Tables], Measurement]
+    measure: Callable[[Tables, Config], Measurement]
 
 
 def _verdict(ok: bool) -> str:
@@ -44,19 +46,27 @@ def _direction(t: Tables, figure: str, kind: str) -> np.ndarray:
     return np.asarray(json.loads(row["direction"]))
 
 
-def _gd_to_gmm_n1(t: Tables) -> Measurement:
+def _tables_only(measure: Callable[[Tables], Measurement]) -> Callable[[Tables, Config], Measurement]:
+    return lambda t, _cfg: measure(t)
+
+
+def _gd_to_gmm_n1(t: Tables, cfg: Config) -> Measurement:
     r = _runs(t, "fig1a")
-    ok = set(r["kind"]) == {"gmm"} and r["final_cosine"].min() >= 0.999
-    return (f"{len(r)}/{len(r)} starts -> GMM, min cosine {r['final_cosine'].min():.5f} at ||p|| ~ {r['p_norm'].median():.0f}",
-            _verdict(ok), "normalized GD, eta 0.1, 1000 iterations (Fig 1(a) data)")  # fmt: skip
+    n_gmm = int((r["kind"] == "gmm").sum())
+    ok = n_gmm == len(r) and r["final_cosine"].min() >= 0.999
+    fig1 = cfg["synthetic"]["fig1"]
+    return (f"{n_gmm}/{len(r)} starts -> GMM, min cosine {r['final_cosine'].min():.5f} at ||p|| ~ {r['p_norm'].median():.0f}",
+            _verdict(ok), f"normalized GD, eta {fig1['eta']:g}, {fig1['n_iter']} iterations (Fig 1(a) data)")  # fmt: skip
 
 
-def _gd_lmm_cone(t: Tables) -> Measurement:
+def _gd_lmm_cone(t: Tables, cfg: Config) -> Measurement:
     r = _runs(t, "fig2")
     n_lmm = int((r["kind"] == "lmm").sum())
     ok = n_lmm == len(r) and r["final_cosine"].min() >= 0.999
+    fig2 = cfg["synthetic"]["fig2"]
     return (f"{n_lmm}/{len(r)} starts -> LMM, min cosine {r['final_cosine'].min():.5f}", _verdict(ok),
-            "cone of half-angle 3 deg at radius 8 around the Fig 1(b) LMM; wider or closer cones let GD escape to the GMM")  # fmt: skip
+            f"cone of half-angle {fig2['half_angle_deg']:g} deg at radius {fig2['start_radius']:g} around the Fig 1(b) LMM; "
+            "wider or closer cones let GD escape to the GMM")  # fmt: skip
 
 
 def _gd_local_or_global(t: Tables, figure: str) -> Measurement:
@@ -138,7 +148,7 @@ def _census_corr(t: Tables) -> Measurement:
     return (f"{overall:.4f} over all saturated trials ({per_d})", _verdict(overall >= 0.99), "")
 
 
-def _census_gap(t: Tables) -> Measurement:
+def _census_gap(t: Tables, cfg: Config) -> Measurement:
     s = t["census_summary"]
     per_d = ", ".join(f"d={int(r.d)}: {r.p_gap_negative:.4f}" for r in s.itertuples())
     trials = t.get("census_trials")
@@ -152,7 +162,7 @@ def _census_gap(t: Tables) -> Measurement:
     note = "fraction of saturated trials whose minimal score gap to an SVM-neighbour is negative"
     if worst.p_gap_negative >= 0.01:
         note += (f"; above 1% at d = {int(worst.d)} ({worst.p_gap_negative:.3f}), where few trials saturate and "
-                 "1000 iterations cannot separate near-equal scores (the paper pools its '<1%')")
+                 f"{cfg['census']['n_iter']} iterations cannot separate near-equal scores (the paper pools its '<1%')")
     return (f"{pooled:.4f} pooled over all saturated trials; {per_d}", _verdict(pooled < 0.01), note)
 
 
@@ -214,50 +224,53 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("gd_gmm_n1", "For n = 1, GD on p converges in direction to the GMM from any start", "Theorem 2, Fig 1(a)",
           "corr -> 1", ("directions",), _gd_to_gmm_n1),
     Claim("gd_local_or_global", "GD reaches the GMM or an LMM depending on the start", "Theorem 3, Fig 1(b)",
-          "both occur", ("directions",), lambda t: _gd_local_or_global(t, "fig1b")),
+          "both occur", ("directions",), lambda t, _cfg: _gd_local_or_global(t, "fig1b")),
     Claim("gd_lmm_cone", "GD started inside the cone of an LMM converges to that LMM", "Theorem 3, Fig 2",
           "corr -> 1", ("directions",), _gd_lmm_cone),
     Claim("n1_necessary", "With n = 2, two starts converge to two different directions (GMM and LMM)", "Appendix E, Fig 8",
-          "both occur", ("directions",), lambda t: _gd_local_or_global(t, "fig8")),
+          "both occur", ("directions",), lambda t, _cfg: _gd_local_or_global(t, "fig8")),
     Claim("joint_p_mm", "All selected tokens are support vectors: p -> p_mm and v -> v_mm", "Theorem 5, Fig 3(a)",
-          "corr -> 1", ("directions",), lambda t: _joint(t, "fig3a", "p_mm")),
+          "corr -> 1", ("directions",), lambda t, _cfg: _joint(t, "fig3a", "p_mm")),
     Claim("joint_p_relax", "A non-support input relaxes the p-SVM: p -> p_relax, not p_mm", "Theorem 6, Fig 3(b)",
-          "corr -> 1", ("directions",), lambda t: _joint(t, "fig3b", "p_relax")),
+          "corr -> 1", ("directions",), lambda t, _cfg: _joint(t, "fig3b", "p_relax")),
     Claim("joint_probabilities", "Softmax and logistic probabilities both reach 1", "Fig 3(c)", "1",
-          ("fig3a",), _fig3c),
+          ("fig3a",), _tables_only(_fig3c)),
     Claim("normalized_gd_faster", "Normalized GD saturates the softmax faster than constant-step GD", "Fig 4(a)",
-          "qualitative", ("fig4",), _fig4_saturation),
+          "qualitative", ("fig4",), _tables_only(_fig4_saturation)),
     Claim("constant_gd_levels_off", "Constant-step GD's ||p|| levels off (vanishing gradients)", "Fig 4(b)",
-          "qualitative", ("fig4",), _fig4_norm),
+          "qualitative", ("fig4",), _tables_only(_fig4_norm)),
     Claim("loss_transient_bias", "Correlation loss leans to the high-score token, logistic loss to the low-score one",
-          "Fig 5", "qualitative", ("fig5",), _fig5_bias),
+          "Fig 5", "qualitative", ("fig5",), _tables_only(_fig5_bias)),
     Claim("census_mean_corr", "When softmax saturates, GD is aligned with its LMM/GMM direction", "Appendix E, Fig 9",
-          "0.997 on average", ("census_summary", "census_trials"), _census_corr),
+          "0.997 on average", ("census_summary", "census_trials"), _tables_only(_census_corr)),
     Claim("census_gap_negative", "Saturated trials with a negative score gap are rare", "Appendix E, Fig 9(b), 10",
           "P(gap < 0) < 0.01", ("census_summary", "census_trials"), _census_gap),
     Claim("census_gmm_grows", "The probability of converging to the GMM grows with d", "Appendix E, Fig 9(a)",
-          "increasing", ("census_summary",), _census_gmm_grows),
+          "increasing", ("census_summary",), _tables_only(_census_gmm_grows)),
     Claim("census_small_d", "For small d (d = 2) softmax often does not saturate", "Appendix E, Fig 9(a)",
-          "tall red bar at d = 2", ("census_summary",), _census_small_d),
+          "tall red bar at d = 2", ("census_summary",), _tables_only(_census_small_d)),
     Claim("census_lmm", "Saturated runs almost always select locally-optimal tokens (LMM)", "Appendix E, Fig 9(a)",
-          "almost always", ("census_summary",), _census_lmm),
+          "almost always", ("census_summary",), _tables_only(_census_lmm)),
     Claim("regpath_gmm", "The regularization path converges to the GMM, even where GD reaches an LMM",
           "Theorem 1 (Fig 1(b) data)", "p(R)/R -> p_mm*", ("regpath",),
-          lambda t: _regpath(t, "fig1b", {"gmm": 0.99})),
+          lambda t, _cfg: _regpath(t, "fig1b", {"gmm": 0.99})),
     Claim("regpath_joint_a", "Joint path: v_r/r -> v_mm and p_R/R -> p_mm", "Theorem 5 (Fig 3(a) data)", "corr -> 1",
-          ("regpath",), lambda t: _regpath(t, "fig3a", {"p_mm": 0.99, "v_mm": 0.99})),
+          ("regpath",), lambda t, _cfg: _regpath(t, "fig3a", {"p_mm": 0.99, "v_mm": 0.99})),
     Claim("regpath_joint_b", "Joint path: p_R/R -> p_relax when an input is not a support vector",
           "Theorem 6 (Fig 3(b) data)", "corr -> 1", ("regpath",),
-          lambda t: _regpath(t, "fig3b", {"p_relax": 0.99, "p_mm": -0.99, "v_mm": 0.99})),
+          lambda t, _cfg: _regpath(t, "fig3b", {"p_relax": 0.99, "p_mm": -0.99, "v_mm": 0.99})),
     Claim("lemma1", "GD on W and GD on p map one-to-one: W(t) = u p(t)^T / ||u||^2", "Lemma 1", "exact",
-          ("lemma1",), _lemma1),
+          ("lemma1",), _tables_only(_lemma1)),
     Claim("vit_sparsity", "The [CLS] attention sparsifies as ||W||_F grows during training", "Section 4, Fig 6-7",
-          "sparsity falls, ||W||_F grows", ("vit_metrics",), _vit),
+          "sparsity falls, ||W||_F grows", ("vit_metrics",), _tables_only(_vit)),
 )
 
 
-def evaluate_claims(tables: Tables) -> pd.DataFrame:
-    """The claims table: each claim next to the value measured from ``tables`` (name -> DataFrame)."""
+def evaluate_claims(tables: Tables, config: Config) -> pd.DataFrame:
+    """The claims table: each claim next to the value measured from ``tables`` (name -> DataFrame).
+
+    ``config`` is the config the tables were made with: notes quote its settings, never a typed-in copy.
+    """
     rows = []
     for c in CLAIMS:
         missing = [name for name in c.needs if name not in tables]
@@ -265,7 +278,7 @@ def evaluate_claims(tables: Tables) -> pd.DataFrame:
             measured, verdict, note = "", "not run", f"missing table(s): {', '.join(missing)}"
         else:
             try:
-                measured, verdict, note = c.measure(tables)
+                measured, verdict, note = c.measure(tables, config)
             except (KeyError, IndexError, ValueError, StopIteration) as err:
                 measured, verdict, note = "", "not run", f"could not measure: {type(err).__name__}: {err}"
         rows.append([c.claim_id, c.claim, c.source, c.paper_value, measured, verdict, note])

@@ -109,6 +109,12 @@ def _direction_row(figure: str, kind: str, alpha: Array, svm: SVMResult) -> dict
 
 
 def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, target: Array) -> dict[str, Any]:
+    """A GD run's row; a run that overflowed is an error, never a labelled direction (argmax of NaN is 0)."""
+    if not (np.all(np.isfinite(final)) and np.linalg.norm(final) > 0):
+        raise FloatingPointError(
+            f"{figure}, {label}: gradient descent ended at a non-finite or zero iterate {final.tolist()}; "
+            f"check the step size and iteration count of this figure in the config"
+        )
     return {
         "figure": figure, "record": "gd_run", "kind": kind, "run": label,
         "tokens": json.dumps([int(a) for a in alpha]),

@@ -10,5 +10,6 @@ with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     table = gap_distribution(trials, snakemake.params.dims, snakemake.params.bin_width)  # noqa: F821
     write_csv(table, snakemake.output[0])  # noqa: F821
     for d, g in table.groupby("d"):
-        log.info("d=%d: %d saturated trials, P(gap < 0) = %.4f", d, g["n_saturated"].iloc[0],
-                 g.loc[g["bin_right"] <= 0, "cumulative"].max())  # fmt: skip
+        p_negative = g.loc[g["bin_right"] <= 0, "cumulative"].iloc[-1]
+        log.info("d=%d: %d saturated trials, P(gap < 0) = %s", d, g["n_saturated"].iloc[0],
+                 "undefined (no saturated trial)" if pd.isna(p_negative) else f"{p_negative:.4f}")  # fmt: skip

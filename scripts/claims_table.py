@@ -7,7 +7,7 @@ from maxmargin.io import atomic_path, rule_logging, write_csv
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}  # noqa: F821
-    claims = evaluate_claims(tables)
+    claims = evaluate_claims(tables, snakemake.params.config)  # noqa: F821
     write_csv(claims, snakemake.output.csv)  # noqa: F821
     with atomic_path(snakemake.output.md) as tmp:  # noqa: F821
         tmp.write_text(claims_markdown(claims))

@@ -12,6 +12,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+DEFAULT_CONFIG = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
 
 
 def copy_workflow(dest: Path) -> Path:

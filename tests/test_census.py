@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-
 import mpmath
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import brentq
 
-from conftest import REPO, snakemake
+from conftest import snakemake
 from maxmargin import census as C
 from maxmargin.gd import gradient_descent
 from maxmargin.model import grad_p, log_non_selected_mass, risk, token_scores
@@ -189,12 +187,19 @@ def test_summary_and_gap_distribution():
     assert np.allclose(hist["bin_right"] - hist["bin_left"], 0.005)
 
 
+def test_no_saturated_trial_leaves_the_gap_distribution_undefined():
+    trials = pd.DataFrame({"d": [2, 2], "saturated": [False, False], "class": ["not_saturated"] * 2,
+                           "corr": [np.nan] * 2, "gap": [np.nan] * 2})  # fmt: skip
+    assert np.isnan(C.summarize(trials)["p_gap_negative"].item())
+    hist = C.gap_distribution(trials, [2], 0.005)
+    assert (hist["n_saturated"] == 0).all() and hist["cumulative"].isna().all() and hist["probability"].isna().all()
+
+
 # --- end to end -------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
 def test_census_targets_end_to_end(workflow_dir):
-    shutil.copy(REPO / "environment.yml", workflow_dir)  # the rules' conda: file (conftest copies only workflow/)
     config = {"census": {"dims": [2, 5], "n_trials": 20, "n_iter": 200, "histogram": {"dims": [5]}}}
     snakemake(workflow_dir, "fig9", "fig10", config=config)
     results = workflow_dir / "results"

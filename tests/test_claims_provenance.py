@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import types
 
 import pandas as pd
 
+from conftest import DEFAULT_CONFIG
 from maxmargin.claims import CLAIMS, claims_markdown, evaluate_claims
 from maxmargin.experiments import fig8
 from maxmargin.io import provenance_path, rule_logging, write_csv
@@ -27,33 +29,43 @@ def census_trials(n_negative):
 
 def test_claims_follow_the_measured_numbers():
     holds = evaluate_claims({"census_summary": census_summary([5.0, 20.0, 60.0]),
-                             "census_trials": census_trials(3)}).set_index("claim_id")  # fmt: skip
+                             "census_trials": census_trials(3)}, DEFAULT_CONFIG).set_index("claim_id")  # fmt: skip
     assert holds.loc["census_gmm_grows", "verdict"] == "holds"
     assert holds.loc["census_gap_negative", "verdict"] == "holds"
     assert holds.loc["census_gap_negative", "measured"].startswith("0.0030 pooled")
     assert "d=100: 0.0040" in holds.loc["census_gap_negative", "measured"]
     differs = evaluate_claims({"census_summary": census_summary([60.0, 20.0, 5.0], (0.0, 0.03, 0.0)),
-                               "census_trials": census_trials(30)}).set_index("claim_id")  # fmt: skip
+                               "census_trials": census_trials(30)}, DEFAULT_CONFIG).set_index("claim_id")  # fmt: skip
     assert differs.loc["census_gmm_grows", "verdict"] == "differs"
     assert differs.loc["census_gap_negative", "verdict"] == "differs"
     assert "above 1% at d = 10" in differs.loc["census_gap_negative", "note"]
     assert differs.loc["vit_sparsity", "verdict"] == "not run"
     assert "vit_metrics" in differs.loc["vit_sparsity", "note"]
-    assert evaluate_claims({"census_summary": census_summary([1, 2, 3])}).set_index("claim_id").loc[
+    assert evaluate_claims({"census_summary": census_summary([1, 2, 3])}, DEFAULT_CONFIG).set_index("claim_id").loc[
         "census_gap_negative", "verdict"] == "not run"  # fmt: skip
 
 
 def test_claims_from_a_real_experiment_table():
     table = fig8(eta=0.1, n_iter=1000, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic").directions
-    row = evaluate_claims({"directions": table}).set_index("claim_id").loc["n1_necessary"]
+    row = evaluate_claims({"directions": table}, DEFAULT_CONFIG).set_index("claim_id").loc["n1_necessary"]
     assert row["verdict"] == "holds"
     assert row["measured"].startswith("1 start(s) -> GMM, 1 -> LMM")
     one_start = table[~((table["record"] == "gd_run") & (table["kind"] == "lmm"))]
-    assert evaluate_claims({"directions": one_start}).set_index("claim_id").loc["n1_necessary", "verdict"] == "differs"
+    assert evaluate_claims({"directions": one_start}, DEFAULT_CONFIG).set_index("claim_id").loc["n1_necessary", "verdict"] == "differs"
+
+
+def test_claim_notes_quote_the_config_that_ran():
+    table = fig8(eta=0.1, n_iter=1000, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic").directions
+    table = table.assign(figure=table["figure"].replace({"fig8": "fig1a"}))
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    config["synthetic"]["fig1"].update(eta=0.05, n_iter=321)
+    row = evaluate_claims({"directions": table}, config).set_index("claim_id").loc["gd_gmm_n1"]
+    assert "eta 0.05, 321 iterations" in row["note"]
+    assert row["verdict"] == "differs" and row["measured"].startswith("1/2 starts -> GMM")
 
 
 def test_claims_markdown_has_one_row_per_claim():
-    md = claims_markdown(evaluate_claims({}))
+    md = claims_markdown(evaluate_claims({}, DEFAULT_CONFIG))
     assert md.count("\n") == len(CLAIMS) + 2
     assert md.startswith("| claim_id | claim | source | paper_value | measured | verdict | note |")
 

@@ -13,25 +13,31 @@ CENSUS_SETTINGS = {k: v for k, v in CENSUS.items() if k not in ("dims", "histogr
 
 # Figure target -> its panels' files.
 CENSUS_FIGURES = {
-    figure: expand("results/figures/{panel}.{ext}", panel=panels, ext=["pdf", "png"])
+    figure: expand(
+        results_path("figures/{panel}.{ext}"), panel=panels, ext=["pdf", "png"]
+    )
     for figure, panels in {"fig9": ["fig9a", "fig9b"], "fig10": ["fig10"]}.items()
 }
 
-ALL_TARGETS += [f for files in CENSUS_FIGURES.values() for f in files] + [
-    "results/tables/census_trials.csv",
-    "results/tables/census_summary.csv",
-    "results/tables/fig9b.csv",
-]
+ALL_TARGETS += (
+    [f for files in CENSUS_FIGURES.values() for f in files]
+    + [
+        results_path("tables/census_trials.csv"),
+        results_path("tables/census_summary.csv"),
+        results_path("tables/fig9b.csv"),
+    ]
+    + expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS)
+)
 
 
 rule census_trials:
     """Normalized GD and GMM/LMM classification of every random trial of one dimension d."""
     output:
-        "results/runs/census/d{d}.csv",
+        results_path("runs/census/d{d}.csv"),
     log:
-        "results/logs/census_trials/d{d}.log",
+        results_path("logs/census_trials/d{d}.log"),
     benchmark:
-        "results/benchmarks/census_trials/d{d}.tsv"
+        results_path("benchmarks/census_trials/d{d}.tsv")
     wildcard_constraints:
         d="|".join(str(d) for d in CENSUS_DIMS),
     conda:
@@ -45,22 +51,22 @@ rule census_trials:
 rule census_gather:
     """One table of every trial, and the per-d summary behind Figure 9(a) and the paper's claims."""
     input:
-        expand("results/runs/census/d{d}.csv", d=CENSUS_DIMS),
+        expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS),
     output:
         trials=report(
-            "results/tables/census_trials.csv",
+            results_path("tables/census_trials.csv"),
             caption="../report/census_trials.rst",
             category="Convergence census",
         ),
         summary=report(
-            "results/tables/census_summary.csv",
+            results_path("tables/census_summary.csv"),
             caption="../report/census_summary.rst",
             category="Convergence census",
         ),
     log:
-        "results/logs/census_gather/census.log",
+        results_path("logs/census_gather/census.log"),
     benchmark:
-        "results/benchmarks/census_gather/census.tsv"
+        results_path("benchmarks/census_gather/census.tsv")
     conda:
         "../../environment.yml"
     script:
@@ -70,13 +76,13 @@ rule census_gather:
 rule census_histogram:
     """Histogram and cumulative distribution of the minimal score gap (Figures 9(b) and 10)."""
     input:
-        "results/tables/census_trials.csv",
+        results_path("tables/census_trials.csv"),
     output:
-        "results/tables/fig9b.csv",
+        results_path("tables/fig9b.csv"),
     log:
-        "results/logs/census_histogram/fig9b.log",
+        results_path("logs/census_histogram/fig9b.log"),
     benchmark:
-        "results/benchmarks/census_histogram/fig9b.tsv"
+        results_path("benchmarks/census_histogram/fig9b.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -89,18 +95,18 @@ rule census_histogram:
 rule plot_fig9a:
     """Figure 9(a) from the census summary."""
     input:
-        "results/tables/census_summary.csv",
+        results_path("tables/census_summary.csv"),
     output:
-        pdf="results/figures/fig9a.pdf",
+        pdf=results_path("figures/fig9a.pdf"),
         png=report(
-            "results/figures/fig9a.png",
+            results_path("figures/fig9a.png"),
             caption="../report/fig9a.rst",
             category="Convergence census",
         ),
     log:
-        "results/logs/plot_fig9a/fig9a.log",
+        results_path("logs/plot_fig9a/fig9a.log"),
     benchmark:
-        "results/benchmarks/plot_fig9a/fig9a.tsv"
+        results_path("benchmarks/plot_fig9a/fig9a.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -112,18 +118,18 @@ rule plot_fig9a:
 rule plot_fig9b:
     """Figure 9(b) from the gap distribution."""
     input:
-        "results/tables/fig9b.csv",
+        results_path("tables/fig9b.csv"),
     output:
-        pdf="results/figures/fig9b.pdf",
+        pdf=results_path("figures/fig9b.pdf"),
         png=report(
-            "results/figures/fig9b.png",
+            results_path("figures/fig9b.png"),
             caption="../report/fig9b.rst",
             category="Convergence census",
         ),
     log:
-        "results/logs/plot_fig9b/fig9b.log",
+        results_path("logs/plot_fig9b/fig9b.log"),
     benchmark:
-        "results/benchmarks/plot_fig9b/fig9b.tsv"
+        results_path("benchmarks/plot_fig9b/fig9b.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -135,18 +141,18 @@ rule plot_fig9b:
 rule plot_fig10:
     """Figure 10 from the gap distribution."""
     input:
-        "results/tables/fig9b.csv",
+        results_path("tables/fig9b.csv"),
     output:
-        pdf="results/figures/fig10.pdf",
+        pdf=results_path("figures/fig10.pdf"),
         png=report(
-            "results/figures/fig10.png",
+            results_path("figures/fig10.png"),
             caption="../report/fig10.rst",
             category="Convergence census",
         ),
     log:
-        "results/logs/plot_fig10/fig10.log",
+        results_path("logs/plot_fig10/fig10.log"),
     benchmark:
-        "results/benchmarks/plot_fig10/fig10.tsv"
+        results_path("benchmarks/plot_fig10/fig10.tsv")
     conda:
         "../../environment.yml"
     params:

@@ -1,15 +1,15 @@
 # The claims table (every quantitative claim of the paper next to the measured value) and the README gallery.
 
 CLAIM_TABLES = {
-    "directions": "results/tables/directions.csv",
-    "fig3a": "results/tables/fig3a.csv",
-    "fig4": "results/tables/fig4.csv",
-    "fig5": "results/tables/fig5.csv",
-    "census_summary": "results/tables/census_summary.csv",
-    "census_trials": "results/tables/census_trials.csv",
-    "regpath": "results/tables/regpath.csv",
-    "lemma1": "results/tables/lemma1.csv",
-    "vit_metrics": "results/tables/vit_metrics.csv",
+    "directions": results_path("tables/directions.csv"),
+    "fig3a": results_path("tables/fig3a.csv"),
+    "fig4": results_path("tables/fig4.csv"),
+    "fig5": results_path("tables/fig5.csv"),
+    "census_summary": results_path("tables/census_summary.csv"),
+    "census_trials": results_path("tables/census_trials.csv"),
+    "regpath": results_path("tables/regpath.csv"),
+    "lemma1": results_path("tables/lemma1.csv"),
+    "vit_metrics": results_path("tables/vit_metrics.csv"),
 }
 
 GALLERY = [
@@ -24,17 +24,19 @@ rule claims_table:
         **CLAIM_TABLES,
     output:
         csv=report(
-            "results/tables/claims.csv",
+            results_path("tables/claims.csv"),
             caption="../report/claims.rst",
             category="Claims",
         ),
-        md="results/tables/claims.md",
+        md=results_path("tables/claims.md"),
     log:
-        "results/logs/claims_table/claims.log",
+        results_path("logs/claims_table/claims.log"),
     benchmark:
-        "results/benchmarks/claims_table/claims.tsv"
+        results_path("benchmarks/claims_table/claims.tsv")
     conda:
         "../../environment.yml"
+    params:
+        config=config,  # the notes quote the settings that were run
     script:
         "../../scripts/claims_table.py"
 
@@ -42,13 +44,13 @@ rule claims_table:
 rule gallery_thumbnail:
     """A small copy of a figure for the README gallery (docs/gallery/, committed)."""
     input:
-        "results/figures/{figure}.png",
+        results_path("figures/{figure}.png"),
     output:
         "docs/gallery/{figure}.png",
     log:
-        "results/logs/gallery_thumbnail/{figure}.log",
+        results_path("logs/gallery_thumbnail/{figure}.log"),
     benchmark:
-        "results/benchmarks/gallery_thumbnail/{figure}.tsv"
+        results_path("benchmarks/gallery_thumbnail/{figure}.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -59,8 +61,8 @@ rule gallery_thumbnail:
 
 rule claims:
     input:
-        "results/tables/claims.csv",
-        "results/tables/claims.md",
+        results_path("tables/claims.csv"),
+        results_path("tables/claims.md"),
 
 
 rule gallery:
@@ -68,4 +70,4 @@ rule gallery:
         expand("docs/gallery/{figure}.png", figure=GALLERY),
 
 
-ALL_TARGETS += ["results/tables/claims.csv", "results/tables/claims.md"]
+ALL_TARGETS += [results_path("tables/claims.csv"), results_path("tables/claims.md")]

@@ -1,5 +1,15 @@
 # Shared constants and input functions of the rule files.
 
+# Every output lives under one results root chosen by the config (`results`), so a paper-scale run
+# (workflow/config/paper.yaml: results/paper) never overwrites the quick-scale results.
+RESULTS = config["results"]
+
+
+def results_path(path):
+    """``path`` (wildcards allowed) under the results root of this config."""
+    return f"{RESULTS}/{path}"
+
+
 # Each computation ("experiment") writes the tables that one or more figure panels plot.
 SYNTHETIC_EXPERIMENTS = [
     "fig1a",
@@ -46,13 +56,21 @@ wildcard_constraints:
 
 def figure_files(figure):
     return expand(
-        "results/figures/{panel}.{ext}", panel=FIGURES[figure], ext=["pdf", "png"]
+        results_path("figures/{panel}.{ext}"), panel=FIGURES[figure], ext=["pdf", "png"]
     )
 
 
-ALL_TARGETS = [f for figure in FIGURES for f in figure_files(figure)] + [
-    "results/tables/directions.csv"
+# Every output of every job is a target of `all` (tests/test_workflow_targets.py), so none can go missing unnoticed.
+EXPERIMENT_OUTPUTS = [
+    "tables/{experiment}.csv",
+    "tables/{experiment}_tokens.csv",
+    "runs/{experiment}/directions.csv",
 ]
+ALL_TARGETS = [f for figure in FIGURES for f in figure_files(figure)] + [
+    results_path("tables/directions.csv")
+]
+for template in EXPERIMENT_OUTPUTS:
+    ALL_TARGETS += expand(results_path(template), experiment=SYNTHETIC_EXPERIMENTS)
 
 
 def experiment_params(wildcards):
@@ -72,7 +90,7 @@ def experiment_params(wildcards):
 def panel_tables(wildcards):
     exp = SYNTHETIC_PANELS[wildcards.panel]
     return {
-        "trajectories": f"results/tables/{exp}.csv",
-        "tokens": f"results/tables/{exp}_tokens.csv",
-        "directions": f"results/runs/{exp}/directions.csv",
+        "trajectories": f"{RESULTS}/tables/{exp}.csv",
+        "tokens": f"{RESULTS}/tables/{exp}_tokens.csv",
+        "directions": f"{RESULTS}/runs/{exp}/directions.csv",
     }

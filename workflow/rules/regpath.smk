@@ -10,12 +10,12 @@ wildcard_constraints:
 rule regpath_instance:
     """Solve one instance's regularization path on the R grid (multi-start, every solution KKT-checked)."""
     output:
-        path="results/runs/regpath/{regpath_instance}.csv",
-        compare="results/runs/regpath/{regpath_instance}_compare.csv",
+        path=results_path("runs/regpath/{regpath_instance}.csv"),
+        compare=results_path("runs/regpath/{regpath_instance}_compare.csv"),
     log:
-        "results/logs/regpath_instance/{regpath_instance}.log",
+        results_path("logs/regpath_instance/{regpath_instance}.log"),
     benchmark:
-        "results/benchmarks/regpath_instance/{regpath_instance}.tsv"
+        results_path("benchmarks/regpath_instance/{regpath_instance}.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -41,28 +41,28 @@ rule regpath_table:
     """Gather the regularization paths of every instance into one table."""
     input:
         path=expand(
-            "results/runs/regpath/{regpath_instance}.csv",
+            results_path("runs/regpath/{regpath_instance}.csv"),
             regpath_instance=config["regpath"]["instances"],
         ),
         compare=expand(
-            "results/runs/regpath/{regpath_instance}_compare.csv",
+            results_path("runs/regpath/{regpath_instance}_compare.csv"),
             regpath_instance=config["regpath"]["instances"],
         ),
     output:
         path=report(
-            "results/tables/regpath.csv",
+            results_path("tables/regpath.csv"),
             caption="../report/regpath.rst",
             category="Tables",
         ),
         compare=report(
-            "results/tables/regpath_compare.csv",
+            results_path("tables/regpath_compare.csv"),
             caption="../report/regpath.rst",
             category="Tables",
         ),
     log:
-        "results/logs/regpath_table/regpath.log",
+        results_path("logs/regpath_table/regpath.log"),
     benchmark:
-        "results/benchmarks/regpath_table/regpath.tsv"
+        results_path("benchmarks/regpath_table/regpath.tsv")
     conda:
         "../../environment.yml"
     script:
@@ -72,19 +72,19 @@ rule regpath_table:
 rule plot_regpath:
     """Draw the cosine of each normalized path with each max-margin direction against R."""
     input:
-        path="results/tables/regpath.csv",
-        compare="results/tables/regpath_compare.csv",
+        path=results_path("tables/regpath.csv"),
+        compare=results_path("tables/regpath_compare.csv"),
     output:
-        pdf="results/figures/regpath.pdf",
+        pdf=results_path("figures/regpath.pdf"),
         png=report(
-            "results/figures/regpath.png",
+            results_path("figures/regpath.png"),
             caption="../report/regpath.rst",
             category="Regularization paths",
         ),
     log:
-        "results/logs/plot_regpath/regpath.log",
+        results_path("logs/plot_regpath/regpath.log"),
     benchmark:
-        "results/benchmarks/plot_regpath/regpath.tsv"
+        results_path("benchmarks/plot_regpath/regpath.tsv")
     conda:
         "../../environment.yml"
     script:
@@ -95,14 +95,14 @@ rule lemma1_table:
     """Lemma 1: GD on W (autograd) and GD on p from W(0) = u p(0)^T / ||u||^2 stay on W(t) = u p(t)^T / ||u||^2."""
     output:
         report(
-            "results/tables/lemma1.csv",
+            results_path("tables/lemma1.csv"),
             caption="../report/lemma1.rst",
             category="Tables",
         ),
     log:
-        "results/logs/lemma1_table/lemma1.log",
+        results_path("logs/lemma1_table/lemma1.log"),
     benchmark:
-        "results/benchmarks/lemma1_table/lemma1.tsv"
+        results_path("benchmarks/lemma1_table/lemma1.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -113,21 +113,25 @@ rule lemma1_table:
 
 rule regpath:
     input:
-        "results/figures/regpath.pdf",
-        "results/figures/regpath.png",
-        "results/tables/regpath.csv",
-        "results/tables/regpath_compare.csv",
+        results_path("figures/regpath.pdf"),
+        results_path("figures/regpath.png"),
+        results_path("tables/regpath.csv"),
+        results_path("tables/regpath_compare.csv"),
 
 
 rule lemma1:
     input:
-        "results/tables/lemma1.csv",
+        results_path("tables/lemma1.csv"),
 
 
 ALL_TARGETS += [
-    "results/figures/regpath.pdf",
-    "results/figures/regpath.png",
-    "results/tables/regpath.csv",
-    "results/tables/regpath_compare.csv",
-    "results/tables/lemma1.csv",
-]
+    results_path("figures/regpath.pdf"),
+    results_path("figures/regpath.png"),
+    results_path("tables/regpath.csv"),
+    results_path("tables/regpath_compare.csv"),
+    results_path("tables/lemma1.csv"),
+] + expand(
+    results_path("runs/regpath/{regpath_instance}{suffix}.csv"),
+    regpath_instance=config["regpath"]["instances"],
+    suffix=["", "_compare"],
+)

@@ -4,13 +4,13 @@
 rule synthetic_experiment:
     """Run one synthetic experiment: GD trajectories, max-margin directions and final cosines."""
     output:
-        trajectories="results/tables/{experiment}.csv",
-        tokens="results/tables/{experiment}_tokens.csv",
-        directions="results/runs/{experiment}/directions.csv",
+        trajectories=results_path("tables/{experiment}.csv"),
+        tokens=results_path("tables/{experiment}_tokens.csv"),
+        directions=results_path("runs/{experiment}/directions.csv"),
     log:
-        "results/logs/synthetic_experiment/{experiment}.log",
+        results_path("logs/synthetic_experiment/{experiment}.log"),
     benchmark:
-        "results/benchmarks/synthetic_experiment/{experiment}.tsv"
+        results_path("benchmarks/synthetic_experiment/{experiment}.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -24,17 +24,17 @@ rule plot_synthetic:
     input:
         unpack(panel_tables),
     output:
-        pdf="results/figures/{panel}.pdf",
+        pdf=results_path("figures/{panel}.pdf"),
         png=report(
-            "results/figures/{panel}.png",
+            results_path("figures/{panel}.png"),
             caption="../report/synthetic.rst",
             category="Synthetic experiments",
             subcategory="{panel}",
         ),
     log:
-        "results/logs/plot_synthetic/{panel}.log",
+        results_path("logs/plot_synthetic/{panel}.log"),
     benchmark:
-        "results/benchmarks/plot_synthetic/{panel}.tsv"
+        results_path("benchmarks/plot_synthetic/{panel}.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -47,19 +47,19 @@ rule directions_table:
     """Gather every max-margin direction and every GD run's final cosine into one table."""
     input:
         expand(
-            "results/runs/{experiment}/directions.csv",
+            results_path("runs/{experiment}/directions.csv"),
             experiment=SYNTHETIC_EXPERIMENTS,
         ),
     output:
         report(
-            "results/tables/directions.csv",
+            results_path("tables/directions.csv"),
             caption="../report/directions.rst",
             category="Tables",
         ),
     log:
-        "results/logs/directions_table/directions.log",
+        results_path("logs/directions_table/directions.log"),
     benchmark:
-        "results/benchmarks/directions_table/directions.tsv"
+        results_path("benchmarks/directions_table/directions.tsv")
     conda:
         "../../environment.yml"
     script:

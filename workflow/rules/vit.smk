@@ -2,9 +2,9 @@
 # The quick scale (default.yaml) runs on a CPU; workflow/config/paper.yaml is the paper scale (one GPU).
 
 VIT = config["vit"]
-VIT_RUN = "results/runs/vit"
+VIT_RUN = results_path("runs/vit")
 VIT_FIGURES = {
-    fig: [f"results/figures/{fig}.{ext}" for ext in ("pdf", "png")]
+    fig: [f"{RESULTS}/figures/{fig}.{ext}" for ext in ("pdf", "png")]
     for fig in ("fig6", "fig7")
 }
 
@@ -13,7 +13,11 @@ if max(VIT["plots"]["fig6_epochs"]) > VIT["train"]["epochs"]:
         f"vit.plots.fig6_epochs {VIT['plots']['fig6_epochs']} goes past vit.train.epochs = {VIT['train']['epochs']}"
     )
 
-ALL_TARGETS += [f for files in VIT_FIGURES.values() for f in files]
+ALL_TARGETS += [f for files in VIT_FIGURES.values() for f in files] + [
+    results_path("tables/vit_metrics.csv"),
+    results_path("tables/vit_metrics.json"),
+    f"{VIT_RUN}/attention_maps.npz",
+]
 
 
 rule vit_train:
@@ -22,13 +26,13 @@ rule vit_train:
     The checkpoint (not a declared output, so a failed or killed job keeps it) lets a rerun resume.
     """
     output:
-        metrics="results/tables/vit_metrics.csv",
-        sidecar="results/tables/vit_metrics.json",
+        metrics=results_path("tables/vit_metrics.csv"),
+        sidecar=results_path("tables/vit_metrics.json"),
         maps=f"{VIT_RUN}/attention_maps.npz",
     log:
-        "results/logs/vit_train/vit.log",
+        results_path("logs/vit_train/vit.log"),
     benchmark:
-        "results/benchmarks/vit_train/vit.tsv"
+        results_path("benchmarks/vit_train/vit.tsv")
     conda:
         "../../environment.yml"
     threads: 2
@@ -56,9 +60,9 @@ rule vit_fig6:
             category="ViT on CIFAR-10",
         ),
     log:
-        "results/logs/vit_fig6/fig6.log",
+        results_path("logs/vit_fig6/fig6.log"),
     benchmark:
-        "results/benchmarks/vit_fig6/fig6.tsv"
+        results_path("benchmarks/vit_fig6/fig6.tsv")
     conda:
         "../../environment.yml"
     params:
@@ -80,9 +84,9 @@ rule vit_fig7:
             category="ViT on CIFAR-10",
         ),
     log:
-        "results/logs/vit_fig7/fig7.log",
+        results_path("logs/vit_fig7/fig7.log"),
     benchmark:
-        "results/benchmarks/vit_fig7/fig7.tsv"
+        results_path("benchmarks/vit_fig7/fig7.tsv")
     conda:
         "../../environment.yml"
     script:
