@@ -218,24 +218,85 @@ def missing_cifar10_message(root: str | os.PathLike[str]) -> str:
             "with network access.")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class CorruptFile:
+    """A CIFAR-10 file that is there but fails torchvision's md5: a truncated download, a damaged copy."""
+
+    path: Path
+    expected_md5: str
+    found_md5: str
+
+
+def _cifar10_checksums(root: Path) -> list[tuple[Path, str]]:
+    """Each file torchvision checks under ``root`` with its md5, read from ``CIFAR10`` at call time (tests patch it)."""
+    from torchvision.datasets import CIFAR10
+
+    folder = root / CIFAR10.base_folder
+    files = [(root / CIFAR10.filename, CIFAR10.tgz_md5), (folder / CIFAR10.meta["filename"], CIFAR10.meta["md5"])]
+    return files + [(folder / name, md5) for name, md5 in CIFAR10.train_list + CIFAR10.test_list]
+
+
+def corrupt_cifar10_files(root: str | os.PathLike[str]) -> list[CorruptFile]:
+    """The CIFAR-10 files under ``root`` that exist but fail their md5; missing ones are not listed.
+
+    torchvision says "not found or corrupted" for both; telling them apart keeps a damaged archive from being
+    reported as missing (which sends one looking at the network instead of at the file).
+    """
+    from torchvision.datasets.utils import calculate_md5
+
+    found = []
+    for path, md5 in _cifar10_checksums(Path(root)):
+        if path.is_file() and (actual := calculate_md5(path)) != md5:
+            found.append(CorruptFile(path, md5, actual))
+    return found
+
+
+def corrupt_cifar10_message(root: str | os.PathLike[str], files: list[CorruptFile]) -> str:
+    named = "; ".join(f"{f.path.resolve()} has md5 {f.found_md5}, expected {f.expected_md5}" for f in files)
+    return (f"CIFAR-10 is present in {Path(root).resolve()} but corrupt (truncated or damaged, the md5 checksum "
+            f"does not match): {named}. Delete the damaged file, then put a good copy of cifar-10-python.tar.gz "
+            f"(from {CIFAR10_URL}) there, or allow vit.data.download on a machine with network access.")  # fmt: skip
+
+
+def _archive_intact(root: Path) -> bool:
+    """Whether ``cifar-10-python.tar.gz`` is in ``root`` with torchvision's md5 (so extracting it needs no network)."""
+    from torchvision.datasets import CIFAR10
+    from torchvision.datasets.utils import check_integrity
+
+    return check_integrity(root / CIFAR10.filename, CIFAR10.tgz_md5)
+
+
+def _warn_terminal(message: str) -> None:
+    """Log a warning and print it to stderr as well.
+
+    In a Snakemake job the ``maxmargin`` logger writes only to the rule's log file; a run that quietly trains on a
+    stand-in dataset must be seen on the terminal. With no handler at all, logging already prints it to stderr.
+    """
+    log.warning(message)
+    if log.hasHandlers():
+        print(f"WARNING: {message}", file=sys.stderr, flush=True)
+
+
 def load_image_data(settings: DataSettings, seed: int = 0) -> ImageData:
     """CIFAR-10 (downloaded into ``settings.root`` when allowed), else the digits fallback if allowed, subsetted.
 
-    Paper scale never falls back: :class:`DataUnavailableError` says where to put the archive.
-    The subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
+    Paper scale never falls back: :class:`DataUnavailableError` says where to put the archive, or which file is
+    corrupt. The subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
     """
     root = Path(settings.root)
-    archive = root / "cifar-10-python.tar.gz"
-    # An archive placed by hand is extracted by torchvision's own download() (it checks the md5 and skips the network).
-    download = settings.download or archive.exists()
+    # An intact archive placed by hand is extracted by torchvision's own download(), which then skips the network.
+    # A damaged one is not handed over: torchvision would try to download a replacement, though download is off.
+    download = settings.download or _archive_intact(root)
     try:
         data = load_cifar10(root, download=download)
     except (RuntimeError, OSError) as err:  # torchvision: RuntimeError "not found or corrupted"; URLError is OSError
-        message = missing_cifar10_message(root)
+        corrupt = corrupt_cifar10_files(root)
+        message = corrupt_cifar10_message(root, corrupt) if corrupt else missing_cifar10_message(root)
         if not settings.fallback:
             raise DataUnavailableError(message) from err
-        note = "CIFAR-10 unavailable: quick-scale fallback to scikit-learn digits upsampled to 32x32x3"
-        log.warning("%s (%s: %s). %s", note, type(err).__name__, err, message)
+        problem = "corrupt (md5 checksum mismatch)" if corrupt else "unavailable"
+        note = f"CIFAR-10 {problem}: quick-scale fallback to scikit-learn digits upsampled to 32x32x3"
+        _warn_terminal(f"{note} ({type(err).__name__}: {err}). {message}")
         data = dataclasses.replace(load_digits32(seed), note=note)
 
     def head(x: torch.Tensor, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -105,6 +105,62 @@ def test_archive_placed_by_hand_is_extracted_offline(tmp_path: Path, tiny_cifar,
     np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
 
 
+def truncated_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """``root/cifar-10-python.tar.gz`` cut to half its size, as an interrupted download leaves it.
+
+    torchvision's ``tgz_md5`` is pointed at the whole tiny archive (the real md5 is that of the real archive), and
+    its download is made to fail the test: a damaged archive must be reported without going to the network.
+    """
+    src = tmp_path / "src"
+    write_cifar10(src)
+    root = tmp_path / "cifar10"
+    root.mkdir()
+    archive = root / CIFAR10.filename
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / CIFAR10.base_folder, arcname=CIFAR10.base_folder)
+    monkeypatch.setattr(CIFAR10, "tgz_md5", md5(archive))
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    monkeypatch.setattr("torchvision.datasets.cifar.download_and_extract_archive",
+                        lambda *args, **kwargs: pytest.fail("tried to download CIFAR-10"))  # fmt: skip
+    return archive, CIFAR10.tgz_md5
+
+
+def test_corrupt_archive_is_reported_as_corrupt_not_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive, expected = truncated_archive(tmp_path, monkeypatch)
+    settings = DataSettings(**{**paper_vit_config()["data"], "root": str(archive.parent), "download": False})
+    with pytest.raises(DataUnavailableError, match="corrupt") as err:
+        vit.load_image_data(settings)
+    message = str(err.value)
+    assert str(archive.resolve()) in message and "md5 checksum" in message and "not available" not in message
+    assert f"has md5 {md5(archive)}, expected {expected}" in message and md5(archive) != expected
+
+
+def test_corrupt_batch_is_reported_by_name(tiny_cifar: tuple[Path, dict[str, np.ndarray]]) -> None:
+    root, _ = tiny_cifar
+    batch = root / CIFAR10.base_folder / "data_batch_3"
+    expected = md5(batch)
+    batch.write_bytes(batch.read_bytes()[:-100])
+    with pytest.raises(DataUnavailableError, match="corrupt") as err:
+        vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False))
+    assert f"{batch.resolve()} has md5 {md5(batch)}, expected {expected}" in str(err.value)
+    assert "data_batch_1" not in str(err.value)  # the intact batches are not blamed
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_quick_fallback_warning_reaches_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capfd: pytest.CaptureFixture[str], damage: str) -> None:  # fmt: skip
+    """In a Snakemake job the ``maxmargin`` logger writes only to the rule's log; the fallback must show on stderr."""
+    root = truncated_archive(tmp_path, monkeypatch)[0].parent if damage == "corrupt" else tmp_path / "empty"
+    data = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=True, n_test=10))
+    assert data.name == vit.DIGITS_NAME and "fallback" in data.note
+    err = capfd.readouterr().err
+    assert "WARNING" in err and "fallback" in err and str(root.resolve()) in err
+    if damage == "corrupt":
+        assert "corrupt" in data.note and "corrupt" in err and str((root / CIFAR10.filename).resolve()) in err
+    else:
+        assert "unavailable" in data.note and "not available" in err and "checksum" not in err
+
+
 def paper_vit_config() -> dict:
     """The ``vit`` section of default.yaml with paper.yaml merged over it, as Snakemake merges --configfile."""
     config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
