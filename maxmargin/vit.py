@@ -25,6 +25,7 @@ import os
 import pickle
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ log = logging.getLogger("maxmargin")
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_NAME = "cifar10"
 DIGITS_NAME = "digits-fallback"
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2  # 2: schedule state, settings and the "finished" flag
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -78,12 +79,19 @@ class DataSettings:
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """Optimiser and loop settings. The learning rate is fixed (paper: 3e-3, no schedule)."""
+    """Optimiser, learning-rate schedule and loop settings (the config's ``vit.train``).
+
+    The paper states a fixed learning rate of 3e-3 and nothing else; warm-up, cosine decay and gradient clipping
+    are the recipe study's levers (``vit_recipes``), off when 0 / "constant".
+    """
 
     optimizer: str = "sgd"
     lr: float = 3e-3
     momentum: float = 0.9
     weight_decay: float = 0.0
+    warmup_epochs: float = 0.0
+    schedule: str = "constant"
+    grad_clip: float = 0.0
     epochs: int = 10
     batch_size: int = 128
     seed: int = 0
@@ -101,6 +109,14 @@ class ProbeSettings:
 
 
 @dataclass(frozen=True)
+class GuardSettings:
+    """When to warn that the ViT is not learning: test accuracy within ``margin`` of chance after ``after_epochs``."""
+
+    after_epochs: int = 10
+    margin: float = 0.05
+
+
+@dataclass(frozen=True)
 class VitSettings:
     """Every setting of one ViT run (the config's ``vit.model``, ``vit.data``, ``vit.train``, ``vit.probe``)."""
 
@@ -108,6 +124,7 @@ class VitSettings:
     data: DataSettings = field(default_factory=DataSettings)
     train: TrainSettings = field(default_factory=TrainSettings)
     probe: ProbeSettings = field(default_factory=ProbeSettings)
+    guard: GuardSettings = field(default_factory=GuardSettings)
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> VitSettings:
@@ -117,6 +134,7 @@ class VitSettings:
             data=DataSettings(**cfg.get("data", {})),
             train=TrainSettings(**cfg.get("train", {})),
             probe=ProbeSettings(**cfg.get("probe", {})),
+            guard=GuardSettings(**{k: v for k, v in cfg.get("guard", {}).items() if k in ("after_epochs", "margin")}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,16 +143,23 @@ class VitSettings:
     def fingerprint(self, data_id: str = "") -> str:
         """Hash of every setting that changes the trajectory of a run, and of ``data_id`` (which data it got).
 
-        Left out: ``epochs`` (the learning rate is fixed, so a longer run extends a shorter one), the device,
-        ``compile`` and the data location/download switch. A checkpoint resumes only a run with this fingerprint.
+        Left out: the device, ``compile`` and the data location/download switch. The training and probe code is in
+        (:func:`code_fingerprint`): a checkpoint resumes only a run of these settings, data and code.
         """
         d = self.to_dict()
         d["data_id"] = data_id
-        for key in ("epochs", "device", "compile"):
+        d["code"] = code_fingerprint()
+        d.pop("guard")  # warnings only: they do not change the trajectory
+        for key in ("device", "compile"):
             d["train"].pop(key)
         for key in ("root", "download"):
             d["data"].pop(key)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def code_fingerprint() -> str:
+    """Hash of this module's source: the model, training loop and probe that a checkpoint's numbers come from."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -449,11 +474,44 @@ def patch_grid(model: nn.Module) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------------------------------------
 
 
+class DeviceUnavailableError(RuntimeError):
+    """The config asks for CUDA and none is usable: a paper-scale run must never fall back to the CPU silently."""
+
+
 def resolve_device(name: str) -> torch.device:
-    """"auto" picks CUDA when available, else the CPU."""
+    """"auto" picks CUDA when available, else the CPU; "cuda" insists on a usable GPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise DeviceUnavailableError(
+            "vit.train.device is 'cuda' but CUDA is not usable here (torch.cuda.is_available() is False: "
+            f"torch {torch.__version__}, CUDA build {torch.version.cuda}). Run on a GPU node, or set "
+            "vit.train.device: auto (the quick scale) to train on the CPU."
+        )
     return torch.device(name)
+
+
+def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str) -> float:
+    """The learning rate's multiplier at ``step``: linear warm-up over ``warmup_steps``, then constant or cosine.
+
+    Cosine decays from 1 to 0 over the steps after the warm-up (Loshchilov and Hutter's SGDR without restarts).
+    """
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        progress = (step - warmup_steps) / max(total_steps - warmup_steps, 1)
+        return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+    raise ValueError(f"unknown vit.train.schedule {schedule!r} (constant, cosine)")
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer, settings: TrainSettings,
+                   steps_per_epoch: int) -> torch.optim.lr_scheduler.LambdaLR:  # fmt: skip
+    """A per-step scheduler for :func:`lr_factor` (its state goes into the checkpoint)."""
+    total = settings.epochs * steps_per_epoch
+    warmup = round(settings.warmup_epochs * steps_per_epoch)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, total, warmup, settings.schedule))
 
 
 def make_optimizer(params: Any, settings: TrainSettings) -> torch.optim.Optimizer:
@@ -467,8 +525,8 @@ def make_optimizer(params: Any, settings: TrainSettings) -> torch.optim.Optimize
     raise ValueError(f"unknown optimizer {settings.optimizer!r} (sgd, adam, adamw)")
 
 
-METRIC_COLUMNS = ["epoch", "train_loss", "train_acc", "test_acc", "soft_sparsity", "w_frobenius",
-                  "cls_self_attention", "dataset", "epoch_seconds"]  # fmt: skip
+METRIC_COLUMNS = ["epoch", "train_loss", "train_acc", "test_acc", "soft_sparsity", "soft_sparsity_image",
+                  "w_frobenius", "cls_self_attention", "lr", "dataset", "train_seconds", "epoch_seconds"]  # fmt: skip
 
 
 @dataclass
@@ -558,7 +616,10 @@ def load_checkpoint(path: str | os.PathLike[str], fingerprint: str) -> dict[str,
         log.warning("ignoring unreadable checkpoint %s (%s); starting afresh", path, err)
         return None
     if state.get("format") != CHECKPOINT_FORMAT or state.get("fingerprint") != fingerprint:
-        log.warning("checkpoint %s belongs to other settings; starting afresh", path)
+        log.warning("checkpoint %s belongs to other settings, data or code; starting afresh", path)
+        return None
+    if state.get("finished"):
+        log.info("checkpoint %s is of a finished run; training again from epoch 0", path)
         return None
     return state
 
@@ -569,122 +630,191 @@ def _progress(total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty(), file=sys.stderr)
 
 
-def train_vit(settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> TrainResult:
-    """Train the ViT with a fixed learning rate, measuring the [CLS] attention after every epoch.
+@dataclass
+class _History:
+    """The per-epoch record of a run: metrics rows, the Figure 6 maps and [CLS] self-entries of the fixed image."""
 
-    Paper: Section 4 and Figures 6-7 (400 epochs at learning rate 3e-3). Epoch 0 is the initialisation (its
-    train loss/accuracy is a full pass over the training set; later epochs report the running mean over the
-    epoch's mini-batches). A checkpoint (model, optimiser, RNG states, metrics so far) is written atomically after
-    every epoch; a rerun with the same settings resumes from it, and a resumed run gives the same metrics as an
-    uninterrupted one on the CPU.
-    """
-    ts = settings.train
-    device = resolve_device(ts.device)
-    torch.manual_seed(ts.seed)
-    model = build_vit(settings.model).to(device)
-    optimizer = make_optimizer(model.parameters(), ts)
-    forward: Callable = torch.compile(model) if ts.compile else model
-    generator = torch.Generator().manual_seed(ts.seed + 1)  # shuffling and augmentation
-    ev = _Evaluator(model, forward, data, settings, device)
-    x_train, y_train = data.x_train.to(device), data.y_train.to(device)
-    n_batches = math.ceil(len(x_train) / ts.batch_size)
-    fingerprint = settings.fingerprint(data.identity)
-    t_start = time.perf_counter()
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    maps: list[np.ndarray] = field(default_factory=list)
+    selfs: list[float] = field(default_factory=list)
 
-    def measure(epoch: int, train_loss: float, train_acc: float, t0: float) -> tuple[dict, np.ndarray, float]:
+    def append(self, measured: tuple[dict[str, Any], np.ndarray, float]) -> None:
+        row, fixed_map, fixed_self = measured
+        self.rows.append(row)
+        self.maps.append(fixed_map)
+        self.selfs.append(fixed_self)
+
+
+class _Trainer:
+    """One ViT run: model, optimiser, schedule and evaluator on one device; epochs, measurements, checkpoints."""
+
+    def __init__(self, settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> None:
+        ts = self.ts = settings.train
+        self.settings, self.data, self.checkpoint = settings, data, checkpoint
+        self.device = resolve_device(ts.device)
+        torch.manual_seed(ts.seed)
+        self.model = build_vit(settings.model).to(self.device)
+        self.optimizer = make_optimizer(self.model.parameters(), ts)
+        self.n_batches = math.ceil(len(data.x_train) / ts.batch_size)
+        self.scheduler = make_scheduler(self.optimizer, ts, self.n_batches)
+        self.forward: Callable = torch.compile(self.model) if ts.compile else self.model
+        self.generator = torch.Generator().manual_seed(ts.seed + 1)  # shuffling and augmentation
+        self.ev = _Evaluator(self.model, self.forward, data, settings, self.device)
+        self.x_train, self.y_train = data.x_train.to(self.device), data.y_train.to(self.device)
+        self.fingerprint = settings.fingerprint(data.identity)
+        self.history = _History()
+
+    def measure(self, epoch: int, train_loss: float, train_acc: float, t0: float,
+                train_seconds: float) -> tuple[dict[str, Any], np.ndarray, float]:  # fmt: skip
         """Test accuracy, probe and ||W||_F after ``epoch``; ``t0`` is when the epoch started."""
-        _, test_acc = ev.loss_acc(data.x_test, data.y_test)
-        sparsity, self_mean, fixed_map, fixed_self = ev.probe()
+        _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
+        sparsity, self_mean, fixed_map, fixed_self = self.ev.probe()
         row = {"epoch": epoch, "train_loss": train_loss, "train_acc": train_acc, "test_acc": test_acc,
-               "soft_sparsity": sparsity, "w_frobenius": key_query_frobenius(model),
-               "cls_self_attention": self_mean, "dataset": data.name,
-               "epoch_seconds": time.perf_counter() - t0}  # fmt: skip
+               "soft_sparsity": sparsity, "soft_sparsity_image": float(soft_sparsity(torch.from_numpy(fixed_map))),
+               "w_frobenius": key_query_frobenius(self.model), "cls_self_attention": self_mean,
+               "lr": self.optimizer.param_groups[0]["lr"], "dataset": self.data.name,
+               "train_seconds": train_seconds, "epoch_seconds": time.perf_counter() - t0}  # fmt: skip
         log.info("epoch %d: train loss %.4f acc %.3f, test acc %.3f, soft-sparsity %.4f, ||W||_F %.3f (%.1fs)", epoch,
                  train_loss, train_acc, test_acc, sparsity, row["w_frobenius"], row["epoch_seconds"])  # fmt: skip
         return row, fixed_map, fixed_self
 
-    state = load_checkpoint(checkpoint, fingerprint)
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        _set_rng_state(state["rng"], generator)
-        rows, maps, selfs = list(state["metrics"]), list(state["maps"].numpy()), list(state["cls_self"].tolist())
-        resumed = int(state["epoch"])
-        log.info("resuming from %s at epoch %d", checkpoint, resumed)
-    else:
-        resumed = None
+    def save(self, epoch: int) -> None:
+        """Checkpoint after ``epoch`` (one file, replaced atomically); the last row's time then includes the write."""
         t0 = time.perf_counter()
-        train_loss, train_acc = ev.loss_acc(data.x_train, data.y_train)
-        row, fixed_map, fixed_self = measure(0, train_loss, train_acc, t0)
-        rows, maps, selfs = [row], [fixed_map], [fixed_self]
-
-    def save(epoch: int) -> None:
-        save_checkpoint(checkpoint, {
-            "format": CHECKPOINT_FORMAT, "fingerprint": fingerprint, "epoch": epoch,
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": _rng_state(generator),
-            "metrics": rows, "maps": torch.from_numpy(np.stack(maps)), "cls_self": torch.tensor(selfs),
+        h = self.history
+        save_checkpoint(self.checkpoint, {
+            "format": CHECKPOINT_FORMAT, "fingerprint": self.fingerprint, "settings": self.settings.to_dict(),
+            "epoch": epoch, "finished": epoch >= self.ts.epochs, "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+            "rng": _rng_state(self.generator), "metrics": h.rows, "maps": torch.from_numpy(np.stack(h.maps)),
+            "cls_self": torch.tensor(h.selfs),
         })  # fmt: skip
+        h.rows[-1]["epoch_seconds"] += time.perf_counter() - t0
 
-    if state is None:
-        save(0)
-    model.train()
-    for epoch in range(len(rows), ts.epochs + 1):
-        t0 = time.perf_counter()
-        order = torch.randperm(len(x_train), generator=generator).to(device)
+    def resume(self) -> int | None:
+        """Load an unfinished checkpoint of this run; the epoch it resumes from, or None for a fresh start."""
+        state = load_checkpoint(self.checkpoint, self.fingerprint)
+        if state is None:
+            return None
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        _set_rng_state(state["rng"], self.generator)
+        self.history = _History(list(state["metrics"]), list(state["maps"].numpy()), list(state["cls_self"].tolist()))
+        log.info("resuming from %s at epoch %d", self.checkpoint, int(state["epoch"]))
+        return int(state["epoch"])
+
+    def train_epoch(self, epoch: int) -> tuple[float, float]:
+        """One pass over the shuffled training set; the mean loss and accuracy of its mini-batches.
+
+        Loss and accuracy accumulate on the device and are read back once per epoch: no host sync per step.
+        """
+        ts, device = self.ts, self.device
+        order = torch.randperm(len(self.x_train), generator=self.generator).to(device)
         loss_sum, correct = torch.zeros((), device=device), torch.zeros((), device=device, dtype=torch.int64)
-        with _progress(n_batches, f"epoch {epoch}/{ts.epochs}") as bar:
-            for i in range(n_batches):
+        self.model.train()
+        with _progress(self.n_batches, f"epoch {epoch}/{ts.epochs}") as bar:
+            for i in range(self.n_batches):
                 idx = order[i * ts.batch_size : (i + 1) * ts.batch_size]
-                xb = normalize(x_train[idx], ev.mean, ev.std)
-                if settings.data.augment:
-                    xb = augment(xb, generator)
-                yb = y_train[idx]
-                with ev.autocast():
-                    logits = forward(xb)
+                xb = normalize(self.x_train[idx], self.ev.mean, self.ev.std)
+                if self.settings.data.augment:
+                    xb = augment(xb, self.generator)
+                yb = self.y_train[idx]
+                with self.ev.autocast():
+                    logits = self.forward(xb)
                     loss = F.cross_entropy(logits.float(), yb)
-                optimizer.zero_grad(set_to_none=True)
+                self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                optimizer.step()
+                if ts.grad_clip > 0:
+                    nn.utils.clip_grad_norm_(self.model.parameters(), ts.grad_clip)
+                self.optimizer.step()
+                self.scheduler.step()
                 loss_sum += loss.detach() * len(idx)
                 correct += (logits.detach().argmax(-1) == yb).sum()
                 bar.update()
-                if bar.n % 20 == 0:
-                    bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-        n = len(x_train)
-        row, fixed_map, fixed_self = measure(epoch, float(loss_sum) / n, int(correct) / n, t0)
-        if not math.isfinite(row["train_loss"]):
-            raise FloatingPointError(f"training diverged at epoch {epoch} (loss {row['train_loss']})")
-        rows.append(row)
-        maps.append(fixed_map)
-        selfs.append(fixed_self)
-        save(epoch)
+        n = len(self.x_train)
+        return float(loss_sum) / n, int(correct) / n
 
-    rows = rows[: ts.epochs + 1]  # a checkpoint of a longer run serves a shorter one
-    idx = settings.probe.image_index
+
+def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes: int) -> str | None:
+    """A warning when test accuracy is still within ``guard.margin`` of chance after ``guard.after_epochs`` epochs.
+
+    A ViT that learned nothing can still concentrate its attention and grow ||W||_F (issue: Adam at 3e-3 at width
+    768), so Figure 7 alone does not show that the model learned.
+    """
+    chance = 1.0 / num_classes
+    due = [r for r in rows if r["epoch"] == guard.after_epochs]
+    if not due or due[0]["test_acc"] >= chance + guard.margin:
+        return None
+    return (f"after {guard.after_epochs} epochs the ViT's test accuracy is {due[0]['test_acc']:.3f}, within "
+            f"{guard.margin:g} of chance ({chance:.3f}): it is not learning, and its Figure 7 would not mean "
+            "anything; see docs/vit.md for recipes that learn")  # fmt: skip
+
+
+def train_vit(settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> TrainResult:
+    """Train the ViT, measuring the [CLS] attention after every epoch (paper: Section 4, Figures 6-7).
+
+    Epoch 0 is the initialisation (its train loss/accuracy is a full pass over the training set; later epochs
+    report the running mean over the epoch's mini-batches). A checkpoint (model, optimiser, schedule, RNG states,
+    metrics so far, settings) is written atomically after every epoch; a rerun of an unfinished run with the same
+    settings, data and code resumes from it and gives the same metrics on the CPU. A finished run's checkpoint is
+    never resumed: a rerun trains again from epoch 0.
+    """
+    t_start = time.perf_counter()
+    run = _Trainer(settings, data, checkpoint)
+    resumed = run.resume()
+    if resumed is None:
+        t0 = time.perf_counter()
+        train_loss, train_acc = run.ev.loss_acc(data.x_train, data.y_train)
+        run.history.append(run.measure(0, train_loss, train_acc, t0, 0.0))
+        run.save(0)
+    for epoch in range(len(run.history.rows), settings.train.epochs + 1):
+        t0 = time.perf_counter()
+        train_loss, train_acc = run.train_epoch(epoch)
+        run.history.append(run.measure(epoch, train_loss, train_acc, t0, time.perf_counter() - t0))
+        if not math.isfinite(train_loss):
+            raise FloatingPointError(f"training diverged at epoch {epoch} (loss {train_loss})")
+        run.save(epoch)
+        if (message := check_learning(run.history.rows[-1:], settings.guard, settings.model.num_classes)) is not None:
+            log.warning(message)
+            warnings.warn(message, LearningStalledWarning, stacklevel=2)
+    return _result(run, resumed, time.perf_counter() - t_start)
+
+
+class LearningStalledWarning(UserWarning):
+    """The ViT's test accuracy stays at chance (see :func:`check_learning`)."""
+
+
+def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
+    """The :class:`TrainResult` of a finished run, with the sidecar's description of what was measured."""
+    data, h, idx = run.data, run.history, run.settings.probe.image_index
     info = {
-        "dataset": data.name,
-        "dataset_note": data.note,
-        "classes": data.classes,
-        "n_train": len(data.x_train),
-        "n_test": len(data.x_test),
-        "n_probe": len(ev.probe_x) - 1,
-        "device": str(device),
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch_threads": torch.get_num_threads(),
-        "optimizer": ts.optimizer,
-        "n_parameters": sum(p.numel() for p in model.parameters()),
-        "patch_tokens": int(maps[0].shape[0]),
-        "resumed_from_epoch": resumed,
-        "seconds_this_call": time.perf_counter() - t_start,
-        "fingerprint": fingerprint,
+        "dataset": data.name, "dataset_note": data.note, "classes": data.classes,
+        "n_train": len(data.x_train), "n_test": len(data.x_test), "n_probe": len(run.ev.probe_x) - 1,
+        "device": str(run.device),
+        "device_name": torch.cuda.get_device_name(run.device) if run.device.type == "cuda" else "cpu",
+        "torch_threads": torch.get_num_threads(), "optimizer": run.ts.optimizer,
+        "n_parameters": sum(p.numel() for p in run.model.parameters()), "patch_tokens": int(h.maps[0].shape[0]),
+        "resumed_from_epoch": resumed, "seconds_this_call": seconds, "fingerprint": run.fingerprint,
+        "peak_memory_mb": peak_memory_mb(run.device),
         "soft_sparsity": "mean over the probe images of (||s||_1^2/||s||_2^2)/T, s = last-layer [CLS] attention "
                          "averaged over heads, [CLS] self-entry dropped and renormalised over the T patch tokens",
+        "soft_sparsity_image": "the same for the single Figure 6 test image",
         "w_frobenius": "||sum_h W_Q,h^T W_K,h||_F of the last block's qkv weight (= ||W_Q^T W_K||_F), "
                        "without the 1/sqrt(d_head) scale and the biases",
     }  # fmt: skip
-    return TrainResult(metrics=rows, maps=np.stack(maps)[: ts.epochs + 1], cls_self=np.asarray(selfs)[: ts.epochs + 1],
+    return TrainResult(metrics=h.rows, maps=np.stack(h.maps), cls_self=np.asarray(h.selfs),
                        image=data.x_test[idx].permute(1, 2, 0).numpy().copy(), label=int(data.y_test[idx]),
-                       grid=patch_grid(model), info=info)  # fmt: skip
+                       grid=patch_grid(run.model), info=info)  # fmt: skip
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak memory of this process: the GPU's allocator peak on CUDA, else the resident set's high-water mark."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def unfused_copy(model: nn.Module) -> nn.Module:

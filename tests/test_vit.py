@@ -274,21 +274,34 @@ def tiny_data() -> ImageData:
 
 
 def comparable(result: vit.TrainResult) -> pd.DataFrame:
-    return pd.DataFrame(result.metrics).drop(columns="epoch_seconds")
+    return pd.DataFrame(result.metrics).drop(columns=["epoch_seconds", "train_seconds"])  # wall-clock times
 
 
-@pytest.mark.parametrize("optimizer,augment", [("adam", False), ("sgd", True)])
+def kill_at_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
+    """Make the next run die (as on SIGINT) while it trains ``epoch``, after the checkpoint of ``epoch - 1``."""
+    train_epoch = vit._Trainer.train_epoch
+
+    def dying(self: vit._Trainer, e: int) -> tuple[float, float]:
+        if e == epoch:
+            monkeypatch.setattr(vit._Trainer, "train_epoch", train_epoch)
+            raise KeyboardInterrupt
+        return train_epoch(self, e)
+
+    monkeypatch.setattr(vit._Trainer, "train_epoch", dying)
+
+
+@pytest.mark.parametrize("optimizer,augment,schedule", [("adam", False, "cosine"), ("sgd", True, "constant")])
 def test_killed_and_resumed_run_equals_uninterrupted(tmp_path: Path, tiny_data: ImageData, optimizer: str,
-                                                     augment: bool) -> None:  # fmt: skip
-    def settings(epochs: int) -> VitSettings:
-        s = tiny_settings(epochs, optimizer=optimizer)
-        return VitSettings(s.model, DataSettings(augment=augment), s.train, s.probe)
-
-    whole = vit.train_vit(settings(3), tiny_data, tmp_path / "a.pt")
+                                                     augment: bool, schedule: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    s = tiny_settings(3, optimizer=optimizer, schedule=schedule, warmup_epochs=1.0, grad_clip=1.0)
+    settings = VitSettings(s.model, DataSettings(augment=augment), s.train, s.probe)
+    whole = vit.train_vit(settings, tiny_data, tmp_path / "a.pt")
     assert whole.info["resumed_from_epoch"] is None
-    first = vit.train_vit(settings(2), tiny_data, tmp_path / "b.pt")  # "killed" after the epoch-2 checkpoint
-    assert len(first.metrics) == 3
-    resumed = vit.train_vit(settings(3), tiny_data, tmp_path / "b.pt")
+    kill_at_epoch(monkeypatch, 3)
+    with pytest.raises(KeyboardInterrupt):
+        vit.train_vit(settings, tiny_data, tmp_path / "b.pt")
+    resumed = vit.train_vit(settings, tiny_data, tmp_path / "b.pt")
     assert resumed.info["resumed_from_epoch"] == 2
     pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=True)
     np.testing.assert_array_equal(resumed.maps, whole.maps)
@@ -296,6 +309,58 @@ def test_killed_and_resumed_run_equals_uninterrupted(tmp_path: Path, tiny_data: 
     assert whole.maps.shape == (4, 16) and whole.grid == (4, 4)
     np.testing.assert_allclose(whole.maps.sum(axis=1), 1.0, atol=1e-6)
     np.testing.assert_array_equal(whole.image, tiny_data.x_test[1].permute(1, 2, 0).numpy())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt", "b.pt"]  # one checkpoint per run, the latest
+
+
+def test_a_finished_run_is_trained_again_not_resumed(tmp_path: Path, tiny_data: ImageData) -> None:
+    first = vit.train_vit(tiny_settings(2), tiny_data, tmp_path / "f.pt")
+    assert torch.load(tmp_path / "f.pt", weights_only=True)["finished"]
+    again = vit.train_vit(tiny_settings(2), tiny_data, tmp_path / "f.pt")  # e.g. --forcerun vit_train
+    assert again.info["resumed_from_epoch"] is None
+    pd.testing.assert_frame_equal(comparable(again), comparable(first), check_exact=True)
+
+
+def test_checkpoint_of_other_code_is_ignored(tmp_path: Path, tiny_data: ImageData, monkeypatch) -> None:
+    s = tiny_settings(3)
+    state = {"format": vit.CHECKPOINT_FORMAT, "fingerprint": s.fingerprint(tiny_data.identity), "finished": False}
+    vit.save_checkpoint(tmp_path / "k.pt", state)
+    assert vit.load_checkpoint(tmp_path / "k.pt", s.fingerprint(tiny_data.identity)) == state
+    monkeypatch.setattr(vit, "code_fingerprint", lambda: "changed-code")
+    assert vit.load_checkpoint(tmp_path / "k.pt", s.fingerprint(tiny_data.identity)) is None
+
+
+def test_learning_rate_schedule() -> None:
+    factors = [vit.lr_factor(step, 10, 4, "cosine") for step in range(10)]
+    assert factors[:4] == [0.25, 0.5, 0.75, 1.0]
+    assert factors[4] == pytest.approx(1.0) and factors[7] == pytest.approx(0.5) and factors[9] < 0.1
+    assert [vit.lr_factor(step, 10, 0, "constant") for step in (0, 9)] == [1.0, 1.0]
+    with pytest.raises(ValueError, match="schedule"):
+        vit.lr_factor(5, 10, 0, "linear")
+
+
+def test_learning_guard_warns_at_chance(tmp_path: Path, tiny_data: ImageData) -> None:
+    rows = [{"epoch": 0, "test_acc": 0.1}, {"epoch": 2, "test_acc": 0.12}]
+    message = vit.check_learning(rows, vit.GuardSettings(after_epochs=2, margin=0.05), 10)
+    assert message and "after 2 epochs" in message and "0.120" in message and "chance (0.100)" in message
+    assert vit.check_learning(rows, vit.GuardSettings(after_epochs=2, margin=0.01), 10) is None
+    assert vit.check_learning(rows, vit.GuardSettings(after_epochs=3, margin=0.05), 10) is None
+    s = tiny_settings(1)  # random labels: test accuracy stays near chance
+    s = VitSettings(s.model, s.data, s.train, s.probe, vit.GuardSettings(after_epochs=1, margin=0.9))
+    with pytest.warns(vit.LearningStalledWarning, match="not learning"):
+        vit.train_vit(s, tiny_data, tmp_path / "g.pt")
+
+
+def test_cuda_is_never_replaced_by_the_cpu_silently(monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(vit.DeviceUnavailableError, match="vit.train.device is 'cuda'"):
+        vit.resolve_device("cuda")
+    assert vit.resolve_device("auto").type == "cpu"
+
+
+def test_soft_sparsity_of_the_figure6_image_is_logged(tmp_path: Path, tiny_data: ImageData) -> None:
+    result = vit.train_vit(tiny_settings(1), tiny_data, tmp_path / "s.pt")
+    for row, fixed in zip(result.metrics, result.maps, strict=True):
+        assert row["soft_sparsity_image"] == pytest.approx(float(vit.soft_sparsity(torch.from_numpy(fixed))))
 
 
 def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: ImageData) -> None:
@@ -303,7 +368,7 @@ def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: Imag
     other = vit.train_vit(tiny_settings(1, lr=1e-3), tiny_data, tmp_path / "c.pt")
     assert other.info["resumed_from_epoch"] is None
     state = torch.load(tmp_path / "c.pt", weights_only=True)
-    assert state["fingerprint"] == tiny_settings(5, lr=1e-3).fingerprint(tiny_data.identity) and state["epoch"] == 1
+    assert state["fingerprint"] == tiny_settings(1, lr=1e-3).fingerprint(tiny_data.identity) and state["epoch"] == 1
     smaller = dataclasses.replace(tiny_data, x_train=tiny_data.x_train[:40], y_train=tiny_data.y_train[:40])
     assert vit.train_vit(tiny_settings(1, lr=1e-3), smaller, tmp_path / "c.pt").info["resumed_from_epoch"] is None
 
