@@ -80,7 +80,10 @@ def fig7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
     with P.paper_style():
         fig, ax = P.new_axes((4.6, 3.5))
         ax.plot(metrics["epoch"], metrics["soft_sparsity"], color=P.COLORS["p"], lw=1.6,
-                label="soft-sparsity $d_{nnz}(s)/T$")  # fmt: skip
+                label="soft-sparsity $d_{nnz}(s)/T$ (probe mean)")  # fmt: skip
+        if "soft_sparsity_image" in metrics:  # the single Figure 6 image, as the paper may have drawn it
+            ax.plot(metrics["epoch"], metrics["soft_sparsity_image"], color=P.COLORS["p"], lw=1.0, alpha=0.4,
+                    label="soft-sparsity (Figure 6 image)")  # fmt: skip
         ax.set_ylim(0.0, 1.05)
         ax.set_xlabel("Epoch")
         ax.set_ylabel("Sparsity level $d_{nnz}(s)/T$", color=P.COLORS["p"])
@@ -97,4 +100,31 @@ def fig7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
         ax.legend(handles, [h.get_label() for h in handles], loc="center left")
         ax.set_xlim(metrics["epoch"].min(), metrics["epoch"].max())
         _footnote(fig, source_note(sidecar))
+    return fig
+
+
+RECIPE_PANELS = (("test_acc", "Test accuracy"), ("soft_sparsity", "Soft-sparsity $d_{nnz}(s)/T$"),
+                 ("w_frobenius", "$\\|W\\|_F$ (last layer)"))  # fmt: skip
+
+
+def recipes_figure(table: pd.DataFrame) -> Figure:
+    """The recipe study: test accuracy, soft-sparsity and ||W||_F against epoch, one line per recipe.
+
+    Chance accuracy (1 / number of classes) is the dashed line of the first panel: a recipe near it has not learned,
+    whatever its attention does.
+    """
+    with P.paper_style():
+        fig = plt.figure(figsize=(11.0, 3.4), layout="constrained")
+        axes = fig.subplots(1, len(RECIPE_PANELS))
+        for recipe, runs in table.groupby("recipe", sort=False):
+            for ax, (column, _) in zip(axes, RECIPE_PANELS, strict=True):
+                ax.plot(runs["epoch"], runs[column], marker="o", ms=3, lw=1.4, label=recipe)
+        for ax, (_, title) in zip(axes, RECIPE_PANELS, strict=True):
+            ax.set_xlabel("Epoch")
+            ax.set_title(title, fontsize=9)
+        axes[0].axhline(0.1, color="k", ls="--", lw=0.8, label="chance (10 classes)")
+        axes[1].set_ylim(0.0, 1.05)
+        axes[-1].set_ylim(bottom=0.0)
+        axes[0].legend(fontsize=6, loc="best")
+        P.annotate_source(fig, f"data: {', '.join(sorted(set(table['dataset'])))}")
     return fig

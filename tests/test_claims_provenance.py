@@ -81,3 +81,18 @@ def test_tables_written_in_a_rule_carry_provenance(tmp_path):
     assert sidecar["packages"]["numpy"] and sidecar["git_commit"]
     write_csv(pd.DataFrame({"x": [1.0]}), tmp_path / "outside.csv")  # outside a rule: no sidecar
     assert not provenance_path(tmp_path / "outside.csv").exists()
+
+
+def vit_metrics(final_acc: float) -> pd.DataFrame:
+    return pd.DataFrame({"epoch": [0, 1, 2], "test_acc": [0.1, 0.2, final_acc], "soft_sparsity": [0.9, 0.7, 0.5],
+                         "w_frobenius": [1.0, 2.0, 3.0], "dataset": "cifar10"})  # fmt: skip
+
+
+def test_vit_claims_need_a_model_that_learned():
+    learned = evaluate_claims({"vit_metrics": vit_metrics(0.55)}, DEFAULT_CONFIG).set_index("claim_id")
+    assert learned.loc["vit_learns", "verdict"] == "holds" and learned.loc["vit_sparsity", "verdict"] == "holds"
+    assert "0.550" in learned.loc["vit_learns", "measured"] and "0.30" in learned.loc["vit_learns", "note"]
+    chance = evaluate_claims({"vit_metrics": vit_metrics(0.12)}, DEFAULT_CONFIG).set_index("claim_id")
+    assert chance.loc["vit_learns", "verdict"] == "differs"
+    assert chance.loc["vit_sparsity", "verdict"] == "differs"  # the same sparsity trend, but nothing learned
+    assert "did not learn" in chance.loc["vit_sparsity", "note"]

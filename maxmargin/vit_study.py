@@ -1,0 +1,81 @@
+"""Before the long ViT run: the recipe study (which optimiser makes the ViT learn) and the pilot (time, memory).
+
+Paper: Section 4 trains ViT-base "with a fixed learning rate of 3e-3" and names no optimiser. At width 768 that
+phrase admits recipes that never leave chance accuracy while ||W||_F grows and the attention concentrates, the
+very picture of Figure 7 for the wrong reason. :func:`recipe_settings` builds each recipe of the config's
+``vit_recipes`` block, :func:`recipe_table` puts one run into the study's table, and :func:`pilot_row` measures
+a few epochs of whatever scale the config says, projected to the full run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import torch
+
+from .vit import TrainResult, VitSettings
+
+RECIPE_COLUMNS = ["recipe", "optimizer", "lr", "warmup_epochs", "weight_decay", "grad_clip", "epoch", "train_loss",
+                  "test_acc", "soft_sparsity", "w_frobenius", "dataset"]  # fmt: skip
+PILOT_COLUMNS = ["device", "dtype", "compiled", "epochs", "images_per_s", "epoch_seconds", "projected_total_hours",
+                 "peak_memory_mb", "first_train_loss", "last_train_loss", "test_acc"]  # fmt: skip
+
+
+def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The ``vit`` config of recipe ``name``: the proxy's model/data/probe (when ``study.proxy``) and train
+    settings merged over ``vit``'s, then the recipe's own optimiser keys."""
+    recipes = {r["name"]: r for r in study["recipes"]}
+    if name not in recipes:
+        raise ValueError(f"unknown vit_recipes recipe {name!r}; the config has {', '.join(recipes)}")
+    sections = ("model", "data", "probe") if study["proxy"] else ()
+    cfg = {key: {**vit[key], **(study.get(key, {}) if key in sections else {})} for key in ("model", "data", "probe")}
+    recipe = {k: v for k, v in recipes[name].items() if k != "name"}
+    cfg["train"] = {**vit["train"], **study.get("train", {}), **recipe}
+    cfg["guard"] = dict(vit.get("guard", {}))
+    return cfg
+
+
+def recipe_settings(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> VitSettings:
+    """:func:`recipe_config` as :class:`VitSettings` (unknown keys in the proxy blocks fail here, by name)."""
+    return VitSettings.from_config(recipe_config(vit, study, name))
+
+
+def recipe_table(name: str, settings: VitSettings, result: TrainResult) -> pd.DataFrame:
+    """One run of the study: a row per epoch with its recipe's settings (``results/tables/vit_recipes.csv``)."""
+    t = settings.train
+    frame = pd.DataFrame(result.metrics)
+    frame = frame.assign(recipe=name, optimizer=t.optimizer, lr=t.lr, warmup_epochs=t.warmup_epochs,
+                         weight_decay=t.weight_decay, grad_clip=t.grad_clip)  # fmt: skip
+    return frame[RECIPE_COLUMNS]
+
+
+def pilot_row(settings: VitSettings, pilot: TrainResult, full_epochs: int) -> pd.DataFrame:
+    """What a pilot of a few epochs says about the full run of ``full_epochs`` epochs.
+
+    ``epoch_seconds`` is the mean over the trained epochs of everything an epoch does (training, test pass, probe,
+    checkpoint write); the projection adds the initial measurement (epoch 0) once. ``images_per_s`` counts the
+    training step alone. The first trained epoch carries compilation when ``compile`` is on, so with two or more
+    epochs the mean leaves it out.
+    """
+    m = pd.DataFrame(pilot.metrics)
+    trained = m[m["epoch"] >= 1]
+    steady = trained.iloc[1:] if len(trained) > 1 else trained
+    epoch_seconds = float(steady["epoch_seconds"].mean())
+    images_per_s = pilot.info["n_train"] / float(steady["train_seconds"].mean())
+    total = float(m.loc[m["epoch"] == 0, "epoch_seconds"].iloc[0]) + epoch_seconds * full_epochs
+    row = {
+        "device": pilot.info["device_name"], "dtype": "bfloat16" if settings.train.bf16 else "float32",
+        "compiled": settings.train.compile, "epochs": int(trained["epoch"].max()), "images_per_s": images_per_s,
+        "epoch_seconds": epoch_seconds, "projected_total_hours": total / 3600,
+        "peak_memory_mb": pilot.info["peak_memory_mb"], "first_train_loss": float(trained["train_loss"].iloc[0]),
+        "last_train_loss": float(trained["train_loss"].iloc[-1]), "test_acc": float(trained["test_acc"].iloc[-1]),
+    }  # fmt: skip
+    return pd.DataFrame([row], columns=PILOT_COLUMNS)
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start the pilot's memory count afresh on a GPU (the CPU's high-water mark cannot be reset)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)

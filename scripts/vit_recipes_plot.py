@@ -1,0 +1,12 @@
+"""Snakemake script: draw results/figures/vit_recipes.{pdf,png} from the recipe study's table."""
+
+import pandas as pd
+
+from maxmargin.figures_vit import recipes_figure
+from maxmargin.io import rule_logging
+from maxmargin.plotting import save_figure
+
+with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
+    fig = recipes_figure(pd.read_csv(snakemake.input[0]))  # noqa: F821
+    save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin vit_recipes"})  # noqa: F821
+    log.info("drew the recipe study")
