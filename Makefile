@@ -9,9 +9,10 @@ CORES ?= 2
 # Extra Snakemake arguments, e.g. make figures SMK_ARGS="fig3 --forceall"
 SMK_ARGS ?=
 
-# Every Snakemake run of this Makefile holds RUN_LOCK (util-linux flock) for as long as it runs. Snakemake's own
-# lock cannot keep an overlapping run out: from 9.17 on, any snakemake that exits in this directory deletes the whole
-# .snakemake/locks folder, the locks of runs still going included. A second Makefile run is refused at once instead.
+# Every Snakemake run of this Makefile holds RUN_LOCK (util-linux flock) for as long as it runs: a second Makefile run
+# is refused at once, with a clear message, instead of Snakemake's. Snakemake's own lock is the inner layer: it is
+# pinned below 9.17 (pyproject.toml), because from 9.17 on any snakemake that exits deletes the whole
+# .snakemake/locks folder, the locks of runs still going included.
 # (snakemake --lint and dry runs neither take nor delete locks, so `make lint` needs no guard.)
 RUN_LOCK := .snakemake/make.lock
 BUSY_EXIT := 75

@@ -135,3 +135,40 @@ def test_clean_results_keeps_the_run_lock(project: Path) -> None:
     (project / ".snakemake/metadata").mkdir(parents=True)
     assert make(project, "clean-results").returncode == 0
     assert not (project / "results").exists() and [p.name for p in (project / ".snakemake").iterdir()] == ["make.lock"]
+
+
+SLOW_SNAKEFILE = """
+rule slow:
+    output: "slow.txt"
+    shell: "sleep 30 && touch {output}"
+
+rule quick:
+    output: "quick.txt"
+    shell: "touch {output}"
+"""
+
+
+def test_snakemake_keeps_a_running_lock_when_another_run_ends(tmp_path: Path) -> None:
+    """The pinned Snakemake (pyproject.toml: < 9.17) removes only its own lock files when a run ends.
+
+    A run holds its lock; a third, disjoint run starts and ends; an overlapping run must still be refused. Snakemake
+    9.17 to 9.27 delete the whole .snakemake/locks folder at the second step, and the overlapping run goes ahead.
+    """
+    (tmp_path / "Snakefile").write_text(SLOW_SNAKEFILE)
+    smk = [str(Path(sys.executable).with_name("snakemake")), "--cores", "1"]
+    holder = subprocess.Popen([*smk, "slow.txt"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # fmt: skip
+    try:
+        locks = tmp_path / ".snakemake" / "locks"
+        deadline = time.monotonic() + 60
+        while not (locks.is_dir() and any(locks.iterdir())):
+            assert time.monotonic() < deadline and holder.poll() is None, "the first run never took its lock"
+            time.sleep(0.2)
+        disjoint = subprocess.run([*smk, "quick.txt"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert disjoint.returncode == 0, disjoint.stderr[-2000:]
+        overlapping = subprocess.run([*smk, "slow.txt"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert overlapping.returncode != 0
+        assert "cannot be locked" in overlapping.stdout + overlapping.stderr
+    finally:
+        os.killpg(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=30)
