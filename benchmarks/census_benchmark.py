@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pandas as pd
 
-from maxmargin.census import CensusSettings, run_trials, sample_trial
+from maxmargin.experiments.census import CensusSettings, run_trials, sample_trial
 
 PAPER_DIMS = (2, 5, 10, 100, 300, 500)
 

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 import yaml
 from torch.utils.flop_counter import FlopCounterMode
 
-from maxmargin.vit import ModelSettings, TrainSettings, build_vit, make_optimizer, resolve_device
+from maxmargin.experiments.vit import ModelSettings, TrainSettings, build_vit, make_optimizer, resolve_device
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "GH200": 989.0, "A100": 312.0}  # dense bf16

@@ -75,7 +75,7 @@ def rule_logging(job: Any) -> Iterator[logging.Logger]:
     if isinstance(job, str | os.PathLike):
         log_path, token = job, None
     else:
-        from .provenance import snakemake_provenance
+        from maxmargin.provenance import snakemake_provenance
 
         log_path, token = job.log[0], _PROVENANCE.set(snakemake_provenance(job))
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)

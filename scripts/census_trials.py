@@ -2,7 +2,7 @@
 
 import sys
 
-from maxmargin.census import CensusSettings, run_trials
+from maxmargin.experiments.census import CensusSettings, run_trials
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from maxmargin.figures import draw_synthetic_panel
+from maxmargin.figures.synthetic import draw_synthetic_panel
 from maxmargin.io import rule_logging
-from maxmargin.plotting import save_figure
+from maxmargin.figures.style import save_figure
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     panel = snakemake.wildcards.panel  # noqa: F821

@@ -1,7 +1,7 @@
 """Snakemake script: Lemma 1, GD on W against GD on p (rule lemma1_table)."""
 
 from maxmargin.io import rule_logging, write_csv
-from maxmargin.regpath import lemma1_table
+from maxmargin.experiments.regpath import lemma1_table
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     settings = dict(snakemake.params.settings)  # noqa: F821

@@ -5,7 +5,7 @@ compared with (GD runs and constrained local optima, ``method`` gd / local).
 """
 
 from maxmargin.io import rule_logging, write_csv
-from maxmargin.regpath import radius_grid, regpath_table
+from maxmargin.experiments.regpath import radius_grid, regpath_table
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     instance = snakemake.wildcards.regpath_instance  # noqa: F821

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from maxmargin.figures_regpath import draw_regpath
+from maxmargin.figures.regpath import draw_regpath
 from maxmargin.io import rule_logging
-from maxmargin.plotting import save_figure
+from maxmargin.figures.style import save_figure
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     table = pd.concat([pd.read_csv(snakemake.input.path), pd.read_csv(snakemake.input.compare)])  # noqa: F821

@@ -1,6 +1,6 @@
 """Snakemake script: run one synthetic experiment (rule synthetic_experiment) and write its tables."""
 
-from maxmargin.experiments import run_experiment
+from maxmargin.experiments.synthetic import run_experiment
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)

@@ -6,8 +6,8 @@ from pathlib import Path
 import torch
 
 from maxmargin.io import rule_logging, write_csv
-from maxmargin.vit import VitSettings, load_image_data, resolve_device, train_vit
-from maxmargin.vit_study import pilot_row, reset_peak_memory
+from maxmargin.experiments.vit import VitSettings, load_image_data, resolve_device, train_vit
+from maxmargin.experiments.vit_study import pilot_row, reset_peak_memory
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     torch.set_num_threads(snakemake.threads)  # noqa: F821

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from maxmargin.figures_vit import fig6, fig7
+from maxmargin.figures.vit import fig6, fig7
 from maxmargin.io import rule_logging
-from maxmargin.plotting import save_figure
+from maxmargin.figures.style import save_figure
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())  # noqa: F821

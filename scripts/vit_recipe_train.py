@@ -3,8 +3,8 @@
 import torch
 
 from maxmargin.io import rule_logging, write_csv
-from maxmargin.vit import VitSettings, load_image_data, train_vit
-from maxmargin.vit_study import recipe_table
+from maxmargin.experiments.vit import VitSettings, load_image_data, train_vit
+from maxmargin.experiments.vit_study import recipe_table
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     torch.set_num_threads(snakemake.threads)  # noqa: F821

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from maxmargin.figures_vit import recipes_figure
+from maxmargin.figures.vit import recipes_figure
 from maxmargin.io import rule_logging
-from maxmargin.plotting import save_figure
+from maxmargin.figures.style import save_figure
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     fig = recipes_figure(pd.read_csv(snakemake.input[0]))  # noqa: F821

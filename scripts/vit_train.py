@@ -3,7 +3,7 @@
 import torch
 
 from maxmargin.io import rule_logging
-from maxmargin.vit import VitSettings, load_image_data, save_result, train_vit
+from maxmargin.experiments.vit import VitSettings, load_image_data, save_result, train_vit
 
 with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
     torch.set_num_threads(snakemake.threads)  # noqa: F821

@@ -9,10 +9,10 @@ import pytest
 from scipy.optimize import brentq
 
 from conftest import snakemake
-from maxmargin import census as C
-from maxmargin.gd import gradient_descent
-from maxmargin.model import grad_p, log_non_selected_mass, risk, token_scores
-from maxmargin.svm import classify_direction
+from maxmargin.experiments import census as C
+from maxmargin.core.gd import gradient_descent
+from maxmargin.core.model import grad_p, log_non_selected_mass, risk, token_scores
+from maxmargin.core.svm import classify_direction
 
 
 def random_keys(seed: int, B: int, n: int, T: int, d: int) -> tuple[np.ndarray, np.ndarray]:

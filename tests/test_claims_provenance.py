@@ -10,7 +10,7 @@ import pandas as pd
 
 from conftest import DEFAULT_CONFIG
 from maxmargin.claims import CLAIMS, claims_markdown, evaluate_claims
-from maxmargin.experiments import fig8
+from maxmargin.experiments.synthetic import fig8
 from maxmargin.io import provenance_path, rule_logging, write_csv
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import snakemake
 from maxmargin.config import check_config
-from maxmargin.experiments import fig8
+from maxmargin.experiments.synthetic import fig8
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1.0e300])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from maxmargin.model import (
+from maxmargin.core.model import (
     LOSSES,
     grad_p,
     grad_v,

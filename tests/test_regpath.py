@@ -11,10 +11,10 @@ import torch
 from scipy.optimize import minimize, minimize_scalar
 
 from conftest import snakemake
-from maxmargin import instances as I
-from maxmargin.gd import cosine, gradient_descent
-from maxmargin.model import Gradient, keys, model_output, risk, token_scores
-from maxmargin.regpath import (
+from maxmargin.experiments import instances as I
+from maxmargin.core.gd import cosine, gradient_descent
+from maxmargin.core.model import Gradient, keys, model_output, risk, token_scores
+from maxmargin.experiments.regpath import (
     ball_kkt_residual,
     grad_W,
     lemma1_check,
@@ -24,7 +24,7 @@ from maxmargin.regpath import (
     regularization_path_p,
     solve_on_balls,
 )
-from maxmargin.svm import att_svm, p_relax, v_svm
+from maxmargin.core.svm import att_svm, p_relax, v_svm
 
 GMM_1B = att_svm(I.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
 LMM_1B = att_svm(I.fig1b().K, np.array([1])).direction  # (1, 0, 0)

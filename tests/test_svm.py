@@ -1,4 +1,4 @@
-"""Tests of maxmargin.svm on hand-solved cases from the paper (Fig. 1(b), Fig. 3) and random cross-checks."""
+"""Tests of maxmargin.core.svm on hand-solved cases from the paper (Fig. 1(b), Fig. 3) and random cross-checks."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from maxmargin import svm
-from maxmargin.svm import (
+from maxmargin.core import svm
+from maxmargin.core.svm import (
     att_svm,
     classify_direction,
     gmm_direction,

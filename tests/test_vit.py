@@ -1,4 +1,4 @@
-"""Tests of maxmargin.vit (Section 4, Figures 6-7): data loading, the [CLS] probe, the metrics, resume, the DAG."""
+"""Tests of maxmargin.experiments.vit (Section 4, Figures 6-7): data loading, the [CLS] probe, the metrics, resume, the DAG."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from snakemake.utils import validate
 from timm.models.vision_transformer import VisionTransformer
 from torchvision.datasets import CIFAR10
 
-from maxmargin import vit
-from maxmargin.vit import (
+from maxmargin.experiments import vit
+from maxmargin.experiments.vit import (
     DataSettings,
     DataUnavailableError,
     ImageData,

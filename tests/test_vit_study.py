@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from conftest import DEFAULT_CONFIG
-from maxmargin import vit_study
-from maxmargin.vit import TrainResult
+from maxmargin.experiments import vit_study
+from maxmargin.experiments.vit import TrainResult
 
 
 def test_recipe_merges_the_proxy_and_the_recipe_over_the_vit_block():

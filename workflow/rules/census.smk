@@ -8,7 +8,7 @@ if not set(CENSUS_HIST_DIMS) <= set(CENSUS_DIMS):
         f"census.histogram.dims {CENSUS_HIST_DIMS} must be a subset of census.dims {CENSUS_DIMS}"
     )
 
-# Keyword arguments of maxmargin.census.CensusSettings: the census block less the per-d and plot settings.
+# Keyword arguments of maxmargin.experiments.census.CensusSettings: the census block less the per-d and plot settings.
 CENSUS_SETTINGS = {k: v for k, v in CENSUS.items() if k not in ("dims", "histogram")}
 
 # Figure target -> its panels' files.

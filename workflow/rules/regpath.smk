@@ -19,7 +19,7 @@ rule regpath_instance:
     conda:
         "../../environment.yml"
     params:
-        # The regpath config as keyword arguments of maxmargin.regpath.regpath_table; the GD runs
+        # The regpath config as keyword arguments of maxmargin.experiments.regpath.regpath_table; the GD runs
         # belong to the Theorem 1 path (Fig 1(b) data) only.
         settings=lambda wildcards: {
             **{

@@ -1,7 +1,7 @@
 # ViT on CIFAR-10 (Section 4 "Real experiments"): [CLS] attention maps (Figure 6), soft-sparsity and ||W||_F (Figure 7).
 # The quick scale (default.yaml) runs on a CPU; workflow/config/paper.yaml is the paper scale (one GPU).
 
-from maxmargin.vit_study import recipe_config
+from maxmargin.experiments.vit_study import recipe_config
 
 VIT = config["vit"]
 RECIPES = [recipe["name"] for recipe in config["vit_recipes"]["recipes"]]

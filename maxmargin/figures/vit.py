@@ -1,4 +1,4 @@
-"""Figures 6 and 7 of the ViT experiment, drawn only from the outputs of :func:`maxmargin.vit.train_vit`.
+"""Figures 6 and 7 of the ViT experiment, drawn only from the outputs of :func:`maxmargin.experiments.vit.train_vit`.
 
 Paper: Section 4 ("Real experiments"). Figure 6: a test image and the [CLS] attention map of the last layer
 (averaged over heads, over the patch grid) at several epochs. Figure 7: soft-sparsity d_nnz(s)/T and ||W||_F of
@@ -15,9 +15,9 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
-from . import plotting as P
-from .plotting import plt
-from .vit import soft_sparsity
+from maxmargin.figures import style as P
+from maxmargin.figures.style import plt
+from maxmargin.experiments.vit import soft_sparsity
 
 MAP_CMAP = "viridis"
 

@@ -11,8 +11,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from . import plotting as P
-from .figures import KIND_LABELS
+from maxmargin.figures import style as P
+from maxmargin.figures.synthetic import KIND_LABELS
 
 TITLES = {
     "fig1b": "Fig. 1(b) data: $p(R)$, fixed $v$ (Thm 1)",

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .vit import TrainResult, VitSettings
+from maxmargin.experiments.vit import TrainResult, VitSettings
 
 RECIPE_COLUMNS = ["recipe", "optimizer", "lr", "warmup_epochs", "weight_decay", "grad_clip", "epoch", "train_loss",
                   "test_acc", "soft_sparsity", "w_frobenius", "dataset"]  # fmt: skip

@@ -12,7 +12,7 @@ grad + mu x = 0 with mu >= 0 and mu (||x|| - R) = 0.
 
 Why only gradient *directions* are used: at large radii the softmax saturates and the risk of two
 nearby points differs far below float64 resolution (e^{-R gap}), so a line search on the risk would
-stall; :func:`maxmargin.model.grad_p` and :func:`maxmargin.model.grad_v` give the exact gradient
+stall; :func:`maxmargin.core.model.grad_p` and :func:`maxmargin.core.model.grad_v` give the exact gradient
 direction at any norm, and the step is halved whenever the projected gradient reverses (a bisection
 along the sphere). Risks are compared in log space, as the excess over their infimum
 (:func:`log_excess_risk`, :func:`log_joint_risk`): with a fixed head this keeps the order of two
@@ -33,10 +33,10 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-from . import instances as inst_mod
-from .experiments import max_margin_directions, record_iterations
-from .gd import gradient_descent
-from .model import (
+from maxmargin.experiments import instances as inst_mod
+from maxmargin.experiments.synthetic import max_margin_directions, record_iterations
+from maxmargin.core.gd import gradient_descent
+from maxmargin.core.model import (
     Array,
     Gradient,
     LossName,
@@ -47,7 +47,7 @@ from .model import (
     risk,
     token_scores,
 )
-from .svm import att_svm, p_relax, v_svm
+from maxmargin.core.svm import att_svm, p_relax, v_svm
 
 # ---------------------------------------------------------------------------------------------
 # Objectives in log space
@@ -536,7 +536,7 @@ def lemma1_check(
 
     Paper: Lemma 1 with psi(z) = v^T z linear: L(p) = 1/n sum_i l(Y_i v^T X_i^T S(X_i p)) and
     L(W) = 1/n sum_i l(Y_i v^T X_i^T S(X_i W^T u)). The lemma says W(t) = u p(t)^T/||u||^2 for every t.
-    GD on p uses :func:`maxmargin.gd.gradient_descent` (keys K_i = X_i); GD on W uses torch autograd
+    GD on p uses :func:`maxmargin.core.gd.gradient_descent` (keys K_i = X_i); GD on W uses torch autograd
     of L(W), so the two runs share no gradient code.
     """
     check_loss(loss)

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
-from .model import Array, LossName, check_loss, grad_p, grad_v, token_scores
+from maxmargin.core.model import Array, LossName, check_loss, grad_p, grad_v, token_scores
 
 
 @dataclass(frozen=True)

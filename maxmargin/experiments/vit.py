@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .io import atomic_path, write_csv
+from maxmargin.io import atomic_path, write_csv
 
 log = logging.getLogger("maxmargin")
 

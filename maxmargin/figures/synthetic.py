@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Wedge
 
-from . import plotting as P
+from maxmargin.figures import style as P
 
 KIND_LABELS = {"gmm": "GMM $p^{mm\\star}$", "lmm": "LMM $p^{mm}$", "p_relax": "$p^{relax}$",
                "p_mm": "$p^{mm}$", "v_mm": "$v^{mm}$"}  # fmt: skip

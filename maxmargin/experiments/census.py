@@ -12,13 +12,13 @@ Why the census is fast and exact:
 * **Key coordinates.** The gradient (eq. 15a) is a combination of the n*T keys, so
   p(t) = p(0) + sum_it a_it k_it and the logits z = K p evolve as z <- z - eta G beta / ||K^T beta||
   with the n*T x n*T Gram matrix G = K K^T. One GD step costs O((nT)^2), whatever d is.
-* **Exact gradient.** beta is the gradient of :func:`maxmargin.model.grad_p` expressed on the
+* **Exact gradient.** beta is the gradient of :func:`maxmargin.core.model.grad_p` expressed on the
   keys, expanded around the most attended token with its scale in log space, so its direction is
   exact at any ||p|| (tests/test_census.py checks it against ``grad_p``, itself checked against mpmath,
   at ||p|| up to 5000, and the whole run against GD in R^d).
 * **Small SVMs.** (ATT-SVM) is solved in an orthonormal basis of the key span (dimension
   min(d, nT)) by least-distance programming through NNLS, accepted only when its KKT residual
-  is at rounding level; otherwise :func:`maxmargin.svm.classify_direction` (cvxopt) decides.
+  is at rounding level; otherwise :func:`maxmargin.core.svm.classify_direction` (cvxopt) decides.
 * **Per-trial randomness.** Trial ``j`` of dimension ``d`` draws its data from
   ``np.random.default_rng([seed, d, j])``; the batched loops use no BLAS (elementwise numpy with a
   fixed reduction order, batch axis last) and LAPACK/NNLS run per trial on one thread, so every number
@@ -37,8 +37,8 @@ import pandas as pd
 from numpy.typing import NDArray
 from tqdm import tqdm
 
-from .model import Array, LossName, check_loss, log_neg_loss_derivative
-from .svm import (
+from maxmargin.core.model import Array, LossName, check_loss, log_neg_loss_derivative
+from maxmargin.core.svm import (
     MaxMarginDirection,
     SVMResult,
     _kkt,
@@ -173,7 +173,7 @@ _LOG_TINY = -700.0
 
 
 def _log_neg_dloss(u: Array, loss: LossName) -> Array:
-    """log(-l'(u)) as :func:`maxmargin.model.log_neg_loss_derivative`, with a faster logistic branch."""
+    """log(-l'(u)) as :func:`maxmargin.core.model.log_neg_loss_derivative`, with a faster logistic branch."""
     if loss == "logistic":  # -l'(u) = 1 / (1 + e^u)
         return -(np.maximum(u, 0.0) + np.log1p(np.exp(-np.abs(u))))
     return log_neg_loss_derivative(u, loss)
@@ -220,7 +220,7 @@ def key_gradient(z: Array, gamma: Array, loss: LossName = "logistic") -> tuple[A
     """Exact gradient of L(p) on the keys: grad L(p) = exp(log_scale) * sum_it beta_it k_it, from z = K p.
 
     Paper: eq. (15a), grad L(p) = 1/n sum_i l'(u_i) K_i^T (diag(s_i) - s_i s_i^T) gamma_i. As in
-    :func:`maxmargin.model.grad_p`, the softmax Jacobian is expanded around the most attended token m_i:
+    :func:`maxmargin.core.model.grad_p`, the softmax Jacobian is expanded around the most attended token m_i:
     with rho_it = s_it / s_i,second (<= 1) and delta_it = gamma_it - gamma_im, the coefficient of k_it is
     s_it (gamma_it - u_i) = s_i,second rho_it (delta_it - s_i,second A_i) (t != m_i) and
     -s_i,second s_im A_i (t = m_i), A_i = sum_t rho_it delta_it; the common factors s_i,second and
@@ -238,7 +238,7 @@ def key_gradient(z: Array, gamma: Array, loss: LossName = "logistic") -> tuple[A
 def log_unselected_mass(z: Array) -> Array:
     """log(1 - max_t S(z_i)_t) per input from logits z (..., n, T), exact when 1 - s is far below eps.
 
-    Appendix E's saturation test; same value as :func:`maxmargin.model.log_non_selected_mass`.
+    Appendix E's saturation test; same value as :func:`maxmargin.core.model.log_non_selected_mass`.
     """
     z = np.asarray(z, dtype=np.float64)
     is_top = np.arange(z.shape[-1]) == z.argmax(axis=-1)[..., None]
@@ -313,7 +313,7 @@ def att_svm_ldp(keys: Array, alpha: NDArray[np.int_], *, tol: float = 1e-9) -> S
 
     Sec. 2 (ATT-SVM): min ||p|| s.t. p^T (k_{i alpha_i} - k_it) >= 1, t != alpha_i. The NNLS solution is
     accepted only if it satisfies the KKT conditions to ``tol`` (relative), which makes it the unique
-    optimum; ``active`` (n, T) marks the constraints on the margin, as in :func:`maxmargin.svm.att_svm`.
+    optimum; ``active`` (n, T) marks the constraints on the margin, as in :func:`maxmargin.core.svm.att_svm`.
     """
     n, T, _ = keys.shape
     rows = np.arange(n)
@@ -340,7 +340,7 @@ def classify_selection(keys: Array, gamma: Array, alpha: NDArray[np.int_], *,
                        tol: float = 1e-9) -> tuple[MaxMarginDirection, str]:  # fmt: skip
     """GMM / LMM / neither for the tokens alpha selected by a saturated run, and the solver used.
 
-    Definitions 1-2, as :func:`maxmargin.svm.classify_direction` (which decides when the LDP check fails):
+    Definitions 1-2, as :func:`maxmargin.core.svm.classify_direction` (which decides when the LDP check fails):
     GMM iff alpha is locally optimal and every alpha_i has the top score; LMM iff locally optimal only.
     """
     alpha = np.asarray(alpha, dtype=np.int64)

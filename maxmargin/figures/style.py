@@ -59,7 +59,7 @@ def new_axes(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
 
 def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
     """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance."""
-    from .io import atomic_path, current_provenance
+    from maxmargin.io import atomic_path, current_provenance
 
     meta = dict(metadata or {})
     provenance = current_provenance()

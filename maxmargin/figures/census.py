@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import plotting as P
+from maxmargin.figures import style as P
 
 # Figure 9(a)'s colours in the paper: red = softmax not saturated, blue = LMM, green = GMM.
 SCENARIOS = [

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import instances as inst_mod
-from .gd import Trajectory, cosine, gradient_descent, joint_normalized_gd
-from .instances import Instance
-from .model import Array, attention, log_non_selected_mass, model_output
-from .svm import SVMResult, att_svm, classify_direction, p_relax, v_svm
+from maxmargin.experiments import instances as inst_mod
+from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd
+from maxmargin.experiments.instances import Instance
+from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output
+from maxmargin.core.svm import SVMResult, att_svm, classify_direction, p_relax, v_svm
 
 DIRECTION_COLUMNS = [
     "figure", "record", "kind", "tokens", "direction", "norm", "run", "final_cosine", "p_norm", "kkt_residual",

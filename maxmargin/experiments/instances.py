@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Array, keys, token_scores
+from maxmargin.core.model import Array, keys, token_scores
 
 
 @dataclass(frozen=True)
