@@ -37,8 +37,9 @@ def _census_one_d(args: tuple[CensusSettings, int]) -> tuple[int, dict[str, floa
     return d, timings, rows
 
 
-def full_census(settings: CensusSettings, dims: tuple[int, ...],
-                workers: int) -> tuple[float, dict[int, dict[str, float]], pd.DataFrame]:  # fmt: skip
+def full_census(
+    settings: CensusSettings, dims: tuple[int, ...], workers: int
+) -> tuple[float, dict[int, dict[str, float]], pd.DataFrame]:
     """The whole census: wall time, per-d timings inside the workers (wall, CPU and its parts), and the rows."""
     start = time.perf_counter()
     order = sorted(dims, reverse=True)  # largest d first: better packing over the workers
@@ -88,8 +89,13 @@ def naive_trial(settings: CensusSettings, d: int, trial: int) -> dict[str, objec
         gamma = Y_np[:, None] * (X_np @ v_np)
         rows = [(i, t) for i in range(settings.n) for t in range(settings.T) if t != alpha[i]]
         D = np.array([X_np[i, alpha[i]] - X_np[i, t] for i, t in rows])
-        sol = solvers.qp(matrix(np.eye(d)), matrix(np.zeros(d)), matrix(-D), matrix(-np.ones(len(rows))),
-                         options={"show_progress": False})  # fmt: skip
+        sol = solvers.qp(
+            matrix(np.eye(d)),
+            matrix(np.zeros(d)),
+            matrix(-D),
+            matrix(-np.ones(len(rows))),
+            options={"show_progress": False},
+        )
         pmm = np.array(sol["x"]).ravel()
         neighbours = np.abs(D @ pmm - 1.0) < 1e-6
         gaps = np.array([gamma[i, alpha[i]] - gamma[i, t] for i, t in rows])[neighbours]
@@ -124,10 +130,14 @@ def main() -> None:
     wall, per_d, rows = min(runs, key=lambda r: r[0])
     assert all(r.equals(rows) for _, _, r in runs), "census rows differ between repeats"
     peak_after_census = peak_rss_mb()
-    print(f"full census: {len(dims)} dims x {settings.n_trials} trials x {settings.n_iter} iterations "
-          f"(n={settings.n}, T={settings.T}) with {args.workers} worker(s), best of {args.repeat}")  # fmt: skip
-    print(f"  wall time            {wall:8.2f} s   ({1e3 * wall / total:.3f} ms per trial; all runs: "
-          f"{', '.join(f'{w:.2f}' for w in walls)} s)")  # fmt: skip
+    print(
+        f"full census: {len(dims)} dims x {settings.n_trials} trials x {settings.n_iter} iterations "
+        f"(n={settings.n}, T={settings.T}) with {args.workers} worker(s), best of {args.repeat}"
+    )
+    print(
+        f"  wall time            {wall:8.2f} s   ({1e3 * wall / total:.3f} ms per trial; all runs: "
+        f"{', '.join(f'{w:.2f}' for w in walls)} s)"
+    )
     print(f"  peak memory          {peak_after_census:8.0f} MB  (max RSS over the main process and the workers)")
     cpu = sum(t["cpu_s"] for t in per_d.values())
     print(f"  CPU time             {cpu:8.2f} s   (sum over the workers; wall on idle cores ~ CPU / workers)")
@@ -135,8 +145,10 @@ def main() -> None:
     print("  per d, inside its worker (CPU: sampling the data, O(d); GD and classification, independent of d):")
     for d in dims:
         t = per_d[d]
-        print(f"    d = {d:4d}  wall {t['wall_s']:5.2f} s  CPU {t['cpu_s']:5.2f} s = sample {t['sample_s']:5.2f} "
-              f"+ GD {t['gd_s']:5.2f} + classify {t['classify_s']:5.2f} (+ rest)")  # fmt: skip
+        print(
+            f"    d = {d:4d}  wall {t['wall_s']:5.2f} s  CPU {t['cpu_s']:5.2f} s = sample {t['sample_s']:5.2f} "
+            f"+ GD {t['gd_s']:5.2f} + classify {t['classify_s']:5.2f} (+ rest)"
+        )
 
     import torch
 
@@ -152,16 +164,21 @@ def main() -> None:
     table = pd.DataFrame(naive).set_index(["d", "trial"])
     same = (table["class"] == fast.loc[table.index, "class"]).sum()
     both = table["saturated"] & fast.loc[table.index, "saturated"]
-    print(f"straightforward (torch module + SGD + cvxopt QP, one process), {n_naive} trials "
-          f"({args.naive_trials} per d):")  # fmt: skip
+    print(
+        f"straightforward (torch module + SGD + cvxopt QP, one process), {n_naive} trials ({args.naive_trials} per d):"
+    )
     print(f"  per trial            {per_trial:8.3f} s")
     lib_corr = fast.loc[table.index[both], "corr"].mean()
-    print(f"  same class as the library on {same}/{n_naive} trials; mean corr over saturated trials "
-          f"{table.loc[both, 'corr'].mean():.5f} (library on the same trials: {lib_corr:.5f})")  # fmt: skip
+    print(
+        f"  same class as the library on {same}/{n_naive} trials; mean corr over saturated trials "
+        f"{table.loc[both, 'corr'].mean():.5f} (library on the same trials: {lib_corr:.5f})"
+    )
     projected = per_trial * total / args.workers
     print(f"  projected full census on {args.workers} core(s): {projected:8.0f} s ({projected / 60:.1f} min)")
-    print(f"ratio (straightforward / library): {projected / wall:8.0f}x  "
-          f"(per trial: {per_trial:.3f} s vs {wall / total * args.workers * 1e3:.3f} ms of one core)")
+    print(
+        f"ratio (straightforward / library): {projected / wall:8.0f}x  "
+        f"(per trial: {per_trial:.3f} s vs {wall / total * args.workers * 1e3:.3f} ms of one core)"
+    )
     print(f"peak memory at exit    {peak_rss_mb():8.0f} MB")
 
 

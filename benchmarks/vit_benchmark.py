@@ -153,29 +153,47 @@ def main() -> None:
     h100_hours = paper_flops / (H100_PEAK_TFLOPS * 1e12 * args.assumed_mfu) / 3600
     result = {
         "device": torch.cuda.get_device_name(device) if gpu else f"cpu ({torch.get_num_threads()} threads)",
-        "model": cfg["model"], "optimizer": train_settings.optimizer, "batch_size": batch, "steps": steps,
-        "bf16": bf16, "compile": args.compile,
-        "gflops_per_image_forward": fwd_flops / 1e9, "gflops_per_image_train": train_flops / 1e9,
+        "model": cfg["model"],
+        "optimizer": train_settings.optimizer,
+        "batch_size": batch,
+        "steps": steps,
+        "bf16": bf16,
+        "compile": args.compile,
+        "gflops_per_image_forward": fwd_flops / 1e9,
+        "gflops_per_image_train": train_flops / 1e9,
         "gflops_per_image_train_analytic": analytic / 1e9,
-        "images_per_s": images_per_s, "achieved_tflops": images_per_s * train_flops / 1e12,
-        "peak_tflops": peak / 1e12, "peak_source": peak_source, "mfu": mfu,
-        "paper_run_pflops": paper_flops / 1e15, "paper_epochs": epochs,
-        "h100_assumed_mfu": args.assumed_mfu, "h100_estimated_hours": h100_hours,
+        "images_per_s": images_per_s,
+        "achieved_tflops": images_per_s * train_flops / 1e12,
+        "peak_tflops": peak / 1e12,
+        "peak_source": peak_source,
+        "mfu": mfu,
+        "paper_run_pflops": paper_flops / 1e15,
+        "paper_epochs": epochs,
+        "h100_assumed_mfu": args.assumed_mfu,
+        "h100_estimated_hours": h100_hours,
         "this_device_estimated_hours": paper_flops / (images_per_s * train_flops) / 3600,
-    }  # fmt: skip
-    print(f"device            {result['device']}  (batch {batch}, {steps} timed steps, bf16 {bf16}, "
-          f"compile {args.compile}, {train_settings.optimizer})")
-    print(f"model             ViT {model_settings.embed_dim}-d, depth {model_settings.depth}, "
-          f"{model_settings.num_heads} heads, patch {model_settings.patch_size} on {model_settings.img_size}x"
-          f"{model_settings.img_size}")
-    print(f"FLOPs / image     {fwd_flops / 1e9:.1f} G forward, {train_flops / 1e9:.1f} G forward+backward "
-          f"(analytic {analytic / 1e9:.1f} G)")
+    }
+    print(
+        f"device            {result['device']}  (batch {batch}, {steps} timed steps, bf16 {bf16}, "
+        f"compile {args.compile}, {train_settings.optimizer})"
+    )
+    print(
+        f"model             ViT {model_settings.embed_dim}-d, depth {model_settings.depth}, "
+        f"{model_settings.num_heads} heads, patch {model_settings.patch_size} on {model_settings.img_size}x"
+        f"{model_settings.img_size}"
+    )
+    print(
+        f"FLOPs / image     {fwd_flops / 1e9:.1f} G forward, {train_flops / 1e9:.1f} G forward+backward "
+        f"(analytic {analytic / 1e9:.1f} G)"
+    )
     print(f"throughput        {images_per_s:.2f} images/s = {result['achieved_tflops']:.3f} TFLOP/s")
     print(f"MFU               {100 * mfu:.1f}% of {peak / 1e12:.2f} TFLOP/s ({peak_source})")
     print(f"paper run         {epochs} epochs x {CIFAR10_TRAIN} images + evaluation = {paper_flops / 1e18:.2f} EFLOP")
-    print(f"expected time     {h100_hours:.1f} h on one H100 at {100 * args.assumed_mfu:.0f}% MFU "
-          f"({989.0:.0f} TFLOP/s dense bf16); {result['this_device_estimated_hours']:.1f} h on this device "
-          "at the measured rate")  # fmt: skip
+    print(
+        f"expected time     {h100_hours:.1f} h on one H100 at {100 * args.assumed_mfu:.0f}% MFU "
+        f"({989.0:.0f} TFLOP/s dense bf16); {result['this_device_estimated_hours']:.1f} h on this device "
+        "at the measured rate"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
 

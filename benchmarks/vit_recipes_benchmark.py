@@ -29,8 +29,11 @@ def main() -> None:
     snakemake = Path(sys.executable).with_name("snakemake")
     extra = [a for path in args.configfile for a in ("--configfile", path)]
     start = time.perf_counter()
-    subprocess.run([str(snakemake), "--cores", str(args.cores), "--forcerun", "vit_recipe_train", *extra, "--",
-                    "vit_recipes"], cwd=REPO, check=True)  # fmt: skip
+    subprocess.run(
+        [str(snakemake), "--cores", str(args.cores), "--forcerun", "vit_recipe_train", *extra, "--", "vit_recipes"],
+        cwd=REPO,
+        check=True,
+    )
     wall = time.perf_counter() - start
     config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
     for path in args.configfile:

@@ -10,8 +10,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("maxmargin", "numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "cvxopt", "torch",
-            "torchvision", "timm", "snakemake")  # fmt: skip
+PACKAGES = (
+    "maxmargin",
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "scikit-learn",
+    "cvxopt",
+    "torch",
+    "torchvision",
+    "timm",
+    "snakemake",
+)
 
 
 def _plain(value: Any) -> Any:
@@ -42,10 +53,19 @@ def package_versions() -> dict[str, str]:
 def git_commit(path: str = ".") -> dict[str, Any]:
     """The commit of the checkout that ran the job, and whether it had uncommitted changes."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True,
-                                check=True, timeout=10).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=path,
-                               capture_output=True, text=True, timeout=10).stdout.strip() != ""  # fmt: skip
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=path,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            != ""
+        )
         return {"git_commit": commit, "git_dirty": dirty}
     except (OSError, subprocess.SubprocessError):
         return {"git_commit": "unknown (not a git checkout)", "git_dirty": None}

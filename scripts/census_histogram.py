@@ -5,11 +5,15 @@ import pandas as pd
 from maxmargin.experiments.census import gap_distribution
 from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    trials = pd.read_csv(snakemake.input[0])  # noqa: F821
-    table = gap_distribution(trials, snakemake.params.dims, snakemake.params.bin_width)  # noqa: F821
-    write_csv(table, snakemake.output[0])  # noqa: F821
+with rule_logging(snakemake) as log:
+    trials = pd.read_csv(snakemake.input[0])
+    table = gap_distribution(trials, snakemake.params.dims, snakemake.params.bin_width)
+    write_csv(table, snakemake.output[0])
     for d, g in table.groupby("d"):
         p_negative = g.loc[g["bin_right"] <= 0, "cumulative"].iloc[-1]
-        log.info("d=%d: %d saturated trials, P(gap < 0) = %s", d, g["n_saturated"].iloc[0],
-                 "undefined (no saturated trial)" if pd.isna(p_negative) else f"{p_negative:.4f}")  # fmt: skip
+        log.info(
+            "d=%d: %d saturated trials, P(gap < 0) = %s",
+            d,
+            g["n_saturated"].iloc[0],
+            "undefined (no saturated trial)" if pd.isna(p_negative) else f"{p_negative:.4f}",
+        )

@@ -5,10 +5,10 @@ import sys
 from maxmargin.experiments.census import CensusSettings, run_trials
 from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    d = int(snakemake.wildcards.d)  # noqa: F821
-    settings = CensusSettings(**snakemake.params.settings)  # noqa: F821
+with rule_logging(snakemake) as log:
+    d = int(snakemake.wildcards.d)
+    settings = CensusSettings(**snakemake.params.settings)
     log.info("census d=%d with %s", d, settings)
     rows = run_trials(settings, d, progress=sys.stderr.isatty())  # a progress bar only in a terminal
-    write_csv(rows, snakemake.output[0])  # noqa: F821
+    write_csv(rows, snakemake.output[0])
     log.info("classes %s; solvers %s", rows["class"].value_counts().to_dict(), rows["solver"].value_counts().to_dict())

@@ -5,11 +5,11 @@ import pandas as pd
 from maxmargin.claims import claims_markdown, evaluate_claims
 from maxmargin.io import atomic_path, rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}  # noqa: F821
-    claims = evaluate_claims(tables, snakemake.params.config)  # noqa: F821
-    write_csv(claims, snakemake.output.csv)  # noqa: F821
-    with atomic_path(snakemake.output.md) as tmp:  # noqa: F821
+with rule_logging(snakemake) as log:
+    tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}
+    claims = evaluate_claims(tables, snakemake.params.config)
+    write_csv(claims, snakemake.output.csv)
+    with atomic_path(snakemake.output.md) as tmp:
         tmp.write_text(claims_markdown(claims))
     for row in claims.itertuples():
         log.info("%-24s %-8s %s", row.claim_id, row.verdict, row.measured)

@@ -4,10 +4,10 @@ from PIL import Image
 
 from maxmargin.io import atomic_path, rule_logging
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    image = Image.open(snakemake.input[0]).convert("RGB")  # noqa: F821
-    width = snakemake.params.width  # noqa: F821
+with rule_logging(snakemake) as log:
+    image = Image.open(snakemake.input[0]).convert("RGB")
+    width = snakemake.params.width
     image = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
-    with atomic_path(snakemake.output[0]) as tmp:  # noqa: F821
+    with atomic_path(snakemake.output[0]) as tmp:
         image.save(tmp, format="PNG", optimize=True)
-    log.info("%s -> %s (%dx%d)", snakemake.input[0], snakemake.output[0], *image.size)  # noqa: F821
+    log.info("%s -> %s (%dx%d)", snakemake.input[0], snakemake.output[0], *image.size)

@@ -4,9 +4,13 @@ import pandas as pd
 
 from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    table = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)  # noqa: F821
-    write_csv(table, snakemake.output[0])  # noqa: F821
+with rule_logging(snakemake) as log:
+    table = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)
+    write_csv(table, snakemake.output[0])
     runs = table[table["record"] == "gd_run"]
-    log.info("%d directions, %d GD runs, min final cosine %.6f", (table["record"] == "direction").sum(), len(runs),
-             runs["final_cosine"].min())
+    log.info(
+        "%d directions, %d GD runs, min final cosine %.6f",
+        (table["record"] == "direction").sum(),
+        len(runs),
+        runs["final_cosine"].min(),
+    )

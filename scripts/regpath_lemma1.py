@@ -1,13 +1,18 @@
 """Snakemake script: Lemma 1, GD on W against GD on p (rule lemma1_table)."""
 
-from maxmargin.io import rule_logging, write_csv
 from maxmargin.experiments.regpath import lemma1_table
+from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    settings = dict(snakemake.params.settings)  # noqa: F821
+with rule_logging(snakemake) as log:
+    settings = dict(snakemake.params.settings)
     log.info("Lemma 1 check with %s", settings)
     table = lemma1_table(**settings)
-    write_csv(table, snakemake.output[0])  # noqa: F821
+    write_csv(table, snakemake.output[0])
     for row in table.itertuples():
-        log.info("%s: max_t ||W(t) - u p(t)^T/||u||^2||_F = %.2e (relative %.2e), final ||p|| %.3f", row.instance,
-                 row.max_deviation, row.relative_max_deviation, row.final_p_norm)
+        log.info(
+            "%s: max_t ||W(t) - u p(t)^T/||u||^2||_F = %.2e (relative %.2e), final ||p|| %.3f",
+            row.instance,
+            row.max_deviation,
+            row.relative_max_deviation,
+            row.final_p_norm,
+        )

@@ -4,18 +4,26 @@ Writes the path (``method == "path"``: one row per R and max-margin direction) a
 compared with (GD runs and constrained local optima, ``method`` gd / local).
 """
 
-from maxmargin.io import rule_logging, write_csv
 from maxmargin.experiments.regpath import radius_grid, regpath_table
+from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    instance = snakemake.wildcards.regpath_instance  # noqa: F821
-    settings = dict(snakemake.params.settings)  # noqa: F821
+with rule_logging(snakemake) as log:
+    instance = snakemake.wildcards.regpath_instance
+    settings = dict(snakemake.params.settings)
     log.info("regularization path of %s with %s", instance, settings)
     radii = radius_grid(**settings.pop("radii"))
     table = regpath_table(instance, radii=radii, **settings)
     path = table[table["method"] == "path"]
-    write_csv(path, snakemake.output.path)  # noqa: F821
-    write_csv(table[table["method"] != "path"], snakemake.output.compare)  # noqa: F821
+    write_csv(path, snakemake.output.path)
+    write_csv(table[table["method"] != "path"], snakemake.output.compare)
     for row in path.itertuples():
-        log.info("R %9.4f  %-8s cosine %.9f  KKT residual %.1e  log(L - inf L) %9.3f  %s/%s starts at the optimum",
-                 row.R, row.kind, row.cosine, row.kkt_residual, row.log_excess_loss, row.n_at_best, row.n_starts)
+        log.info(
+            "R %9.4f  %-8s cosine %.9f  KKT residual %.1e  log(L - inf L) %9.3f  %s/%s starts at the optimum",
+            row.R,
+            row.kind,
+            row.cosine,
+            row.kkt_residual,
+            row.log_excess_loss,
+            row.n_at_best,
+            row.n_starts,
+        )

@@ -3,11 +3,11 @@
 import pandas as pd
 
 from maxmargin.figures.regpath import draw_regpath
-from maxmargin.io import rule_logging
 from maxmargin.figures.style import save_figure
+from maxmargin.io import rule_logging
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    table = pd.concat([pd.read_csv(snakemake.input.path), pd.read_csv(snakemake.input.compare)])  # noqa: F821
+with rule_logging(snakemake) as log:
+    table = pd.concat([pd.read_csv(snakemake.input.path), pd.read_csv(snakemake.input.compare)])
     fig = draw_regpath(table)
-    save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin regularization paths"})  # noqa: F821
+    save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin regularization paths"})
     log.info("drew the regularization paths")

@@ -4,15 +4,21 @@ import pandas as pd
 
 from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    path = pd.concat([pd.read_csv(f) for f in snakemake.input.path], ignore_index=True)  # noqa: F821
-    compare = pd.concat([pd.read_csv(f) for f in snakemake.input.compare], ignore_index=True)  # noqa: F821
-    write_csv(path, snakemake.output.path)  # noqa: F821
-    write_csv(compare, snakemake.output.compare)  # noqa: F821
+with rule_logging(snakemake) as log:
+    path = pd.concat([pd.read_csv(f) for f in snakemake.input.path], ignore_index=True)
+    compare = pd.concat([pd.read_csv(f) for f in snakemake.input.compare], ignore_index=True)
+    write_csv(path, snakemake.output.path)
+    write_csv(compare, snakemake.output.compare)
     last = path[path["R"] == path.groupby("instance")["R"].transform("max")]
     for row in last.itertuples():
-        log.info("%s at R = %g: cosine with %s %.9f (KKT residual %.1e)", row.instance, row.R, row.kind, row.cosine,
-                 row.kkt_residual)
+        log.info(
+            "%s at R = %g: cosine with %s %.9f (KKT residual %.1e)",
+            row.instance,
+            row.R,
+            row.kind,
+            row.cosine,
+            row.kkt_residual,
+        )
     log.info("largest KKT residual on any path: %.2e", path["kkt_residual"].max())
     for (instance, run, kind), g in compare.groupby(["instance", "run", "kind"]):
         top = g.loc[g["R"].idxmax()]

@@ -3,13 +3,13 @@
 from maxmargin.experiments.synthetic import run_experiment
 from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    name = snakemake.wildcards.experiment  # noqa: F821
-    log.info("experiment %s with %s", name, snakemake.params.settings)  # noqa: F821
-    tables = run_experiment(name, dict(snakemake.params.settings))  # noqa: F821
-    write_csv(tables.trajectories, snakemake.output.trajectories)  # noqa: F821
-    write_csv(tables.tokens, snakemake.output.tokens)  # noqa: F821
-    write_csv(tables.directions, snakemake.output.directions)  # noqa: F821
+with rule_logging(snakemake) as log:
+    name = snakemake.wildcards.experiment
+    log.info("experiment %s with %s", name, snakemake.params.settings)
+    tables = run_experiment(name, dict(snakemake.params.settings))
+    write_csv(tables.trajectories, snakemake.output.trajectories)
+    write_csv(tables.tokens, snakemake.output.tokens)
+    write_csv(tables.directions, snakemake.output.directions)
     runs = tables.directions[tables.directions["record"] == "gd_run"]
     for row in runs.itertuples():
         log.info("%s -> %s %s: cosine %.6f, ||p|| %.2f", row.run, row.kind, row.tokens, row.final_cosine, row.p_norm)

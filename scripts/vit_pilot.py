@@ -5,22 +5,31 @@ from pathlib import Path
 
 import torch
 
-from maxmargin.io import rule_logging, write_csv
 from maxmargin.experiments.vit import VitSettings, load_image_data, resolve_device, train_vit
 from maxmargin.experiments.vit_study import pilot_row, reset_peak_memory
+from maxmargin.io import rule_logging, write_csv
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    torch.set_num_threads(snakemake.threads)  # noqa: F821
-    full = VitSettings.from_config(dict(snakemake.params.settings))  # noqa: F821
-    pilot = dataclasses.replace(full, train=dataclasses.replace(full.train, epochs=snakemake.params.pilot_epochs))  # noqa: F821
+with rule_logging(snakemake) as log:
+    torch.set_num_threads(snakemake.threads)
+    full = VitSettings.from_config(dict(snakemake.params.settings))
+    pilot = dataclasses.replace(full, train=dataclasses.replace(full.train, epochs=snakemake.params.pilot_epochs))
     data = load_image_data(pilot.data, pilot.train.seed)
     reset_peak_memory(resolve_device(pilot.train.device))
-    checkpoint = Path(snakemake.params.checkpoint)  # noqa: F821
+    checkpoint = Path(snakemake.params.checkpoint)
     result = train_vit(pilot, data, checkpoint)
     checkpoint.unlink(missing_ok=True)  # the pilot's own: never resumed by the real run
     row = pilot_row(pilot, result, full.train.epochs)
-    write_csv(row, snakemake.output[0])  # noqa: F821
+    write_csv(row, snakemake.output[0])
     r = row.iloc[0].to_dict()
-    log.info("pilot on %s (%s, compiled %s): %.1f images/s, %.1f s per epoch, projected %.2f h for %d epochs, "
-             "peak memory %.0f MB", r["device"], r["dtype"], r["compiled"], r["images_per_s"], r["epoch_seconds"],
-             r["projected_total_hours"], full.train.epochs, r["peak_memory_mb"])  # fmt: skip
+    log.info(
+        "pilot on %s (%s, compiled %s): %.1f images/s, %.1f s per epoch, projected %.2f h for %d epochs, "
+        "peak memory %.0f MB",
+        r["device"],
+        r["dtype"],
+        r["compiled"],
+        r["images_per_s"],
+        r["epoch_seconds"],
+        r["projected_total_hours"],
+        full.train.epochs,
+        r["peak_memory_mb"],
+    )

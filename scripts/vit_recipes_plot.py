@@ -2,11 +2,11 @@
 
 import pandas as pd
 
+from maxmargin.figures.style import save_figure
 from maxmargin.figures.vit import recipes_figure
 from maxmargin.io import rule_logging
-from maxmargin.figures.style import save_figure
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    fig = recipes_figure(pd.read_csv(snakemake.input[0]))  # noqa: F821
-    save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin vit_recipes"})  # noqa: F821
+with rule_logging(snakemake) as log:
+    fig = recipes_figure(pd.read_csv(snakemake.input[0]))
+    save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin vit_recipes"})
     log.info("drew the recipe study")

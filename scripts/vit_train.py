@@ -2,18 +2,26 @@
 
 import torch
 
-from maxmargin.io import rule_logging
 from maxmargin.experiments.vit import VitSettings, load_image_data, save_result, train_vit
+from maxmargin.io import rule_logging
 
-with rule_logging(snakemake) as log:  # noqa: F821 (snakemake is injected)
-    torch.set_num_threads(snakemake.threads)  # noqa: F821
-    settings = VitSettings.from_config(dict(snakemake.params.settings))  # noqa: F821
+with rule_logging(snakemake) as log:
+    torch.set_num_threads(snakemake.threads)
+    settings = VitSettings.from_config(dict(snakemake.params.settings))
     log.info("ViT settings %s", settings)
     data = load_image_data(settings.data, settings.train.seed)
     log.info("data %s: %d train, %d test images", data.name, len(data.x_train), len(data.x_test))
-    result = train_vit(settings, data, snakemake.params.checkpoint)  # noqa: F821
-    out = snakemake.output  # noqa: F821
+    result = train_vit(settings, data, snakemake.params.checkpoint)
+    out = snakemake.output
     table = save_result(result, settings, out.metrics, out.sidecar, out.maps)
     first, last = table.iloc[0], table.iloc[-1]
-    log.info("soft-sparsity %.4f -> %.4f, ||W||_F %.3f -> %.3f over %d epochs on %s (%s)", first.soft_sparsity,
-             last.soft_sparsity, first.w_frobenius, last.w_frobenius, last.epoch, data.name, result.info["device"])
+    log.info(
+        "soft-sparsity %.4f -> %.4f, ||W||_F %.3f -> %.3f over %d epochs on %s (%s)",
+        first.soft_sparsity,
+        last.soft_sparsity,
+        first.w_frobenius,
+        last.w_frobenius,
+        last.epoch,
+        data.name,
+        result.info["device"],
+    )

@@ -25,8 +25,9 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, config: dict | None = None, check: bool = True,
-              timeout: float = 900) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def snakemake(
+    workdir: Path, *args: str, config: dict | None = None, check: bool = True, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
     """Run snakemake in ``workdir``; ``config`` is deep-merged over the default config via --configfile."""
     cmd = [str(SNAKEMAKE), "--cores", "2", *args]
     if config is not None:

@@ -6,13 +6,13 @@ import mpmath
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import snakemake
 from scipy.optimize import brentq
 
-from conftest import snakemake
-from maxmargin.experiments import census as C
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.model import grad_p, log_non_selected_mass, risk, token_scores
 from maxmargin.core.svm import classify_direction
+from maxmargin.experiments import census as C
 
 
 def random_keys(seed: int, B: int, n: int, T: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -156,8 +156,10 @@ def test_ldp_classification_equals_cvxopt(d):
 def test_rows_do_not_depend_on_the_split(d):
     settings = C.CensusSettings(n_trials=10, n_iter=300, seed=7)
     whole = C.run_trials(settings, d)
-    parts = pd.concat([C.run_trials(settings, d, range(5), chunk=2), C.run_trials(settings, d, range(5, 10), chunk=3)],
-                      ignore_index=True)  # fmt: skip
+    parts = pd.concat(
+        [C.run_trials(settings, d, range(5), chunk=2), C.run_trials(settings, d, range(5, 10), chunk=3)],
+        ignore_index=True,
+    )
     pd.testing.assert_frame_equal(whole, parts, check_exact=True)
     single = C.run_trials(settings, d, [6])
     pd.testing.assert_frame_equal(whole.iloc[[6]].reset_index(drop=True), single, check_exact=True)
@@ -165,13 +167,15 @@ def test_rows_do_not_depend_on_the_split(d):
 
 
 def test_summary_and_gap_distribution():
-    trials = pd.DataFrame({
-        "d": [5] * 6 + [10] * 2,
-        "saturated": [False, True, True, True, True, True, True, True],
-        "class": ["not_saturated", "gmm", "lmm", "lmm", "neither", "gmm", "gmm", "lmm"],
-        "corr": [np.nan, 1.0, 0.99, 0.98, 0.97, 1.0, 1.0, 0.9],
-        "gap": [np.nan, 0.3, 0.1, 0.0124, -0.0124, 0.5, 0.2, 0.3],
-    })  # fmt: skip
+    trials = pd.DataFrame(
+        {
+            "d": [5] * 6 + [10] * 2,
+            "saturated": [False, True, True, True, True, True, True, True],
+            "class": ["not_saturated", "gmm", "lmm", "lmm", "neither", "gmm", "gmm", "lmm"],
+            "corr": [np.nan, 1.0, 0.99, 0.98, 0.97, 1.0, 1.0, 0.9],
+            "gap": [np.nan, 0.3, 0.1, 0.0124, -0.0124, 0.5, 0.2, 0.3],
+        }
+    )
     s = C.summarize(trials).set_index("d")
     assert list(C.summarize(trials).columns) == C.SUMMARY_COLUMNS
     assert s.loc[5, "n_trials"] == 6
@@ -188,8 +192,15 @@ def test_summary_and_gap_distribution():
 
 
 def test_no_saturated_trial_leaves_the_gap_distribution_undefined():
-    trials = pd.DataFrame({"d": [2, 2], "saturated": [False, False], "class": ["not_saturated"] * 2,
-                           "corr": [np.nan] * 2, "gap": [np.nan] * 2})  # fmt: skip
+    trials = pd.DataFrame(
+        {
+            "d": [2, 2],
+            "saturated": [False, False],
+            "class": ["not_saturated"] * 2,
+            "corr": [np.nan] * 2,
+            "gap": [np.nan] * 2,
+        }
+    )
     assert np.isnan(C.summarize(trials)["p_gap_negative"].item())
     hist = C.gap_distribution(trials, [2], 0.005)
     assert (hist["n_saturated"] == 0).all() and hist["cumulative"].isna().all() and hist["probability"].isna().all()

@@ -7,19 +7,26 @@ import json
 import types
 
 import pandas as pd
-
 from conftest import DEFAULT_CONFIG
+
 from maxmargin.claims import CLAIMS, claims_markdown, evaluate_claims
 from maxmargin.experiments.synthetic import fig8
 from maxmargin.io import provenance_path, rule_logging, write_csv
 
 
 def census_summary(pct_gmm, p_gap_negative=(0.0, 0.002, 0.004)):
-    return pd.DataFrame({
-        "d": [2, 10, 100], "n_trials": 1000, "pct_not_saturated": [60.0, 2.0, 0.0],
-        "pct_lmm": [40.0, 97.0, 99.5], "pct_gmm": list(pct_gmm), "pct_neither": [0.0, 1.0, 0.5],
-        "mean_corr": [0.995, 0.998, 0.999], "p_gap_negative": list(p_gap_negative),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "d": [2, 10, 100],
+            "n_trials": 1000,
+            "pct_not_saturated": [60.0, 2.0, 0.0],
+            "pct_lmm": [40.0, 97.0, 99.5],
+            "pct_gmm": list(pct_gmm),
+            "pct_neither": [0.0, 1.0, 0.5],
+            "mean_corr": [0.995, 0.998, 0.999],
+            "p_gap_negative": list(p_gap_negative),
+        }
+    )
 
 
 def census_trials(n_negative):
@@ -28,21 +35,28 @@ def census_trials(n_negative):
 
 
 def test_claims_follow_the_measured_numbers():
-    holds = evaluate_claims({"census_summary": census_summary([5.0, 20.0, 60.0]),
-                             "census_trials": census_trials(3)}, DEFAULT_CONFIG).set_index("claim_id")  # fmt: skip
+    holds = evaluate_claims(
+        {"census_summary": census_summary([5.0, 20.0, 60.0]), "census_trials": census_trials(3)}, DEFAULT_CONFIG
+    ).set_index("claim_id")
     assert holds.loc["census_gmm_grows", "verdict"] == "holds"
     assert holds.loc["census_gap_negative", "verdict"] == "holds"
     assert holds.loc["census_gap_negative", "measured"].startswith("0.0030 pooled")
     assert "d=100: 0.0040" in holds.loc["census_gap_negative", "measured"]
-    differs = evaluate_claims({"census_summary": census_summary([60.0, 20.0, 5.0], (0.0, 0.03, 0.0)),
-                               "census_trials": census_trials(30)}, DEFAULT_CONFIG).set_index("claim_id")  # fmt: skip
+    differs = evaluate_claims(
+        {"census_summary": census_summary([60.0, 20.0, 5.0], (0.0, 0.03, 0.0)), "census_trials": census_trials(30)},
+        DEFAULT_CONFIG,
+    ).set_index("claim_id")
     assert differs.loc["census_gmm_grows", "verdict"] == "differs"
     assert differs.loc["census_gap_negative", "verdict"] == "differs"
     assert "above 1% at d = 10" in differs.loc["census_gap_negative", "note"]
     assert differs.loc["vit_sparsity", "verdict"] == "not run"
     assert "vit_metrics" in differs.loc["vit_sparsity", "note"]
-    assert evaluate_claims({"census_summary": census_summary([1, 2, 3])}, DEFAULT_CONFIG).set_index("claim_id").loc[
-        "census_gap_negative", "verdict"] == "not run"  # fmt: skip
+    assert (
+        evaluate_claims({"census_summary": census_summary([1, 2, 3])}, DEFAULT_CONFIG)
+        .set_index("claim_id")
+        .loc["census_gap_negative", "verdict"]
+        == "not run"
+    )
 
 
 def test_claims_from_a_real_experiment_table():
@@ -51,7 +65,10 @@ def test_claims_from_a_real_experiment_table():
     assert row["verdict"] == "holds"
     assert row["measured"].startswith("1 start(s) -> GMM, 1 -> LMM")
     one_start = table[~((table["record"] == "gd_run") & (table["kind"] == "lmm"))]
-    assert evaluate_claims({"directions": one_start}, DEFAULT_CONFIG).set_index("claim_id").loc["n1_necessary", "verdict"] == "differs"
+    assert (
+        evaluate_claims({"directions": one_start}, DEFAULT_CONFIG).set_index("claim_id").loc["n1_necessary", "verdict"]
+        == "differs"
+    )
 
 
 def test_claim_notes_quote_the_config_that_ran():
@@ -71,8 +88,13 @@ def test_claims_markdown_has_one_row_per_claim():
 
 
 def test_tables_written_in_a_rule_carry_provenance(tmp_path):
-    job = types.SimpleNamespace(rule="demo", log=[str(tmp_path / "demo.log")], wildcards={"d": "5"},
-                                params={"seed": 3}, config={"census": {"seed": 3}})  # fmt: skip
+    job = types.SimpleNamespace(
+        rule="demo",
+        log=[str(tmp_path / "demo.log")],
+        wildcards={"d": "5"},
+        params={"seed": 3},
+        config={"census": {"seed": 3}},
+    )
     with rule_logging(job):
         write_csv(pd.DataFrame({"x": [1.0]}), tmp_path / "t.csv")
     sidecar = json.loads(provenance_path(tmp_path / "t.csv").read_text())
@@ -84,8 +106,15 @@ def test_tables_written_in_a_rule_carry_provenance(tmp_path):
 
 
 def vit_metrics(final_acc: float) -> pd.DataFrame:
-    return pd.DataFrame({"epoch": [0, 1, 2], "test_acc": [0.1, 0.2, final_acc], "soft_sparsity": [0.9, 0.7, 0.5],
-                         "w_frobenius": [1.0, 2.0, 3.0], "dataset": "cifar10"})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "epoch": [0, 1, 2],
+            "test_acc": [0.1, 0.2, final_acc],
+            "soft_sparsity": [0.9, 0.7, 0.5],
+            "w_frobenius": [1.0, 2.0, 3.0],
+            "dataset": "cifar10",
+        }
+    )
 
 
 def test_vit_claims_need_a_model_that_learned():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import snakemake
+
 from maxmargin.config import check_config
 from maxmargin.experiments.synthetic import fig8
 

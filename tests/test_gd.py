@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from maxmargin.experiments import instances as I
 from maxmargin.core.gd import cosine, gradient_descent, joint_normalized_gd
-from maxmargin.experiments.instances import scored_tokens
 from maxmargin.core.svm import att_svm, p_relax, v_svm
+from maxmargin.experiments import instances as I
+from maxmargin.experiments.instances import scored_tokens
 
 
 def test_theorem2_single_input_converges_to_gmm_from_every_start():

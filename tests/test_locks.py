@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
-pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("flock") is None,
-                                reason="needs GNU make and util-linux flock")  # fmt: skip
+pytestmark = pytest.mark.skipif(
+    shutil.which("make") is None or shutil.which("flock") is None, reason="needs GNU make and util-linux flock"
+)
 
 BUSY = "another snakemake run is active in this directory"
 BUSY_EXIT = 2  # make's own status when a recipe fails (the recipe itself exits 75)
@@ -89,8 +89,15 @@ def wait_for(path: Path, timeout: float = 15.0) -> None:
 
 def start_long_run(project: Path) -> subprocess.Popen[str]:
     """`make figures` whose snakemake runs until the test creates ``release`` (its own session, to kill it whole)."""
-    proc = subprocess.Popen(["make", "figures", "SMK_ARGS=hold"], cwd=project, env=make_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        ["make", "figures", "SMK_ARGS=hold"],
+        cwd=project,
+        env=make_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     wait_for(project / "started")
     return proc
 
@@ -100,8 +107,9 @@ def test_overlapping_run_is_refused_after_a_disjoint_run_deleted_the_locks(proje
     try:
         assert calls(project) == ["--cores 2 hold"] and any((project / ".snakemake/locks").iterdir())
         # A short run on other targets, started outside make, finishes and (Snakemake 9.17+) deletes every lock.
-        subprocess.run([str(project / ".venv/bin/snakemake"), "--cores", "1", "other"], cwd=project, check=True,
-                       timeout=30)  # fmt: skip
+        subprocess.run(
+            [str(project / ".venv/bin/snakemake"), "--cores", "1", "other"], cwd=project, check=True, timeout=30
+        )
         assert not (project / ".snakemake/locks").exists()
         for target in ("figures", "report", "gallery", "clean-results"):
             refused = make(project, target)
@@ -156,8 +164,9 @@ def test_snakemake_keeps_a_running_lock_when_another_run_ends(tmp_path: Path) ->
     """
     (tmp_path / "Snakefile").write_text(SLOW_SNAKEFILE)
     smk = [str(Path(sys.executable).with_name("snakemake")), "--cores", "1"]
-    holder = subprocess.Popen([*smk, "slow.txt"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [*smk, "slow.txt"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         locks = tmp_path / ".snakemake" / "locks"
         deadline = time.monotonic() + 60

@@ -125,7 +125,9 @@ def test_losses_never_overflow():
 def test_non_selected_mass_far_below_epsilon():
     K = np.array([[[0.0, 0.0], [1.0, 0.0], [0.5, 0.0]]])
     p = np.array([100.0, 0.0])  # gaps 50 and 100: 1 - s = e^-50 + e^-100 ~ 2e-22
-    expected = float(mpmath.log(mpmath.exp(-50) + mpmath.exp(-100)) - mpmath.log(1 + mpmath.exp(-50) + mpmath.exp(-100)))
+    expected = float(
+        mpmath.log(mpmath.exp(-50) + mpmath.exp(-100)) - mpmath.log(1 + mpmath.exp(-50) + mpmath.exp(-100))
+    )
     np.testing.assert_allclose(log_non_selected_mass(K, p), [expected], rtol=1e-14)
 
 

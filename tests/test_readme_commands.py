@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SNAKEMAKE, copy_workflow
 
 SYNTHETIC = {"synthetic_experiment", "plot_synthetic"}

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-
 import mpmath
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import snakemake
 from scipy.optimize import minimize, minimize_scalar
 
-from conftest import snakemake
-from maxmargin.experiments import instances as I
 from maxmargin.core.gd import cosine, gradient_descent
 from maxmargin.core.model import Gradient, keys, model_output, risk, token_scores
+from maxmargin.core.svm import att_svm, p_relax, v_svm
+from maxmargin.experiments import instances as I
 from maxmargin.experiments.regpath import (
     ball_kkt_residual,
     grad_W,
@@ -24,7 +24,6 @@ from maxmargin.experiments.regpath import (
     regularization_path_p,
     solve_on_balls,
 )
-from maxmargin.core.svm import att_svm, p_relax, v_svm
 
 GMM_1B = att_svm(I.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
 LMM_1B = att_svm(I.fig1b().K, np.array([1])).direction  # (1, 0, 0)
@@ -119,8 +118,12 @@ def test_path_matches_a_brute_force_search_on_the_circle(R):
     on_circle = lambda t: R * np.stack([np.cos(t), np.sin(t), np.zeros_like(t)], -1)  # noqa: E731
     grid = np.linspace(-np.pi, np.pi, 200_001)
     t0 = grid[np.argmin(risk(inst.K, inst.gamma, on_circle(grid)))]
-    fine = minimize_scalar(lambda t: float(risk(inst.K, inst.gamma, on_circle(np.array(t)))),
-                           bounds=(t0 - 1e-4, t0 + 1e-4), method="bounded", options={"xatol": 1e-12})  # fmt: skip
+    fine = minimize_scalar(
+        lambda t: float(risk(inst.K, inst.gamma, on_circle(np.array(t)))),
+        bounds=(t0 - 1e-4, t0 + 1e-4),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     path = regularization_path_p(inst.K, inst.gamma, np.array([R]), n_random=8, seed=1)
     p = path.p[0]
     assert np.linalg.norm(p) == pytest.approx(R, rel=1e-12) and path.active_p[0]
@@ -147,8 +150,12 @@ def test_joint_optimum_matches_a_brute_force_search_on_the_torus():
     TV, TP = np.meshgrid(grid, grid, indexing="ij")
     values = L(TV.ravel(), TP.ravel())
     j = int(np.argmin(values))
-    fine = minimize(lambda t: float(L(np.array(t[0]), np.array(t[1]))), [TV.ravel()[j], TP.ravel()[j]],
-                    method="Nelder-Mead", options={"xatol": 1e-11, "fatol": 1e-16, "maxiter": 4000})  # fmt: skip
+    fine = minimize(
+        lambda t: float(L(np.array(t[0]), np.array(t[1]))),
+        [TV.ravel()[j], TP.ravel()[j]],
+        method="Nelder-Mead",
+        options={"xatol": 1e-11, "fatol": 1e-16, "maxiter": 4000},
+    )
     path = regularization_path_joint(inst.X, inst.Y, inst.K, np.array([R]), n_random=8, seed=3)
     v, p = path.v[0], path.p[0]
     assert path.active_v[0] and path.active_p[0]
@@ -257,8 +264,13 @@ def test_regpath_and_lemma1_targets_end_to_end(workflow_dir):
     results = wd / "results"
     for ext in ("pdf", "png"):
         assert (results / "figures" / f"regpath.{ext}").stat().st_size > 10_000
-    for rule, name in [("regpath_instance", "fig1b"), ("regpath_instance", "fig3b"), ("regpath_table", "regpath"),
-                       ("plot_regpath", "regpath"), ("lemma1_table", "lemma1")]:  # fmt: skip
+    for rule, name in [
+        ("regpath_instance", "fig1b"),
+        ("regpath_instance", "fig3b"),
+        ("regpath_table", "regpath"),
+        ("plot_regpath", "regpath"),
+        ("lemma1_table", "lemma1"),
+    ]:
         assert (results / "logs" / rule / f"{name}.log").exists()
         assert (results / "benchmarks" / rule / f"{name}.tsv").exists()
     table = pd.read_csv(results / "tables" / "regpath.csv")

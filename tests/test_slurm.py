@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, SNAKEMAKE, copy_workflow
 
 PROFILE = REPO / "workflow" / "profiles" / "slurm"
@@ -88,8 +87,16 @@ def test_dry_run_through_the_profile_needs_no_cluster(workdir):
 
 @pytest.mark.skipif(not (REPO / "workflow" / "config" / "paper.yaml").exists(), reason="no paper-scale config yet")
 def test_paper_scale_vit_asks_slurm_for_one_gpu(workdir):
-    proc = run(workdir, "--profile", "workflow/profiles/slurm", "-n", "--configfile", "workflow/config/paper.yaml",
-               "--", "results/paper/tables/vit_metrics.csv")  # fmt: skip
+    proc = run(
+        workdir,
+        "--profile",
+        "workflow/profiles/slurm",
+        "-n",
+        "--configfile",
+        "workflow/config/paper.yaml",
+        "--",
+        "results/paper/tables/vit_metrics.csv",
+    )
     job = re.search(r"^rule vit_train:\n(?:    .*\n)*?    resources: (.*)$", proc.stdout, flags=re.MULTILINE)
     assert job, proc.stdout[-2000:]
     assert "gpu=1" in job.group(1) and "mem_mb=32000" in job.group(1)

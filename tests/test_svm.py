@@ -190,9 +190,14 @@ def test_random_att_svm_kkt_and_slsqp() -> None:
         res = att_svm(K, alpha)
         assert res.feasible and res.kkt_residual < 1e-9
         D = (K[np.arange(n), alpha][:, None, :] - K)[np.arange(T)[None, :] != alpha[:, None]]
-        ref = minimize(lambda p: 0.5 * p @ p, np.zeros(d), jac=lambda p: p, method="SLSQP",
-                       constraints=[{"type": "ineq", "fun": lambda p: D @ p - 1, "jac": lambda p: D}],
-                       options={"ftol": 1e-15, "maxiter": 500})
+        ref = minimize(
+            lambda p: 0.5 * p @ p,
+            np.zeros(d),
+            jac=lambda p: p,
+            method="SLSQP",
+            constraints=[{"type": "ineq", "fun": lambda p: D @ p - 1, "jac": lambda p: D}],
+            options={"ftol": 1e-15, "maxiter": 500},
+        )
         np.testing.assert_allclose(res.solution, ref.x, atol=1e-5)
         # Active mask == SVM neighbours of Definition 2.
         np.testing.assert_array_equal(res.active, svm_neighbors(K, alpha, res.solution))
@@ -215,7 +220,18 @@ def test_neighbors_and_score_gap_by_hand() -> None:
 
 
 def test_module_has_no_print_and_docstrings_cite_paper() -> None:
-    for name in ["att_svm", "p_relax", "v_svm", "v_svm_qp", "svm_neighbors", "is_locally_optimal",
-                 "optimal_tokens", "is_globally_optimal", "min_score_gap", "classify_direction", "gmm_direction"]:
+    for name in [
+        "att_svm",
+        "p_relax",
+        "v_svm",
+        "v_svm_qp",
+        "svm_neighbors",
+        "is_locally_optimal",
+        "optimal_tokens",
+        "is_globally_optimal",
+        "min_score_gap",
+        "classify_direction",
+        "gmm_direction",
+    ]:
         doc = getattr(svm, name).__doc__
         assert doc is not None and len(doc.strip().splitlines()) >= 2

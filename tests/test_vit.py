@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from conftest import REPO, snakemake
 from snakemake.utils import validate
 from timm.models.vision_transformer import VisionTransformer
 from torchvision.datasets import CIFAR10
@@ -28,8 +29,6 @@ from maxmargin.experiments.vit import (
     TrainSettings,
     VitSettings,
 )
-
-from conftest import REPO, snakemake
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 WALL_CLOCK = ["train_seconds", "epoch_seconds"]  # the only columns that differ between identical runs
@@ -56,8 +55,12 @@ def write_cifar10(root: Path, per_batch: int = 4, n_test: int = 6, seed: int = 0
         n = n_test if name == "test_batch" else per_batch
         data = rng.integers(0, 256, size=(n, 3072), dtype=np.uint8)
         labels = rng.integers(0, 10, size=n).tolist()
-        entry = {"batch_label": f"{name} of 6", "labels": labels, "data": data,
-                 "filenames": [f"img_{name}_{i}.png" for i in range(n)]}  # fmt: skip
+        entry = {
+            "batch_label": f"{name} of 6",
+            "labels": labels,
+            "data": data,
+            "filenames": [f"img_{name}_{i}.png" for i in range(n)],
+        }
         (folder / name).write_bytes(pickle.dumps(entry, protocol=2))
         arrays[name] = data
         arrays[f"{name}_labels"] = np.asarray(labels)
@@ -121,8 +124,10 @@ def truncated_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
         tar.add(src / CIFAR10.base_folder, arcname=CIFAR10.base_folder)
     monkeypatch.setattr(CIFAR10, "tgz_md5", md5(archive))
     archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
-    monkeypatch.setattr("torchvision.datasets.cifar.download_and_extract_archive",
-                        lambda *args, **kwargs: pytest.fail("tried to download CIFAR-10"))  # fmt: skip
+    monkeypatch.setattr(
+        "torchvision.datasets.cifar.download_and_extract_archive",
+        lambda *args, **kwargs: pytest.fail("tried to download CIFAR-10"),
+    )
     return archive, CIFAR10.tgz_md5
 
 
@@ -148,8 +153,9 @@ def test_corrupt_batch_is_reported_by_name(tiny_cifar: tuple[Path, dict[str, np.
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
-def test_quick_fallback_warning_reaches_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capfd: pytest.CaptureFixture[str], damage: str) -> None:  # fmt: skip
+def test_quick_fallback_warning_reaches_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], damage: str
+) -> None:
     """In a Snakemake job the ``maxmargin`` logger writes only to the rule's log; the fallback must show on stderr."""
     root = truncated_archive(tmp_path, monkeypatch)[0].parent if damage == "corrupt" else tmp_path / "empty"
     data = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=True, n_test=10))
@@ -182,7 +188,11 @@ def test_paper_config_refuses_to_fall_back(tmp_path: Path) -> None:
     assert cfg["model"] == {"patch_size": 2, "embed_dim": 768, "depth": 12, "num_heads": 12, "mlp_ratio": 4.0}
     assert cfg["train"]["epochs"] == 400 and cfg["resources"]["gpu"] == 1
     # the recipe the study picked (docs/vit.md): Adam after a warm-up, clipped, then a fixed rate, no decay
-    assert (cfg["train"]["optimizer"], cfg["train"]["schedule"], cfg["train"]["weight_decay"]) == ("adam", "constant", 0)
+    assert (cfg["train"]["optimizer"], cfg["train"]["schedule"], cfg["train"]["weight_decay"]) == (
+        "adam",
+        "constant",
+        0,
+    )
     assert cfg["train"]["warmup_epochs"] > 0 and cfg["train"]["grad_clip"] > 0 and cfg["train"]["device"] == "cuda"
     settings = VitSettings.from_config(cfg)
     empty = tmp_path / "no_cifar"
@@ -206,8 +216,9 @@ def test_quick_config_falls_back_to_digits_with_a_warning(tmp_path: Path, caplog
 @pytest.mark.parametrize("qk_norm", [False, True])
 def test_probe_equals_timms_unfused_attention(qk_norm: bool) -> None:
     torch.manual_seed(0)
-    model = VisionTransformer(img_size=32, patch_size=8, num_classes=10, embed_dim=32, depth=2, num_heads=4,
-                              qk_norm=qk_norm).eval()  # fmt: skip
+    model = VisionTransformer(
+        img_size=32, patch_size=8, num_classes=10, embed_dim=32, depth=2, num_heads=4, qk_norm=qk_norm
+    ).eval()
     with torch.no_grad():  # move the attention away from uniform so the comparison is not trivial
         for p in model.blocks[-1].attn.qkv.parameters():
             p.mul_(8.0)
@@ -263,10 +274,14 @@ def test_key_query_frobenius_by_hand() -> None:
 
 
 def tiny_settings(epochs: int, **train: object) -> VitSettings:
-    return VitSettings(model=ModelSettings(**TINY_MODEL), data=DataSettings(),
-                       train=TrainSettings(**{"optimizer": "adam", "lr": 3e-3, "epochs": epochs, "batch_size": 16,
-                                              "device": "cpu", **train}),
-                       probe=ProbeSettings(n_images=8, image_index=1))  # fmt: skip
+    return VitSettings(
+        model=ModelSettings(**TINY_MODEL),
+        data=DataSettings(),
+        train=TrainSettings(
+            **{"optimizer": "adam", "lr": 3e-3, "epochs": epochs, "batch_size": 16, "device": "cpu", **train}
+        ),
+        probe=ProbeSettings(n_images=8, image_index=1),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -295,9 +310,9 @@ def kill_at_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
 
 
 @pytest.mark.parametrize("optimizer,augment,schedule", [("adam", False, "cosine"), ("sgd", True, "constant")])
-def test_killed_and_resumed_run_equals_uninterrupted(tmp_path: Path, tiny_data: ImageData, optimizer: str,
-                                                     augment: bool, schedule: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_killed_and_resumed_run_equals_uninterrupted(
+    tmp_path: Path, tiny_data: ImageData, optimizer: str, augment: bool, schedule: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     s = tiny_settings(3, optimizer=optimizer, schedule=schedule, warmup_epochs=1.0, grad_clip=1.0)
     settings = VitSettings(s.model, DataSettings(augment=augment), s.train, s.probe)
     whole = vit.train_vit(settings, tiny_data, tmp_path / "a.pt")
@@ -391,11 +406,15 @@ def test_save_result_files(tmp_path: Path, tiny_data: ImageData) -> None:
 
 @pytest.mark.slow
 def test_fig6_fig7_end_to_end(workflow_dir: Path) -> None:
-    config = {"vit": {"model": TINY_MODEL,
-                      "data": {"root": "data/none", "download": False, "n_train": 96, "n_test": 48},
-                      "train": {"epochs": 2, "batch_size": 32},
-                      "probe": {"n_images": 16, "image_index": 3},
-                      "plots": {"fig6_epochs": [0, 1, 2]}}}  # fmt: skip
+    config = {
+        "vit": {
+            "model": TINY_MODEL,
+            "data": {"root": "data/none", "download": False, "n_train": 96, "n_test": 48},
+            "train": {"epochs": 2, "batch_size": 32},
+            "probe": {"n_images": 16, "image_index": 3},
+            "plots": {"fig6_epochs": [0, 1, 2]},
+        }
+    }
     snakemake(workflow_dir, "fig6", "fig7", config=config)
     for name in ("fig6", "fig7"):
         for ext in ("pdf", "png"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import DEFAULT_CONFIG
+
 from maxmargin.experiments import vit_study
 from maxmargin.experiments.vit import TrainResult
 
@@ -17,7 +17,10 @@ def test_recipe_merges_the_proxy_and_the_recipe_over_the_vit_block():
     s = vit_study.recipe_settings(vit, study, name)
     assert s.model.embed_dim == study["model"]["embed_dim"] and s.model.mlp_ratio == vit["model"]["mlp_ratio"]
     assert s.train.epochs == study["train"]["epochs"] and s.train.seed == vit["train"]["seed"]
-    assert (s.train.optimizer, s.train.schedule) == (study["recipes"][-1]["optimizer"], study["recipes"][-1]["schedule"])
+    assert (s.train.optimizer, s.train.schedule) == (
+        study["recipes"][-1]["optimizer"],
+        study["recipes"][-1]["schedule"],
+    )
     assert s.data.n_train == study["data"]["n_train"] and s.data.root == vit["data"]["root"]
     full = vit_study.recipe_settings(vit, {**study, "proxy": False}, name)
     assert full.model.embed_dim == vit["model"]["embed_dim"] and full.data.n_train == vit["data"]["n_train"]

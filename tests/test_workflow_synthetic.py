@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import snakemake
 
 TARGETS = ["fig1", "fig2", "fig3", "fig4", "fig5", "fig8", "results/tables/directions.csv"]
@@ -57,7 +56,10 @@ def test_synthetic_targets_end_to_end(workflow_dir):
     ("config", "expected"),
     [
         ({"synthetic": {"fig1": {"eta": -1}}}, "['synthetic']['fig1']['eta']"),
-        ({"synthetic": {"fig5": {"losses": ["hinge"]}}}, "'hinge' is not one of ['logistic', 'exponential', 'correlation']"),
+        (
+            {"synthetic": {"fig5": {"losses": ["hinge"]}}},
+            "'hinge' is not one of ['logistic', 'exponential', 'correlation']",
+        ),
         ({"synthetic": {"fig9": {}}}, "'fig9' was unexpected"),
     ],
 )

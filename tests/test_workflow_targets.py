@@ -11,8 +11,10 @@ from conftest import REPO, SNAKEMAKE, copy_workflow
 OFF_ALL = {
     "gallery_thumbnail",  # writes docs/gallery/ (committed), outside the results root: `make gallery`
     "vit_pilot",  # times a few epochs before a long run: `vit_pilot`
-    "vit_recipe_train", "vit_recipes_table", "vit_recipes_plot",  # ~15 min of CPU: `vit_recipes`
-}  # fmt: skip
+    "vit_recipe_train",
+    "vit_recipes_table",
+    "vit_recipes_plot",  # ~15 min of CPU: `vit_recipes`
+}
 
 
 def rule_blocks() -> dict[str, str]:
@@ -33,8 +35,9 @@ def planned_jobs(stdout: str) -> list[tuple[str, list[str], list[str]]]:
 
 def test_every_output_is_a_target_of_all(tmp_path):
     work = copy_workflow(tmp_path)
-    proc = subprocess.run([str(SNAKEMAKE), "-n", "--forceall", "--cores", "2"], cwd=work, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [str(SNAKEMAKE), "-n", "--forceall", "--cores", "2"], cwd=work, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = planned_jobs(proc.stdout)
     (all_inputs,) = [set(inputs) for rule, inputs, _ in jobs if rule == "all"]

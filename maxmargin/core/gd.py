@@ -37,7 +37,6 @@ class Trajectory:
         return None if self.v is None else self.v[..., -1, :]
 
 
-
 def _as_batch(x: Array) -> tuple[Array, bool]:
     x = np.asarray(x, dtype=np.float64)
     return (x[None], True) if x.ndim == 1 else (x.copy(), False)
@@ -118,9 +117,7 @@ def joint_normalized_gd(
         v = v - eta * gv
         ps.append(p.copy())
         vs.append(v.copy())
-    return Trajectory(
-        p=_finish(ps, squeeze), v=_finish(vs, squeeze), skipped=skipped[0] if squeeze else skipped
-    )
+    return Trajectory(p=_finish(ps, squeeze), v=_finish(vs, squeeze), skipped=skipped[0] if squeeze else skipped)
 
 
 def cosine(a: Array, b: Array) -> Array:

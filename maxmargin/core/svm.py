@@ -68,13 +68,19 @@ def _kkt(D: NDArray[np.float64], b: NDArray[np.float64], p: NDArray[np.float64],
     Primal feasibility, lam >= 0, stationarity p = D^T lam, complementary slackness lam * slack = 0.
     """
     slack = D @ p - b
-    parts = [0.0, float(np.max(-slack, initial=0.0)), float(np.max(-lam, initial=0.0)),
-             float(np.max(np.abs(p - D.T @ lam), initial=0.0)), float(np.max(np.abs(lam * slack), initial=0.0))]
+    parts = [
+        0.0,
+        float(np.max(-slack, initial=0.0)),
+        float(np.max(-lam, initial=0.0)),
+        float(np.max(np.abs(p - D.T @ lam), initial=0.0)),
+        float(np.max(np.abs(lam * slack), initial=0.0)),
+    ]
     return max(parts)
 
 
-def _polish(D: NDArray[np.float64], b: NDArray[np.float64], act: NDArray[np.bool_],
-            tol: float) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+def _polish(
+    D: NDArray[np.float64], b: NDArray[np.float64], act: NDArray[np.bool_], tol: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """Exact min-norm point on the active set A: p = D_A^T lam_A with (D_A D_A^T) lam_A = b_A.
 
     KKT system of (ATT-SVM)/(SVM) restricted to A; accepted only if feasible with lam_A >= -tol.
@@ -110,8 +116,9 @@ def _ldp(D: NDArray[np.float64], b: NDArray[np.float64]) -> tuple[NDArray[np.flo
     return -r[:-1] / r[-1], u / -r[-1]
 
 
-def _solve_min_norm(D: NDArray[np.float64], b: NDArray[np.float64], *, tol: float,
-                    start: NDArray[np.float64] | None = None) -> SVMResult:
+def _solve_min_norm(
+    D: NDArray[np.float64], b: NDArray[np.float64], *, tol: float, start: NDArray[np.float64] | None = None
+) -> SVMResult:
     """Solve min ||p|| s.t. D p >= b (b in {0,1}) with cvxopt + polish; ``active`` is per row of D.
 
     Generic form of (ATT-SVM), eq. (10) and (SVM).
@@ -137,8 +144,9 @@ def _solve_min_norm(D: NDArray[np.float64], b: NDArray[np.float64], *, tol: floa
     return SVMResult(p, True, "optimal", active, _kkt(Dk, bk, p, lam_k))
 
 
-def _qp_and_polish(D: NDArray[np.float64], b: NDArray[np.float64], tol: float,
-                   start: NDArray[np.float64] | None) -> tuple[NDArray[np.float64] | None, NDArray[np.float64], bool]:
+def _qp_and_polish(
+    D: NDArray[np.float64], b: NDArray[np.float64], tol: float, start: NDArray[np.float64] | None
+) -> tuple[NDArray[np.float64] | None, NDArray[np.float64], bool]:
     """QP (cvxopt) -> active set -> exact polish; NNLS-LDP fallback when cvxopt fails.
 
     Numerical core for (ATT-SVM), (10) and (SVM); returns (p, multipliers, polished?).
@@ -193,8 +201,9 @@ def _constraints(K: NDArray[np.float64], alpha: NDArray[np.int_]) -> tuple[NDArr
     return diff, np.arange(T)[None, :] != alpha[:, None]
 
 
-def p_relax(K: NDArray[np.float64], alpha: NDArray[np.int_], support: NDArray[np.bool_], *,
-            tol: float = 1e-9) -> SVMResult:
+def p_relax(
+    K: NDArray[np.float64], alpha: NDArray[np.int_], support: NDArray[np.bool_], *, tol: float = 1e-9
+) -> SVMResult:
     """Relaxed max-margin attention problem: margin 1 on support inputs, 0 on the rest.
 
     Eq. (10) (Theorem 6): p^T(k_{i alpha_i} - k_it) >= 1 for i in S, >= 0 for i not in S, t != alpha_i.
@@ -259,8 +268,9 @@ def v_svm(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = 1e-9) 
     return _solve_min_norm(D, b, tol=tol, start=w)
 
 
-def svm_neighbors(K: NDArray[np.float64], alpha: NDArray[np.int_], p_mm: NDArray[np.float64], *,
-                  tol: float = 1e-7) -> NDArray[np.bool_]:
+def svm_neighbors(
+    K: NDArray[np.float64], alpha: NDArray[np.int_], p_mm: NDArray[np.float64], *, tol: float = 1e-7
+) -> NDArray[np.bool_]:
     """SVM-neighbour mask T_i: tokens t != alpha_i on the margin, (k_{i alpha_i} - k_it)^T p_mm = 1.
 
     Definition 2; equality is tested within tol relative to max(1, ||k_{i alpha_i} - k_it|| ||p_mm||).
@@ -323,8 +333,9 @@ class MaxMarginDirection:
     score_gap: float
 
 
-def classify_direction(K: NDArray[np.float64], gamma: NDArray[np.float64], alpha: NDArray[np.int_], *,
-                       tol: float = 1e-9) -> MaxMarginDirection:
+def classify_direction(
+    K: NDArray[np.float64], gamma: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float = 1e-9
+) -> MaxMarginDirection:
     """Solve (ATT-SVM) at alpha and classify p_mm(alpha) as GMM, LMM, neither, or infeasible.
 
     Definitions 1-2: GMM iff locally optimal and globally optimal; LMM iff locally optimal only.

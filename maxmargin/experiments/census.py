@@ -51,12 +51,32 @@ from maxmargin.core.svm import (
 )
 
 TRIAL_COLUMNS = [
-    "d", "trial", "seed", "saturated", "class", "corr", "gap", "p_norm",
-    "log10_unsaturation", "alpha", "optimal_alpha", "svm_norm", "n_neighbors", "skipped_steps", "solver",
-]  # fmt: skip
+    "d",
+    "trial",
+    "seed",
+    "saturated",
+    "class",
+    "corr",
+    "gap",
+    "p_norm",
+    "log10_unsaturation",
+    "alpha",
+    "optimal_alpha",
+    "svm_norm",
+    "n_neighbors",
+    "skipped_steps",
+    "solver",
+]
 SUMMARY_COLUMNS = [
-    "d", "n_trials", "pct_not_saturated", "pct_lmm", "pct_gmm", "pct_neither", "mean_corr", "p_gap_negative",
-]  # fmt: skip
+    "d",
+    "n_trials",
+    "pct_not_saturated",
+    "pct_lmm",
+    "pct_gmm",
+    "pct_neither",
+    "mean_corr",
+    "p_gap_negative",
+]
 CLASSES = ("not_saturated", "gmm", "lmm", "neither", "infeasible")
 DEFAULT_CHUNK = 250  # trials whose d-dimensional data are held at once (memory only: results do not depend on it)
 
@@ -270,8 +290,9 @@ class KeyTrajectory:
     skipped: NDArray[np.int64]  # steps with an exactly zero gradient (skipped, never divided by)
 
 
-def normalized_gd(batch: CensusBatch, *, eta: float, n_iter: int, loss: LossName = "logistic",
-                  bar: tqdm | None = None) -> KeyTrajectory:  # fmt: skip
+def normalized_gd(
+    batch: CensusBatch, *, eta: float, n_iter: int, loss: LossName = "logistic", bar: tqdm | None = None
+) -> KeyTrajectory:
     """Normalized GD p <- p - eta grad L(p) / ||grad L(p)|| on every problem of the batch at once.
 
     Paper: Appendix E (normalized GD, learning rate 1). In key coordinates the step is
@@ -336,8 +357,9 @@ def att_svm_ldp(keys: Array, alpha: NDArray[np.int_], *, tol: float = 1e-9) -> S
     return SVMResult(p, True, "optimal", active, kkt)
 
 
-def classify_selection(keys: Array, gamma: Array, alpha: NDArray[np.int_], *,
-                       tol: float = 1e-9) -> tuple[MaxMarginDirection, str]:  # fmt: skip
+def classify_selection(
+    keys: Array, gamma: Array, alpha: NDArray[np.int_], *, tol: float = 1e-9
+) -> tuple[MaxMarginDirection, str]:
     """GMM / LMM / neither for the tokens alpha selected by a saturated run, and the solver used.
 
     Definitions 1-2, as :func:`maxmargin.core.svm.classify_direction` (which decides when the LDP check fails):
@@ -355,8 +377,14 @@ def classify_selection(keys: Array, gamma: Array, alpha: NDArray[np.int_], *,
     return MaxMarginDirection(kind, alpha, res, nb, min_score_gap(gamma, alpha, nb)), "ldp"
 
 
-def census_rows(batch: CensusBatch, settings: CensusSettings, d: int, *, bar: tqdm | None = None,
-                timings: dict[str, float] | None = None) -> pd.DataFrame:  # fmt: skip
+def census_rows(
+    batch: CensusBatch,
+    settings: CensusSettings,
+    d: int,
+    *,
+    bar: tqdm | None = None,
+    timings: dict[str, float] | None = None,
+) -> pd.DataFrame:
     """Run GD on every problem of the batch, decide saturation and classify: one row per trial (TRIAL_COLUMNS).
 
     Appendix E: alpha_i = argmax_t S(K_i p)_t; saturated iff 1/n sum_i S(K_i p)_{alpha_i} >= 1 - tol;
@@ -375,8 +403,9 @@ def census_rows(batch: CensusBatch, settings: CensusSettings, d: int, *, bar: tq
     alpha = z.argmax(axis=-1)
     log_unsat = log_unsaturation(z)
     saturated = log_unsat <= np.log(settings.saturation_tol)
-    optimal = (np.take_along_axis(batch.gamma, alpha[..., None], axis=-1)[..., 0]
-               >= batch.gamma.max(axis=-1)).all(axis=-1)  # fmt: skip
+    optimal = (np.take_along_axis(batch.gamma, alpha[..., None], axis=-1)[..., 0] >= batch.gamma.max(axis=-1)).all(
+        axis=-1
+    )
     nan = np.full(B, np.nan)
     kind = np.full(B, "not_saturated", dtype=object)
     corr, gap, svm_norm, n_nb = nan.copy(), nan.copy(), nan.copy(), np.zeros(B, dtype=np.int64)
@@ -428,9 +457,15 @@ def _single_thread_blas() -> contextlib.AbstractContextManager[object]:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def run_trials(settings: CensusSettings, d: int, trials: Sequence[int] | None = None, *,
-               chunk: int = DEFAULT_CHUNK, progress: bool = False,
-               timings: dict[str, float] | None = None) -> pd.DataFrame:  # fmt: skip
+def run_trials(
+    settings: CensusSettings,
+    d: int,
+    trials: Sequence[int] | None = None,
+    *,
+    chunk: int = DEFAULT_CHUNK,
+    progress: bool = False,
+    timings: dict[str, float] | None = None,
+) -> pd.DataFrame:
     """The census of dimension d over ``trials`` (default: all ``settings.n_trials``), one row per trial.
 
     Appendix E, Figures 9 and 10. Trials are sampled ``chunk`` at a time (bounding memory for large d)
@@ -445,13 +480,16 @@ def run_trials(settings: CensusSettings, d: int, trials: Sequence[int] | None = 
         return pd.DataFrame(columns=TRIAL_COLUMNS)
     clock = time.process_time()
     with _single_thread_blas():
-        parts = [sample_batch(settings.seed, d, ids[i:i + chunk], settings.n, settings.T, settings.init_scale)
-                 for i in range(0, ids.size, chunk)]  # fmt: skip
+        parts = [
+            sample_batch(settings.seed, d, ids[i : i + chunk], settings.n, settings.T, settings.init_scale)
+            for i in range(0, ids.size, chunk)
+        ]
         batch = CensusBatch(*(np.concatenate([getattr(p, f) for p in parts]) for f in _BATCH_FIELDS), trials=ids)
         if timings is not None:
             timings["sample_s"] = time.process_time() - clock
-        with tqdm(total=settings.n_iter + ids.size, desc=f"census d={d}", unit="step", disable=not progress,
-                  leave=False) as bar:  # fmt: skip
+        with tqdm(
+            total=settings.n_iter + ids.size, desc=f"census d={d}", unit="step", disable=not progress, leave=False
+        ) as bar:
             return census_rows(batch, settings, d, bar=bar, timings=timings)
 
 
@@ -466,16 +504,18 @@ def summarize(trials: pd.DataFrame) -> pd.DataFrame:
         n = len(g)
         sat = g[g["saturated"].astype(bool)]
         cls = g["class"]
-        rows.append({
-            "d": int(d),
-            "n_trials": n,
-            "pct_not_saturated": 100.0 * float((cls == "not_saturated").sum()) / n,
-            "pct_lmm": 100.0 * float(cls.isin(["lmm", "gmm"]).sum()) / n,
-            "pct_gmm": 100.0 * float((cls == "gmm").sum()) / n,
-            "pct_neither": 100.0 * float((cls == "neither").sum()) / n,
-            "mean_corr": float(sat["corr"].mean()) if len(sat) else float("nan"),
-            "p_gap_negative": float((sat["gap"] < 0).mean()) if len(sat) else float("nan"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "d": int(d),
+                "n_trials": n,
+                "pct_not_saturated": 100.0 * float((cls == "not_saturated").sum()) / n,
+                "pct_lmm": 100.0 * float(cls.isin(["lmm", "gmm"]).sum()) / n,
+                "pct_gmm": 100.0 * float((cls == "gmm").sum()) / n,
+                "pct_neither": 100.0 * float((cls == "neither").sum()) / n,
+                "mean_corr": float(sat["corr"].mean()) if len(sat) else float("nan"),
+                "p_gap_negative": float((sat["gap"] < 0).mean()) if len(sat) else float("nan"),
+            }
+        )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -500,8 +540,17 @@ def gap_distribution(trials: pd.DataFrame, dims: Sequence[int], bin_width: float
         counts, _ = np.histogram(gaps, bins=edges)
         # no saturated trial: the distribution is undefined (NaN, as in summarize), not "all zero"
         total = gaps.size if gaps.size else np.nan
-        frames.append(pd.DataFrame({
-            "d": int(d), "bin_left": edges[:-1], "bin_right": edges[1:], "count": counts,
-            "probability": counts / total, "cumulative": np.cumsum(counts) / total, "n_saturated": gaps.size,
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "d": int(d),
+                    "bin_left": edges[:-1],
+                    "bin_right": edges[1:],
+                    "count": counts,
+                    "probability": counts / total,
+                    "cumulative": np.cumsum(counts) / total,
+                    "n_saturated": gaps.size,
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)

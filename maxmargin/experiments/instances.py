@@ -98,9 +98,7 @@ def fig3(variant: str) -> Instance:
 
 def fig5(C: float) -> Instance:
     """Figure 5: two inputs, optimal tokens (1, 1) with score C and (1, -1) with score 1; (0, 0) scores 0."""
-    return scored_tokens(
-        f"fig5_C{C:g}", [[[0.0, 0.0], [1.0, 1.0]], [[0.0, 0.0], [1.0, -1.0]]], [[0.0, C], [0.0, 1.0]]
-    )
+    return scored_tokens(f"fig5_C{C:g}", [[[0.0, 0.0], [1.0, 1.0]], [[0.0, 0.0], [1.0, -1.0]]], [[0.0, C], [0.0, 1.0]])
 
 
 def fig8() -> Instance:

@@ -33,8 +33,6 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-from maxmargin.experiments import instances as inst_mod
-from maxmargin.experiments.synthetic import max_margin_directions, record_iterations
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.model import (
     Array,
@@ -48,6 +46,8 @@ from maxmargin.core.model import (
     token_scores,
 )
 from maxmargin.core.svm import att_svm, p_relax, v_svm
+from maxmargin.experiments import instances as inst_mod
+from maxmargin.experiments.synthetic import max_margin_directions, record_iterations
 
 # ---------------------------------------------------------------------------------------------
 # Objectives in log space
@@ -376,13 +376,26 @@ def regularization_path_p(
     P = np.array(rows["p"])
     kkt = np.array(rows["kkt"])
     return RegularizationPath(
-        radii=radii, p=P, v=None, loss=risk(K, gamma, P, loss), log_excess=np.array(rows["le"]),
-        kkt_residual=kkt, kkt_residual_p=kkt, kkt_residual_v=None, active_p=np.array(rows["active"]),
-        active_v=None, selected=selected_tokens(K, P), n_starts=int(z0.shape[0]),
-        n_at_best=np.array(rows["nbest"]), iterations=np.array(rows["its"]), ends_p=np.array(rows["ends"]),
-        ends_v=None, ends_loss=risk(K, gamma, np.array(rows["ends"]), loss), ends_log_excess=np.array(rows["ends_le"]),
+        radii=radii,
+        p=P,
+        v=None,
+        loss=risk(K, gamma, P, loss),
+        log_excess=np.array(rows["le"]),
+        kkt_residual=kkt,
+        kkt_residual_p=kkt,
+        kkt_residual_v=None,
+        active_p=np.array(rows["active"]),
+        active_v=None,
+        selected=selected_tokens(K, P),
+        n_starts=int(z0.shape[0]),
+        n_at_best=np.array(rows["nbest"]),
+        iterations=np.array(rows["its"]),
+        ends_p=np.array(rows["ends"]),
+        ends_v=None,
+        ends_loss=risk(K, gamma, np.array(rows["ends"]), loss),
+        ends_log_excess=np.array(rows["ends_le"]),
         ends_kkt_residual=np.array(rows["ends_kkt"]),
-    )  # fmt: skip
+    )
 
 
 def regularization_path_joint(
@@ -426,7 +439,21 @@ def regularization_path_joint(
         log_L = log_joint_risk(X, Y, K, v, p, loss)  # gradients of log L: scale-free residuals
         return [Gradient(gv.scaled @ bv, gv.log_scale - log_L), Gradient(gp.scaled @ bp, gp.log_scale - log_L)]
 
-    keys_ = ("v", "p", "kkt_v", "kkt_p", "act_v", "act_p", "ends_v", "ends_p", "ends_le", "ends_kkt", "le", "nbest", "its")
+    keys_ = (
+        "v",
+        "p",
+        "kkt_v",
+        "kkt_p",
+        "act_v",
+        "act_p",
+        "ends_v",
+        "ends_p",
+        "ends_le",
+        "ends_kkt",
+        "le",
+        "nbest",
+        "its",
+    )
     rows: dict[str, list] = {k: [] for k in keys_}
     warm_v, warm_p = _random_units(rng, 1, bv.shape[1]), _random_units(rng, 1, bp.shape[1])
     for R in radii:
@@ -441,23 +468,46 @@ def regularization_path_joint(
         cos_v = (zv @ zv[best]) / (np.linalg.norm(zv, axis=-1) * np.linalg.norm(zv[best]))
         cos_p = (zp @ zp[best]) / (np.linalg.norm(zp, axis=-1) * np.linalg.norm(zp[best]))
         warm_v, warm_p = zv[best][None] / np.linalg.norm(zv[best]), zp[best][None] / np.linalg.norm(zp[best])
-        for key, val in (("v", v[best]), ("p", p[best]), ("kkt_v", sol.kkt_residual[0, best]),
-                         ("kkt_p", sol.kkt_residual[1, best]), ("act_v", sol.active[0, best]),
-                         ("act_p", sol.active[1, best]), ("ends_v", v), ("ends_p", p), ("ends_le", le),
-                         ("ends_kkt", kkt), ("le", le[best]), ("nbest", int(np.sum((cos_v > 1 - 1e-8) & (cos_p > 1 - 1e-8)))),
-                         ("its", int(sol.iterations.max()))):  # fmt: skip
+        for key, val in (
+            ("v", v[best]),
+            ("p", p[best]),
+            ("kkt_v", sol.kkt_residual[0, best]),
+            ("kkt_p", sol.kkt_residual[1, best]),
+            ("act_v", sol.active[0, best]),
+            ("act_p", sol.active[1, best]),
+            ("ends_v", v),
+            ("ends_p", p),
+            ("ends_le", le),
+            ("ends_kkt", kkt),
+            ("le", le[best]),
+            ("nbest", int(np.sum((cos_v > 1 - 1e-8) & (cos_p > 1 - 1e-8)))),
+            ("its", int(sol.iterations.max())),
+        ):
             rows[key].append(val)
     V, P = np.array(rows["v"]), np.array(rows["p"])
     kv, kp = np.array(rows["kkt_v"]), np.array(rows["kkt_p"])
     le = np.array(rows["le"])
     return RegularizationPath(
-        radii=radii, p=P, v=V, loss=np.exp(le), log_excess=le, kkt_residual=np.maximum(kv, kp),
-        kkt_residual_p=kp, kkt_residual_v=kv, active_p=np.array(rows["act_p"]), active_v=np.array(rows["act_v"]),
-        selected=selected_tokens(K, P), n_starts=int(v0.shape[0]), n_at_best=np.array(rows["nbest"]),
-        iterations=np.array(rows["its"]), ends_p=np.array(rows["ends_p"]), ends_v=np.array(rows["ends_v"]),
-        ends_loss=np.exp(np.array(rows["ends_le"])), ends_log_excess=np.array(rows["ends_le"]),
+        radii=radii,
+        p=P,
+        v=V,
+        loss=np.exp(le),
+        log_excess=le,
+        kkt_residual=np.maximum(kv, kp),
+        kkt_residual_p=kp,
+        kkt_residual_v=kv,
+        active_p=np.array(rows["act_p"]),
+        active_v=np.array(rows["act_v"]),
+        selected=selected_tokens(K, P),
+        n_starts=int(v0.shape[0]),
+        n_at_best=np.array(rows["nbest"]),
+        iterations=np.array(rows["its"]),
+        ends_p=np.array(rows["ends_p"]),
+        ends_v=np.array(rows["ends_v"]),
+        ends_loss=np.exp(np.array(rows["ends_le"])),
+        ends_log_excess=np.array(rows["ends_le"]),
         ends_kkt_residual=np.array(rows["ends_kkt"]),
-    )  # fmt: skip
+    )
 
 
 def selected_tokens(K: Array, p: Array) -> NDArray[np.int64]:
@@ -488,8 +538,11 @@ def _torch_grad_W(X: Array, Y: Array, v: Array, u: Array, loss: LossName):
     import torch
 
     Xt, Yt, vt, ut = (torch.tensor(a, dtype=torch.float64) for a in (X, Y, v, u))
-    fn = {"logistic": lambda m: torch.nn.functional.softplus(-m), "exponential": lambda m: torch.exp(-m),
-          "correlation": lambda m: -m}[loss]  # fmt: skip
+    fn = {
+        "logistic": lambda m: torch.nn.functional.softplus(-m),
+        "exponential": lambda m: torch.exp(-m),
+        "correlation": lambda m: -m,
+    }[loss]
 
     def value_and_grad(W: Array) -> tuple[float, Array]:
         Wt = torch.tensor(W, dtype=torch.float64, requires_grad=True)
@@ -557,8 +610,15 @@ def lemma1_check(
         gdev.append(np.linalg.norm(G - grad_W(X, Y, v, W, u, loss)))
         if t < n_iter:
             W = W - (eta / uu) * G
-    return Lemma1Check(u=u, p=P, W_final=W, deviation=np.array(dev), grad_deviation=np.array(gdev),
-                       risk_W=np.array(rW), risk_p=risk(X, gamma, P, loss))  # fmt: skip
+    return Lemma1Check(
+        u=u,
+        p=P,
+        W_final=W,
+        deviation=np.array(dev),
+        grad_deviation=np.array(gdev),
+        risk_W=np.array(rW),
+        risk_p=risk(X, gamma, P, loss),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -566,9 +626,20 @@ def lemma1_check(
 # ---------------------------------------------------------------------------------------------
 
 REGPATH_COLUMNS = [
-    "instance", "method", "run", "R", "kind", "cosine", "kkt_residual", "loss", "log_excess_loss",
-    "active", "selected", "n_starts", "n_at_best",
-]  # fmt: skip
+    "instance",
+    "method",
+    "run",
+    "R",
+    "kind",
+    "cosine",
+    "kkt_residual",
+    "loss",
+    "log_excess_loss",
+    "active",
+    "selected",
+    "n_starts",
+    "n_at_best",
+]
 REGPATH_INSTANCES = ("fig1b", "fig3a", "fig3b")
 
 
@@ -584,26 +655,50 @@ def _tokens(alpha: Array) -> str:
     return json.dumps([int(a) for a in np.ravel(alpha)])
 
 
-def _path_rows(instance: str, method: str, run: str, radii: Array, X: Array, refs: dict[str, Array | None],
-               kkt: dict[str, Array], active: dict[str, Array], loss: Array, log_excess: Array, selected: Array,
-               n_starts: int, n_at_best: Array) -> list[dict]:  # fmt: skip
+def _path_rows(
+    instance: str,
+    method: str,
+    run: str,
+    radii: Array,
+    X: Array,
+    refs: dict[str, Array | None],
+    kkt: dict[str, Array],
+    active: dict[str, Array],
+    loss: Array,
+    log_excess: Array,
+    selected: Array,
+    n_starts: int,
+    n_at_best: Array,
+) -> list[dict]:
     """One row per (radius, kind): the cosine of the block (p or v) that ``kind`` refers to."""
     rows = []
     for kind, ref in refs.items():
         block = "v" if kind == "v_mm" else "p"
         cos = _cos(X[block], ref)
         for j, R in enumerate(radii):
-            rows.append({
-                "instance": instance, "method": method, "run": run, "R": float(R), "kind": kind,
-                "cosine": float(cos[j]), "kkt_residual": float(kkt[block][j]), "loss": float(loss[j]),
-                "log_excess_loss": float(log_excess[j]), "active": bool(active[block][j]),
-                "selected": _tokens(selected[j]), "n_starts": n_starts, "n_at_best": int(n_at_best[j]),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "instance": instance,
+                    "method": method,
+                    "run": run,
+                    "R": float(R),
+                    "kind": kind,
+                    "cosine": float(cos[j]),
+                    "kkt_residual": float(kkt[block][j]),
+                    "loss": float(loss[j]),
+                    "log_excess_loss": float(log_excess[j]),
+                    "active": bool(active[block][j]),
+                    "selected": _tokens(selected[j]),
+                    "n_starts": n_starts,
+                    "n_at_best": int(n_at_best[j]),
+                }
+            )
     return rows
 
 
-def _local_rows(instance: str, path: RegularizationPath, K: Array, refs: dict[str, Array | None],
-                tol: float) -> list[dict]:  # fmt: skip
+def _local_rows(
+    instance: str, path: RegularizationPath, K: Array, refs: dict[str, Array | None], tol: float
+) -> list[dict]:
     """Best end point per token selection other than the path's, if it is a KKT point (kkt <= tol).
 
     These are the constrained local optima (e.g. near the LMM of Fig. 1(b)), kept to show that the path
@@ -622,11 +717,21 @@ def _local_rows(instance: str, path: RegularizationPath, K: Array, refs: dict[st
                 continue
             b = ok[int(np.argmin(path.ends_log_excess[j, ok]))]
             X = {"p": path.ends_p[j, b][None], "v": None if path.ends_v is None else path.ends_v[j, b][None]}
-            rows += _path_rows(instance, "local", f"tokens {key}", np.array([R]), X, refs,
-                               {"p": np.array([path.ends_kkt_residual[j, b]]), "v": np.array([np.nan])},
-                               {"p": np.array([True]), "v": np.array([True])},
-                               np.array([path.ends_loss[j, b]]), np.array([path.ends_log_excess[j, b]]), sel[b][None],
-                               path.n_starts, np.array([len(ok)]))  # fmt: skip
+            rows += _path_rows(
+                instance,
+                "local",
+                f"tokens {key}",
+                np.array([R]),
+                X,
+                refs,
+                {"p": np.array([path.ends_kkt_residual[j, b]]), "v": np.array([np.nan])},
+                {"p": np.array([True]), "v": np.array([True])},
+                np.array([path.ends_loss[j, b]]),
+                np.array([path.ends_log_excess[j, b]]),
+                sel[b][None],
+                path.n_starts,
+                np.array([len(ok)]),
+            )
     return rows
 
 
@@ -681,13 +786,35 @@ def regpath_table(
         inst = inst_mod.fig1b()
         found = max_margin_directions(inst.K, inst.gamma)
         refs = {kind: next(s.direction for k, _, s in found if k == kind) for kind in ("gmm", "lmm")}
-        path = regularization_path_p(inst.K, inst.gamma, radii, loss, candidates=np.array([s.direction for _, _, s in found]),
-                                     n_random=n_random, seed=seed, n_iter=n_iter, tol=tol)  # fmt: skip
+        path = regularization_path_p(
+            inst.K,
+            inst.gamma,
+            radii,
+            loss,
+            candidates=np.array([s.direction for _, _, s in found]),
+            n_random=n_random,
+            seed=seed,
+            n_iter=n_iter,
+            tol=tol,
+        )
         X = {"p": path.p, "v": None}
         kkt = {"p": path.kkt_residual_p}
         active = {"p": path.active_p}
-        rows = _path_rows(instance, "path", "path", radii, X, refs, kkt, active, path.loss, path.log_excess,
-                          path.selected, path.n_starts, path.n_at_best)  # fmt: skip
+        rows = _path_rows(
+            instance,
+            "path",
+            "path",
+            radii,
+            X,
+            refs,
+            kkt,
+            active,
+            path.loss,
+            path.log_excess,
+            path.selected,
+            path.n_starts,
+            path.n_at_best,
+        )
         rows += _local_rows(instance, path, inst.K, refs, local_tol)
         if gd is not None:
             rows += _gd_rows(instance, inst, refs, loss, **gd)
@@ -695,8 +822,18 @@ def regpath_table(
     if instance in ("fig3a", "fig3b"):
         inst = inst_mod.fig3(instance[-1])
         cands = joint_candidates(inst.X, inst.Y, inst.K)
-        path = regularization_path_joint(inst.X, inst.Y, inst.K, radii, loss, candidates=[c[1:] for c in cands],
-                                         n_random=n_random, seed=seed, n_iter=n_iter, tol=tol)  # fmt: skip
+        path = regularization_path_joint(
+            inst.X,
+            inst.Y,
+            inst.K,
+            radii,
+            loss,
+            candidates=[c[1:] for c in cands],
+            n_random=n_random,
+            seed=seed,
+            n_iter=n_iter,
+            tol=tol,
+        )
         alpha = path.selected[-1]
         n = inst.X.shape[0]
         vmm = v_svm(inst.X[np.arange(n), alpha], inst.Y)
@@ -706,14 +843,35 @@ def regpath_table(
         X = {"p": path.p, "v": path.v}
         kkt = {"p": path.kkt_residual_p, "v": path.kkt_residual_v}
         active = {"p": path.active_p, "v": path.active_v}
-        rows = _path_rows(instance, "path", "path", radii, X, refs, kkt, active, path.loss, path.log_excess,
-                          path.selected, path.n_starts, path.n_at_best)  # fmt: skip
+        rows = _path_rows(
+            instance,
+            "path",
+            "path",
+            radii,
+            X,
+            refs,
+            kkt,
+            active,
+            path.loss,
+            path.log_excess,
+            path.selected,
+            path.n_starts,
+            path.n_at_best,
+        )
         return _frame(rows)
     raise ValueError(f"unknown instance {instance!r}; allowed: {', '.join(REGPATH_INSTANCES)}")
 
 
-def _gd_rows(instance: str, inst: inst_mod.Instance, refs: dict[str, Array | None], loss: LossName, *,
-             eta: float, n_iter: int, starts: Sequence[Sequence[float]]) -> list[dict]:  # fmt: skip
+def _gd_rows(
+    instance: str,
+    inst: inst_mod.Instance,
+    refs: dict[str, Array | None],
+    loss: LossName,
+    *,
+    eta: float,
+    n_iter: int,
+    starts: Sequence[Sequence[float]],
+) -> list[dict]:
     """Normalized GD (eq. (3), Appendix E) from each start, recorded at log-spaced iterations with R = ||p(t)||."""
     p0 = np.asarray(starts, dtype=np.float64)
     traj = gradient_descent(inst.K, inst.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
@@ -729,20 +887,32 @@ def _gd_rows(instance: str, inst: inst_mod.Instance, refs: dict[str, Array | Non
         for kind, ref in refs.items():
             cos = _cos(P, ref)
             for j in range(len(its)):
-                rows.append({
-                    "instance": instance, "method": "gd", "run": f"GD from {start}", "R": float(R[j]), "kind": kind,
-                    "cosine": float(cos[j]), "kkt_residual": np.nan, "loss": float(L[j]),
-                    "log_excess_loss": float(le[j]), "active": np.nan, "selected": _tokens(sel[j]),
-                    "n_starts": 1, "n_at_best": np.nan,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "instance": instance,
+                        "method": "gd",
+                        "run": f"GD from {start}",
+                        "R": float(R[j]),
+                        "kind": kind,
+                        "cosine": float(cos[j]),
+                        "kkt_residual": np.nan,
+                        "loss": float(L[j]),
+                        "log_excess_loss": float(le[j]),
+                        "active": np.nan,
+                        "selected": _tokens(sel[j]),
+                        "n_starts": 1,
+                        "n_at_best": np.nan,
+                    }
+                )
     return rows
 
 
 LEMMA1_INSTANCES = ("fig1a", "fig1b", "fig1c")
 
 
-def lemma1_table(*, instances: Sequence[str], u: Sequence[float], eta: float, n_iter: int, seed: int,
-                 loss: LossName = "logistic") -> pd.DataFrame:  # fmt: skip
+def lemma1_table(
+    *, instances: Sequence[str], u: Sequence[float], eta: float, n_iter: int, seed: int, loss: LossName = "logistic"
+) -> pd.DataFrame:
     """Lemma 1 on each instance's data (X, Y, v): max_t ||W(t) - u p(t)^T/||u||^2||_F for GD on W and on p.
 
     p(0) is drawn from N(0, I) with ``seed`` (one draw per instance, in order); ``seed`` also draws the
@@ -758,19 +928,49 @@ def lemma1_table(*, instances: Sequence[str], u: Sequence[float], eta: float, n_
             raise ValueError(f"u has {u.size} entries but the {name} tokens have d = {d}")
         p0 = rng.standard_normal(d)
         chk = lemma1_check(inst.X, inst.Y, inst.v, u, p0, eta=eta, n_iter=n_iter, loss=loss)
-        rows.append({
-            "instance": name, "n": n, "T": T, "d": d, "u": json.dumps(u.tolist()),
-            "p0": json.dumps(p0.tolist()), "eta": eta, "n_iter": n_iter, "loss": loss,
-            "max_deviation": chk.max_deviation, "relative_max_deviation": chk.relative_max_deviation,
-            "max_grad_deviation": float(chk.grad_deviation.max()), "final_p_norm": float(np.linalg.norm(chk.p[-1])),
-            "final_risk_p": float(chk.risk_p[-1]), "final_risk_W": float(chk.risk_W[-1]),
-        })  # fmt: skip
+        rows.append(
+            {
+                "instance": name,
+                "n": n,
+                "T": T,
+                "d": d,
+                "u": json.dumps(u.tolist()),
+                "p0": json.dumps(p0.tolist()),
+                "eta": eta,
+                "n_iter": n_iter,
+                "loss": loss,
+                "max_deviation": chk.max_deviation,
+                "relative_max_deviation": chk.relative_max_deviation,
+                "max_grad_deviation": float(chk.grad_deviation.max()),
+                "final_p_norm": float(np.linalg.norm(chk.p[-1])),
+                "final_risk_p": float(chk.risk_p[-1]),
+                "final_risk_W": float(chk.risk_W[-1]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 __all__ = [
-    "BallSolve", "LEMMA1_INSTANCES", "Lemma1Check", "REGPATH_COLUMNS", "REGPATH_INSTANCES", "RegularizationPath", "ball_kkt_residual", "grad_W", "key_difference_basis",
-    "lemma1_check", "log_excess_risk", "log_joint_risk", "project_ball", "radius_grid",
-    "joint_candidates", "lemma1_table", "regpath_table", "regularization_path_joint", "regularization_path_p",
-    "selected_tokens", "solve_on_balls", "span_basis",
-]  # fmt: skip
+    "BallSolve",
+    "LEMMA1_INSTANCES",
+    "Lemma1Check",
+    "REGPATH_COLUMNS",
+    "REGPATH_INSTANCES",
+    "RegularizationPath",
+    "ball_kkt_residual",
+    "grad_W",
+    "key_difference_basis",
+    "lemma1_check",
+    "log_excess_risk",
+    "log_joint_risk",
+    "project_ball",
+    "radius_grid",
+    "joint_candidates",
+    "lemma1_table",
+    "regpath_table",
+    "regularization_path_joint",
+    "regularization_path_p",
+    "selected_tokens",
+    "solve_on_balls",
+    "span_basis",
+]

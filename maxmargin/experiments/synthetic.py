@@ -17,15 +17,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maxmargin.experiments import instances as inst_mod
 from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd
-from maxmargin.experiments.instances import Instance
 from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output
 from maxmargin.core.svm import SVMResult, att_svm, classify_direction, p_relax, v_svm
+from maxmargin.experiments import instances as inst_mod
+from maxmargin.experiments.instances import Instance
 
 DIRECTION_COLUMNS = [
-    "figure", "record", "kind", "tokens", "direction", "norm", "run", "final_cosine", "p_norm", "kkt_residual",
-]  # fmt: skip
+    "figure",
+    "record",
+    "kind",
+    "tokens",
+    "direction",
+    "norm",
+    "run",
+    "final_cosine",
+    "p_norm",
+    "kkt_residual",
+]
 
 
 @dataclass(frozen=True)
@@ -101,11 +110,14 @@ def tokens_frame(figure: str, instance: Instance) -> pd.DataFrame:
 
 def _direction_row(figure: str, kind: str, alpha: Array, svm: SVMResult) -> dict[str, Any]:
     return {
-        "figure": figure, "record": "direction", "kind": kind,
+        "figure": figure,
+        "record": "direction",
+        "kind": kind,
         "tokens": json.dumps([int(a) for a in alpha]),
         "direction": json.dumps([float(x) for x in svm.direction]),
-        "norm": svm.norm, "kkt_residual": svm.kkt_residual,
-    }  # fmt: skip
+        "norm": svm.norm,
+        "kkt_residual": svm.kkt_residual,
+    }
 
 
 def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, target: Array) -> dict[str, Any]:
@@ -116,11 +128,15 @@ def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, tar
             f"check the step size and iteration count of this figure in the config"
         )
     return {
-        "figure": figure, "record": "gd_run", "kind": kind, "run": label,
+        "figure": figure,
+        "record": "gd_run",
+        "kind": kind,
+        "run": label,
         "tokens": json.dumps([int(a) for a in alpha]),
         "direction": json.dumps([float(x) for x in final / np.linalg.norm(final)]),
-        "final_cosine": float(cosine(final, target)), "p_norm": float(np.linalg.norm(final)),
-    }  # fmt: skip
+        "final_cosine": float(cosine(final, target)),
+        "p_norm": float(np.linalg.norm(final)),
+    }
 
 
 def _directions(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -160,7 +176,9 @@ def _p_runs(figure: str, instance: Instance, labels: Sequence[str], traj: Trajec
     return rows
 
 
-def fig1(panel: str, *, eta: float, n_iter: int, n_starts: int, start_radius: float, loss: str, seed: int) -> ExperimentTables:
+def fig1(
+    panel: str, *, eta: float, n_iter: int, n_starts: int, start_radius: float, loss: str, seed: int
+) -> ExperimentTables:
     """Figure 1(a, b, c): normalized GD on p from ``n_starts`` starts; GMM (and LMM) directions.
 
     Paper: Section 2, Theorems 2 and 3, Figure 1.
@@ -170,14 +188,20 @@ def fig1(panel: str, *, eta: float, n_iter: int, n_starts: int, start_radius: fl
     p0 = inst_mod.starts_on_circle(n_starts, start_radius, instance.X.shape[-1], phase=np.pi / n_starts)
     traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
     labels = [f"start {i + 1}" for i in range(n_starts)]
-    rows = [_direction_row(figure, "gmm", np.argmax(instance.gamma, -1), att_svm(instance.K, np.argmax(instance.gamma, -1)))]
+    rows = [
+        _direction_row(figure, "gmm", np.argmax(instance.gamma, -1), att_svm(instance.K, np.argmax(instance.gamma, -1)))
+    ]
     if panel != "c":
         rows += [_direction_row(figure, k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
     rows += _p_runs(figure, instance, labels, traj)
-    return ExperimentTables(_p_frame(figure, labels, traj, instance.K), tokens_frame(figure, instance), _directions(rows))
+    return ExperimentTables(
+        _p_frame(figure, labels, traj, instance.K), tokens_frame(figure, instance), _directions(rows)
+    )
 
 
-def fig2(*, eta: float, n_iter: int, n_starts: int, start_radius: float, half_angle_deg: float, loss: str) -> ExperimentTables:
+def fig2(
+    *, eta: float, n_iter: int, n_starts: int, start_radius: float, half_angle_deg: float, loss: str
+) -> ExperimentTables:
     """Figure 2: GD started inside the cone C_{mu,R}(p_mm) of an LMM direction stays and converges there.
 
     Paper: Theorem 3, eq. (7)-(8), Figure 2; drawn on the Figure 1(b) instance whose LMM is (1, 0).
@@ -238,12 +262,19 @@ def fig4(*, n_iter: int, eta_normalized: float, eta_constant: float, loss: str, 
         f"normalized GD (eta={eta_normalized:g})": dict(eta=eta_normalized, normalized=True),
         f"GD (constant eta={eta_constant:g})": dict(eta=eta_constant, normalized=False),
     }
-    trajs = [gradient_descent(instance.K, instance.gamma, np.zeros((1, d)), n_iter=n_iter, loss=loss, **kw) for kw in runs.values()]
+    trajs = [
+        gradient_descent(instance.K, instance.gamma, np.zeros((1, d)), n_iter=n_iter, loss=loss, **kw)
+        for kw in runs.values()
+    ]
     traj = Trajectory(p=np.concatenate([t.p for t in trajs]), skipped=np.concatenate([t.skipped for t in trajs]))
     labels = list(runs)
     gmm_alpha = np.argmax(instance.gamma, -1)
-    rows = [_direction_row("fig4", "gmm", gmm_alpha, att_svm(instance.K, gmm_alpha))] + _p_runs("fig4", instance, labels, traj)
-    return ExperimentTables(_p_frame("fig4", labels, traj, instance.K), tokens_frame("fig4", instance), _directions(rows))
+    rows = [_direction_row("fig4", "gmm", gmm_alpha, att_svm(instance.K, gmm_alpha))] + _p_runs(
+        "fig4", instance, labels, traj
+    )
+    return ExperimentTables(
+        _p_frame("fig4", labels, traj, instance.K), tokens_frame("fig4", instance), _directions(rows)
+    )
 
 
 def fig5(*, eta: float, n_iter: int, C: Sequence[float], losses: Sequence[str]) -> ExperimentTables:
@@ -279,7 +310,9 @@ def fig8(*, eta: float, n_iter: int, starts: Sequence[Sequence[float]], loss: st
     labels = [f"start {i + 1}" for i in range(p0.shape[0])]
     rows = [_direction_row("fig8", k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
     rows += _p_runs("fig8", instance, labels, traj)
-    return ExperimentTables(_p_frame("fig8", labels, traj, instance.K), tokens_frame("fig8", instance), _directions(rows))
+    return ExperimentTables(
+        _p_frame("fig8", labels, traj, instance.K), tokens_frame("fig8", instance), _directions(rows)
+    )
 
 
 EXPERIMENTS: dict[str, Callable[..., ExperimentTables]] = {

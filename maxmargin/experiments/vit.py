@@ -229,18 +229,21 @@ def load_digits32(seed: int = 0, test_fraction: float = 0.2) -> ImageData:
     img = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)  # (N, 8, 8), values 0..16 -> 0..255
     img = np.kron(img, np.ones((1, 4, 4), dtype=np.uint8))  # (N, 32, 32)
     img = np.repeat(img[:, None], 3, axis=1)  # (N, 3, 32, 32)
-    idx_tr, idx_te = train_test_split(np.arange(len(img)), test_size=test_fraction, random_state=seed,
-                                      stratify=digits.target)  # fmt: skip
+    idx_tr, idx_te = train_test_split(
+        np.arange(len(img)), test_size=test_fraction, random_state=seed, stratify=digits.target
+    )
     x, y = torch.from_numpy(img), torch.as_tensor(digits.target, dtype=torch.int64)
     return ImageData(x[idx_tr], y[idx_tr], x[idx_te], y[idx_te], DIGITS_NAME, [str(d) for d in range(10)])
 
 
 def missing_cifar10_message(root: str | os.PathLike[str]) -> str:
     root = Path(root)
-    return (f"CIFAR-10 is not available in {root.resolve()}. Put the archive cifar-10-python.tar.gz "
-            f"(from {CIFAR10_URL}) into that directory, or extract it there so that "
-            f"{root / 'cifar-10-batches-py'}/data_batch_1 exists, or allow vit.data.download on a machine "
-            "with network access.")  # fmt: skip
+    return (
+        f"CIFAR-10 is not available in {root.resolve()}. Put the archive cifar-10-python.tar.gz "
+        f"(from {CIFAR10_URL}) into that directory, or extract it there so that "
+        f"{root / 'cifar-10-batches-py'}/data_batch_1 exists, or allow vit.data.download on a machine "
+        "with network access."
+    )
 
 
 @dataclass(frozen=True)
@@ -278,9 +281,11 @@ def corrupt_cifar10_files(root: str | os.PathLike[str]) -> list[CorruptFile]:
 
 def corrupt_cifar10_message(root: str | os.PathLike[str], files: list[CorruptFile]) -> str:
     named = "; ".join(f"{f.path.resolve()} has md5 {f.found_md5}, expected {f.expected_md5}" for f in files)
-    return (f"CIFAR-10 is present in {Path(root).resolve()} but corrupt (truncated or damaged, the md5 checksum "
-            f"does not match): {named}. Delete the damaged file, then put a good copy of cifar-10-python.tar.gz "
-            f"(from {CIFAR10_URL}) there, or allow vit.data.download on a machine with network access.")  # fmt: skip
+    return (
+        f"CIFAR-10 is present in {Path(root).resolve()} but corrupt (truncated or damaged, the md5 checksum "
+        f"does not match): {named}. Delete the damaged file, then put a good copy of cifar-10-python.tar.gz "
+        f"(from {CIFAR10_URL}) there, or allow vit.data.download on a machine with network access."
+    )
 
 
 def _archive_intact(root: Path) -> bool:
@@ -362,10 +367,19 @@ def build_vit(settings: ModelSettings) -> nn.Module:
     """
     from timm.models.vision_transformer import VisionTransformer
 
-    return VisionTransformer(img_size=settings.img_size, patch_size=settings.patch_size, in_chans=3,
-                             num_classes=settings.num_classes, embed_dim=settings.embed_dim, depth=settings.depth,
-                             num_heads=settings.num_heads, mlp_ratio=settings.mlp_ratio, qkv_bias=True,
-                             class_token=True, global_pool="token")  # fmt: skip
+    return VisionTransformer(
+        img_size=settings.img_size,
+        patch_size=settings.patch_size,
+        in_chans=3,
+        num_classes=settings.num_classes,
+        embed_dim=settings.embed_dim,
+        depth=settings.depth,
+        num_heads=settings.num_heads,
+        mlp_ratio=settings.mlp_ratio,
+        qkv_bias=True,
+        class_token=True,
+        global_pool="token",
+    )
 
 
 def last_attention(model: nn.Module) -> nn.Module:
@@ -479,7 +493,7 @@ class DeviceUnavailableError(RuntimeError):
 
 
 def resolve_device(name: str) -> torch.device:
-    """"auto" picks CUDA when available, else the CPU; "cuda" insists on a usable GPU."""
+    """ "auto" picks CUDA when available, else the CPU; "cuda" insists on a usable GPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -506,8 +520,9 @@ def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str) -> 
     raise ValueError(f"unknown vit.train.schedule {schedule!r} (constant, cosine)")
 
 
-def make_scheduler(optimizer: torch.optim.Optimizer, settings: TrainSettings,
-                   steps_per_epoch: int) -> torch.optim.lr_scheduler.LambdaLR:  # fmt: skip
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, settings: TrainSettings, steps_per_epoch: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     """A per-step scheduler for :func:`lr_factor` (its state goes into the checkpoint)."""
     total = settings.epochs * steps_per_epoch
     warmup = round(settings.warmup_epochs * steps_per_epoch)
@@ -525,8 +540,20 @@ def make_optimizer(params: Any, settings: TrainSettings) -> torch.optim.Optimize
     raise ValueError(f"unknown optimizer {settings.optimizer!r} (sgd, adam, adamw)")
 
 
-METRIC_COLUMNS = ["epoch", "train_loss", "train_acc", "test_acc", "soft_sparsity", "soft_sparsity_image",
-                  "w_frobenius", "cls_self_attention", "lr", "dataset", "train_seconds", "epoch_seconds"]  # fmt: skip
+METRIC_COLUMNS = [
+    "epoch",
+    "train_loss",
+    "train_acc",
+    "test_acc",
+    "soft_sparsity",
+    "soft_sparsity_image",
+    "w_frobenius",
+    "cls_self_attention",
+    "lr",
+    "dataset",
+    "train_seconds",
+    "epoch_seconds",
+]
 
 
 @dataclass
@@ -545,8 +572,9 @@ class TrainResult:
 class _Evaluator:
     """Loss/accuracy passes and the probe, batched, under the configured autocast."""
 
-    def __init__(self, model: nn.Module, forward: Callable, data: ImageData, settings: VitSettings,
-                 device: torch.device) -> None:  # fmt: skip
+    def __init__(
+        self, model: nn.Module, forward: Callable, data: ImageData, settings: VitSettings, device: torch.device
+    ) -> None:
         self.model, self.forward, self.device, self.settings = model, forward, device, settings
         self.mean, self.std = data.mean.to(device), data.std.to(device)
         self.batch = 2 * settings.train.batch_size
@@ -555,8 +583,9 @@ class _Evaluator:
         if not 0 <= idx < len(data.x_test):
             raise ValueError(f"probe.image_index {idx} outside the {len(data.x_test)} test images")
         # The fixed Figure 6 image first, then the probe set.
-        self.probe_x = normalize(torch.cat([data.x_test[idx : idx + 1], data.x_test[:n_probe]]).to(device),
-                                 self.mean, self.std)  # fmt: skip
+        self.probe_x = normalize(
+            torch.cat([data.x_test[idx : idx + 1], data.x_test[:n_probe]]).to(device), self.mean, self.std
+        )
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.settings.train.bf16)
@@ -581,8 +610,7 @@ class _Evaluator:
         s = patch_attention(rows)
         self_entry = rows.mean(dim=1)[:, 0]
         sparsity = soft_sparsity(s[1:])
-        return (float(sparsity.mean()), float(self_entry[1:].mean()), s[0].double().cpu().numpy(),
-                float(self_entry[0]))  # fmt: skip
+        return (float(sparsity.mean()), float(self_entry[1:].mean()), s[0].double().cpu().numpy(), float(self_entry[0]))
 
 
 def _rng_state(generator: torch.Generator) -> dict[str, Any]:
@@ -664,31 +692,59 @@ class _Trainer:
         self.fingerprint = settings.fingerprint(data.identity)
         self.history = _History()
 
-    def measure(self, epoch: int, train_loss: float, train_acc: float, t0: float,
-                train_seconds: float) -> tuple[dict[str, Any], np.ndarray, float]:  # fmt: skip
+    def measure(
+        self, epoch: int, train_loss: float, train_acc: float, t0: float, train_seconds: float
+    ) -> tuple[dict[str, Any], np.ndarray, float]:
         """Test accuracy, probe and ||W||_F after ``epoch``; ``t0`` is when the epoch started."""
         _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
         sparsity, self_mean, fixed_map, fixed_self = self.ev.probe()
-        row = {"epoch": epoch, "train_loss": train_loss, "train_acc": train_acc, "test_acc": test_acc,
-               "soft_sparsity": sparsity, "soft_sparsity_image": float(soft_sparsity(torch.from_numpy(fixed_map))),
-               "w_frobenius": key_query_frobenius(self.model), "cls_self_attention": self_mean,
-               "lr": self.optimizer.param_groups[0]["lr"], "dataset": self.data.name,
-               "train_seconds": train_seconds, "epoch_seconds": time.perf_counter() - t0}  # fmt: skip
-        log.info("epoch %d: train loss %.4f acc %.3f, test acc %.3f, soft-sparsity %.4f, ||W||_F %.3f (%.1fs)", epoch,
-                 train_loss, train_acc, test_acc, sparsity, row["w_frobenius"], row["epoch_seconds"])  # fmt: skip
+        row = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "train_acc": train_acc,
+            "test_acc": test_acc,
+            "soft_sparsity": sparsity,
+            "soft_sparsity_image": float(soft_sparsity(torch.from_numpy(fixed_map))),
+            "w_frobenius": key_query_frobenius(self.model),
+            "cls_self_attention": self_mean,
+            "lr": self.optimizer.param_groups[0]["lr"],
+            "dataset": self.data.name,
+            "train_seconds": train_seconds,
+            "epoch_seconds": time.perf_counter() - t0,
+        }
+        log.info(
+            "epoch %d: train loss %.4f acc %.3f, test acc %.3f, soft-sparsity %.4f, ||W||_F %.3f (%.1fs)",
+            epoch,
+            train_loss,
+            train_acc,
+            test_acc,
+            sparsity,
+            row["w_frobenius"],
+            row["epoch_seconds"],
+        )
         return row, fixed_map, fixed_self
 
     def save(self, epoch: int) -> None:
         """Checkpoint after ``epoch`` (one file, replaced atomically); the last row's time then includes the write."""
         t0 = time.perf_counter()
         h = self.history
-        save_checkpoint(self.checkpoint, {
-            "format": CHECKPOINT_FORMAT, "fingerprint": self.fingerprint, "settings": self.settings.to_dict(),
-            "epoch": epoch, "finished": epoch >= self.ts.epochs, "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-            "rng": _rng_state(self.generator), "metrics": h.rows, "maps": torch.from_numpy(np.stack(h.maps)),
-            "cls_self": torch.tensor(h.selfs),
-        })  # fmt: skip
+        save_checkpoint(
+            self.checkpoint,
+            {
+                "format": CHECKPOINT_FORMAT,
+                "fingerprint": self.fingerprint,
+                "settings": self.settings.to_dict(),
+                "epoch": epoch,
+                "finished": epoch >= self.ts.epochs,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "rng": _rng_state(self.generator),
+                "metrics": h.rows,
+                "maps": torch.from_numpy(np.stack(h.maps)),
+                "cls_self": torch.tensor(h.selfs),
+            },
+        )
         h.rows[-1]["epoch_seconds"] += time.perf_counter() - t0
 
     def resume(self) -> int | None:
@@ -746,9 +802,11 @@ def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes
     due = [r for r in rows if r["epoch"] == guard.after_epochs]
     if not due or due[0]["test_acc"] >= chance + guard.margin:
         return None
-    return (f"after {guard.after_epochs} epochs the ViT's test accuracy is {due[0]['test_acc']:.3f}, within "
-            f"{guard.margin:g} of chance ({chance:.3f}): it is not learning, and its Figure 7 would not mean "
-            "anything; see docs/vit.md for recipes that learn")  # fmt: skip
+    return (
+        f"after {guard.after_epochs} epochs the ViT's test accuracy is {due[0]['test_acc']:.3f}, within "
+        f"{guard.margin:g} of chance ({chance:.3f}): it is not learning, and its Figure 7 would not mean "
+        "anything; see docs/vit.md for recipes that learn"
+    )
 
 
 def train_vit(settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> TrainResult:
@@ -789,23 +847,37 @@ def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
     """The :class:`TrainResult` of a finished run, with the sidecar's description of what was measured."""
     data, h, idx = run.data, run.history, run.settings.probe.image_index
     info = {
-        "dataset": data.name, "dataset_note": data.note, "classes": data.classes,
-        "n_train": len(data.x_train), "n_test": len(data.x_test), "n_probe": len(run.ev.probe_x) - 1,
+        "dataset": data.name,
+        "dataset_note": data.note,
+        "classes": data.classes,
+        "n_train": len(data.x_train),
+        "n_test": len(data.x_test),
+        "n_probe": len(run.ev.probe_x) - 1,
         "device": str(run.device),
         "device_name": torch.cuda.get_device_name(run.device) if run.device.type == "cuda" else "cpu",
-        "torch_threads": torch.get_num_threads(), "optimizer": run.ts.optimizer,
-        "n_parameters": sum(p.numel() for p in run.model.parameters()), "patch_tokens": int(h.maps[0].shape[0]),
-        "resumed_from_epoch": resumed, "seconds_this_call": seconds, "fingerprint": run.fingerprint,
+        "torch_threads": torch.get_num_threads(),
+        "optimizer": run.ts.optimizer,
+        "n_parameters": sum(p.numel() for p in run.model.parameters()),
+        "patch_tokens": int(h.maps[0].shape[0]),
+        "resumed_from_epoch": resumed,
+        "seconds_this_call": seconds,
+        "fingerprint": run.fingerprint,
         "peak_memory_mb": peak_memory_mb(run.device),
         "soft_sparsity": "mean over the probe images of (||s||_1^2/||s||_2^2)/T, s = last-layer [CLS] attention "
-                         "averaged over heads, [CLS] self-entry dropped and renormalised over the T patch tokens",
+        "averaged over heads, [CLS] self-entry dropped and renormalised over the T patch tokens",
         "soft_sparsity_image": "the same for the single Figure 6 test image",
         "w_frobenius": "||sum_h W_Q,h^T W_K,h||_F of the last block's qkv weight (= ||W_Q^T W_K||_F), "
-                       "without the 1/sqrt(d_head) scale and the biases",
-    }  # fmt: skip
-    return TrainResult(metrics=h.rows, maps=np.stack(h.maps), cls_self=np.asarray(h.selfs),
-                       image=data.x_test[idx].permute(1, 2, 0).numpy().copy(), label=int(data.y_test[idx]),
-                       grid=patch_grid(run.model), info=info)  # fmt: skip
+        "without the 1/sqrt(d_head) scale and the biases",
+    }
+    return TrainResult(
+        metrics=h.rows,
+        maps=np.stack(h.maps),
+        cls_self=np.asarray(h.selfs),
+        image=data.x_test[idx].permute(1, 2, 0).numpy().copy(),
+        label=int(data.y_test[idx]),
+        grid=patch_grid(run.model),
+        info=info,
+    )
 
 
 def peak_memory_mb(device: torch.device) -> float:
@@ -825,8 +897,13 @@ def unfused_copy(model: nn.Module) -> nn.Module:
     return twin
 
 
-def save_result(result: TrainResult, settings: VitSettings, metrics_path: str | os.PathLike[str],
-                sidecar_path: str | os.PathLike[str], maps_path: str | os.PathLike[str]) -> pd.DataFrame:  # fmt: skip
+def save_result(
+    result: TrainResult,
+    settings: VitSettings,
+    metrics_path: str | os.PathLike[str],
+    sidecar_path: str | os.PathLike[str],
+    maps_path: str | os.PathLike[str],
+) -> pd.DataFrame:
     """Write the metrics table, its JSON sidecar (settings, optimizer, dataset, device) and the maps, atomically.
 
     The maps file holds ``epochs``, ``maps`` (epochs + 1, T), ``cls_self``, ``image``, ``label`` and ``grid``.
@@ -837,6 +914,13 @@ def save_result(result: TrainResult, settings: VitSettings, metrics_path: str | 
     with atomic_path(sidecar_path) as tmp:
         tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
     with atomic_path(maps_path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, epochs=np.arange(len(result.maps)), maps=result.maps, cls_self=result.cls_self,
-                 image=result.image, label=np.int64(result.label), grid=np.asarray(result.grid))  # fmt: skip
+        np.savez(
+            fh,
+            epochs=np.arange(len(result.maps)),
+            maps=result.maps,
+            cls_self=result.cls_self,
+            image=result.image,
+            label=np.int64(result.label),
+            grid=np.asarray(result.grid),
+        )
     return table

@@ -17,10 +17,33 @@ import torch
 
 from maxmargin.experiments.vit import TrainResult, VitSettings
 
-RECIPE_COLUMNS = ["recipe", "optimizer", "lr", "warmup_epochs", "weight_decay", "grad_clip", "epoch", "train_loss",
-                  "test_acc", "soft_sparsity", "w_frobenius", "dataset"]  # fmt: skip
-PILOT_COLUMNS = ["device", "dtype", "compiled", "epochs", "images_per_s", "epoch_seconds", "projected_total_hours",
-                 "peak_memory_mb", "first_train_loss", "last_train_loss", "test_acc"]  # fmt: skip
+RECIPE_COLUMNS = [
+    "recipe",
+    "optimizer",
+    "lr",
+    "warmup_epochs",
+    "weight_decay",
+    "grad_clip",
+    "epoch",
+    "train_loss",
+    "test_acc",
+    "soft_sparsity",
+    "w_frobenius",
+    "dataset",
+]
+PILOT_COLUMNS = [
+    "device",
+    "dtype",
+    "compiled",
+    "epochs",
+    "images_per_s",
+    "epoch_seconds",
+    "projected_total_hours",
+    "peak_memory_mb",
+    "first_train_loss",
+    "last_train_loss",
+    "test_acc",
+]
 
 
 def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -46,8 +69,14 @@ def recipe_table(name: str, settings: VitSettings, result: TrainResult) -> pd.Da
     """One run of the study: a row per epoch with its recipe's settings (``results/tables/vit_recipes.csv``)."""
     t = settings.train
     frame = pd.DataFrame(result.metrics)
-    frame = frame.assign(recipe=name, optimizer=t.optimizer, lr=t.lr, warmup_epochs=t.warmup_epochs,
-                         weight_decay=t.weight_decay, grad_clip=t.grad_clip)  # fmt: skip
+    frame = frame.assign(
+        recipe=name,
+        optimizer=t.optimizer,
+        lr=t.lr,
+        warmup_epochs=t.warmup_epochs,
+        weight_decay=t.weight_decay,
+        grad_clip=t.grad_clip,
+    )
     return frame[RECIPE_COLUMNS]
 
 
@@ -66,12 +95,18 @@ def pilot_row(settings: VitSettings, pilot: TrainResult, full_epochs: int) -> pd
     images_per_s = pilot.info["n_train"] / float(steady["train_seconds"].mean())
     total = float(m.loc[m["epoch"] == 0, "epoch_seconds"].iloc[0]) + epoch_seconds * full_epochs
     row = {
-        "device": pilot.info["device_name"], "dtype": "bfloat16" if settings.train.bf16 else "float32",
-        "compiled": settings.train.compile, "epochs": int(trained["epoch"].max()), "images_per_s": images_per_s,
-        "epoch_seconds": epoch_seconds, "projected_total_hours": total / 3600,
-        "peak_memory_mb": pilot.info["peak_memory_mb"], "first_train_loss": float(trained["train_loss"].iloc[0]),
-        "last_train_loss": float(trained["train_loss"].iloc[-1]), "test_acc": float(trained["test_acc"].iloc[-1]),
-    }  # fmt: skip
+        "device": pilot.info["device_name"],
+        "dtype": "bfloat16" if settings.train.bf16 else "float32",
+        "compiled": settings.train.compile,
+        "epochs": int(trained["epoch"].max()),
+        "images_per_s": images_per_s,
+        "epoch_seconds": epoch_seconds,
+        "projected_total_hours": total / 3600,
+        "peak_memory_mb": pilot.info["peak_memory_mb"],
+        "first_train_loss": float(trained["train_loss"].iloc[0]),
+        "last_train_loss": float(trained["train_loss"].iloc[-1]),
+        "test_acc": float(trained["test_acc"].iloc[-1]),
+    }
     return pd.DataFrame([row], columns=PILOT_COLUMNS)
 
 

@@ -52,8 +52,10 @@ def fig9a(summary: pd.DataFrame) -> Figure:
 
 def _gap_curves(hist: pd.DataFrame) -> list[tuple[int, pd.DataFrame, str]]:
     dims = sorted(hist["d"].unique())
-    return [(int(d), hist[hist["d"] == d].sort_values("bin_left"), P.INPUT_COLORS[i % len(P.INPUT_COLORS)])
-            for i, d in enumerate(dims)]  # fmt: skip
+    return [
+        (int(d), hist[hist["d"] == d].sort_values("bin_left"), P.INPUT_COLORS[i % len(P.INPUT_COLORS)])
+        for i, d in enumerate(dims)
+    ]
 
 
 def _gap_xlim(hist: pd.DataFrame, pad: float = 0.05) -> tuple[float, float]:

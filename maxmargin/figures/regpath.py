@@ -52,8 +52,15 @@ def _panel(ax_cos: Axes, ax_gap: Axes, frame: pd.DataFrame, instance: str) -> No
         ax_cos.plot(g["R"], g["cosine"], label=label, **style)
         ax_gap.plot(g["R"], np.maximum(1.0 - g["cosine"], FLOOR), **style)
     path = frame[frame["method"] == "path"].groupby("R")["kkt_residual"].max()
-    ax_gap.plot(path.index, np.maximum(path.to_numpy(), FLOOR), color="k", lw=0.8, marker="x", ms=3,
-                label="KKT residual of the path")  # fmt: skip
+    ax_gap.plot(
+        path.index,
+        np.maximum(path.to_numpy(), FLOOR),
+        color="k",
+        lw=0.8,
+        marker="x",
+        ms=3,
+        label="KKT residual of the path",
+    )
     for ax in (ax_cos, ax_gap):
         ax.set_xscale("log")
     ax_gap.set_yscale("log")
@@ -71,8 +78,9 @@ def draw_regpath(table: pd.DataFrame) -> Figure:
     with P.paper_style():
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(2, len(instances), figsize=(4.3 * len(instances), 6.2), layout="constrained",
-                                 squeeze=False, sharex="col")  # fmt: skip
+        fig, axes = plt.subplots(
+            2, len(instances), figsize=(4.3 * len(instances), 6.2), layout="constrained", squeeze=False, sharex="col"
+        )
         for j, instance in enumerate(instances):
             _panel(axes[0, j], axes[1, j], table[table["instance"] == instance], instance)
     return fig

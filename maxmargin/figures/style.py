@@ -100,8 +100,17 @@ def draw_tokens(ax: Axes, tokens: pd.DataFrame, *, by_input: bool = True, annota
             if label in seen:
                 label = None
             seen.add(label)
-        ax.scatter(row.k1, row.k2, s=150 if row.optimal else 55, marker=marker, color=color,
-                   edgecolor="k", linewidth=0.6, zorder=5, label=label)  # fmt: skip
+        ax.scatter(
+            row.k1,
+            row.k2,
+            s=150 if row.optimal else 55,
+            marker=marker,
+            color=color,
+            edgecolor="k",
+            linewidth=0.6,
+            zorder=5,
+            label=label,
+        )
 
 
 def draw_trajectory(ax: Axes, xy: np.ndarray, color: str, *, n_arrows: int = 2, label: str | None = None) -> None:
@@ -113,8 +122,9 @@ def draw_trajectory(ax: Axes, xy: np.ndarray, color: str, *, n_arrows: int = 2, 
     for frac in np.linspace(0, 1, n_arrows + 2)[1:-1]:
         j = int(np.searchsorted(arc, frac * arc[-1]))
         j = min(max(j, 1), len(xy) - 1)
-        ax.annotate("", xy=xy[j], xytext=xy[j - 1],
-                    arrowprops=dict(arrowstyle="-|>", color=color, lw=1.1, mutation_scale=12))  # fmt: skip
+        ax.annotate(
+            "", xy=xy[j], xytext=xy[j - 1], arrowprops=dict(arrowstyle="-|>", color=color, lw=1.1, mutation_scale=12)
+        )
 
 
 def clip_to_box(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:

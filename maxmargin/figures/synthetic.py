@@ -16,8 +16,13 @@ from matplotlib.patches import Wedge
 
 from maxmargin.figures import style as P
 
-KIND_LABELS = {"gmm": "GMM $p^{mm\\star}$", "lmm": "LMM $p^{mm}$", "p_relax": "$p^{relax}$",
-               "p_mm": "$p^{mm}$", "v_mm": "$v^{mm}$"}  # fmt: skip
+KIND_LABELS = {
+    "gmm": "GMM $p^{mm\\star}$",
+    "lmm": "LMM $p^{mm}$",
+    "p_relax": "$p^{relax}$",
+    "p_mm": "$p^{mm}$",
+    "v_mm": "$v^{mm}$",
+}
 
 
 def _paths(traj: pd.DataFrame, cols: tuple[str, str] = ("p1", "p2")) -> dict[str, np.ndarray]:
@@ -29,8 +34,14 @@ def _directions(directions: pd.DataFrame, kinds: tuple[str, ...]) -> pd.DataFram
     return d.drop_duplicates(subset=["kind", "direction"])
 
 
-def _key_plane_panel(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame,
-                     kinds: tuple[str, ...] = ("gmm", "lmm"), by_input: bool = False) -> tuple[Figure, Any, tuple]:  # fmt: skip
+def _key_plane_panel(
+    title: str,
+    traj: pd.DataFrame,
+    tokens: pd.DataFrame,
+    directions: pd.DataFrame,
+    kinds: tuple[str, ...] = ("gmm", "lmm"),
+    by_input: bool = False,
+) -> tuple[Figure, Any, tuple]:
     """Tokens, GD trajectories with arrows, and max-margin rays in the key plane (Figures 1, 2, 8)."""
     fig, ax = P.new_axes(P.KEY_PLANE_FIGSIZE)
     starts = traj[traj["iteration"] == 0][["p1", "p2"]].to_numpy()
@@ -38,7 +49,9 @@ def _key_plane_panel(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, direc
     for row in _directions(directions, kinds).itertuples():
         P.draw_ray(ax, P.direction_of(row._asdict()), P.COLORS[row.kind], KIND_LABELS[row.kind])
     for i, xy in enumerate(_paths(traj).values()):
-        P.draw_trajectory(ax, P.clip_to_box(xy, box), P.COLORS["trajectory"], label="GD trajectories" if i == 0 else None)
+        P.draw_trajectory(
+            ax, P.clip_to_box(xy, box), P.COLORS["trajectory"], label="GD trajectories" if i == 0 else None
+        )
     P.draw_tokens(ax, tokens, by_input=by_input)
     P.finish_key_plane(ax, box, title)
     return fig, ax, box
@@ -46,8 +59,11 @@ def _key_plane_panel(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, direc
 
 def fig1(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 1(a-c): GD on p converges in direction to the GMM (a, c) or to the GMM or an LMM (b)."""
-    titles = {"fig1a": "(a) Global convergence", "fig1b": "(b) Global and local optimal directions",
-              "fig1c": "(c) Multiple inputs"}  # fmt: skip
+    titles = {
+        "fig1a": "(a) Global convergence",
+        "fig1b": "(b) Global and local optimal directions",
+        "fig1c": "(c) Multiple inputs",
+    }
     fig, ax, box = _key_plane_panel(titles[panel], traj, tokens, directions, by_input=False)
     if panel == "fig1c":
         gmm = P.direction_of(_directions(directions, ("gmm",)).iloc[0])[:2]
@@ -69,8 +85,17 @@ def fig2(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
     half = float(traj["cone_half_angle_deg"].iloc[0])
     base = np.degrees(np.arctan2(lmm[1], lmm[0]))
     radius = float(traj[traj["iteration"] == 0]["p_norm"].min())
-    ax.add_patch(Wedge((0, 0), 50, base - half, base + half, color=P.COLORS["lmm"], alpha=0.12,
-                       label=f"cone (half-angle {half:g}°)"))  # fmt: skip
+    ax.add_patch(
+        Wedge(
+            (0, 0),
+            50,
+            base - half,
+            base + half,
+            color=P.COLORS["lmm"],
+            alpha=0.12,
+            label=f"cone (half-angle {half:g}°)",
+        )
+    )
     ax.add_patch(Wedge((0, 0), radius, base - half, base + half, color="white", alpha=0.9))
     P.outside_legend(ax)
     return fig
@@ -90,8 +115,17 @@ def fig3(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
         P.draw_trajectory(ax, P.clip_to_box(xy_v, box), P.COLORS["v"], label="$v(t)$" if i == 0 else None)
     shown = tokens.assign(k1=tokens["k1"], k2=tokens["k2"])
     for row in shown[shown["optimal"]].itertuples():
-        ax.scatter(row.k1, row.k2, marker="*", s=170, color=P.INPUT_COLORS[row.input], edgecolor="k", lw=0.6,
-                   zorder=5, label=f"(0,0), ({row.k1:g},{row.k2:g}), Y={row.label:+g}")  # fmt: skip
+        ax.scatter(
+            row.k1,
+            row.k2,
+            marker="*",
+            s=170,
+            color=P.INPUT_COLORS[row.input],
+            edgecolor="k",
+            lw=0.6,
+            zorder=5,
+            label=f"(0,0), ({row.k1:g},{row.k2:g}), Y={row.label:+g}",
+        )
     ax.scatter(0, 0, marker="o", s=50, color="k", zorder=5)
     P.finish_key_plane(ax, box, titles[panel])
     return fig
@@ -100,7 +134,11 @@ def fig3(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
 def fig3c(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 3(c): averaged softmax probability of the selected tokens and logistic probability in 3(a)."""
     fig, ax = P.new_axes()
-    t = traj[traj["iteration"] <= plots["fig3c_iterations"]].groupby("iteration")[["max_softmax", "logistic_prob"]].mean()
+    t = (
+        traj[traj["iteration"] <= plots["fig3c_iterations"]]
+        .groupby("iteration")[["max_softmax", "logistic_prob"]]
+        .mean()
+    )
     ax.plot(t.index, t["max_softmax"], color=P.COLORS["p"], label="Softmax prob.")
     ax.plot(t.index, t["logistic_prob"], color=P.COLORS["v"], label="Logistic prob.")
     ax.set_xlabel("Iterations")
@@ -144,8 +182,9 @@ def fig5(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
     for row in _directions(directions, ("gmm",)).itertuples():
         P.draw_ray(ax, P.direction_of(row._asdict()), "k", "GMM $p^{mm\\star}$", ls="-.", lw=0.8)
     first = tokens[tokens["C"] == Cs[-1]]
-    P.draw_tokens(ax, first.assign(score=np.where(first["input"] == 0, np.nan, first["score"])), by_input=True,
-                  annotate=False)  # fmt: skip
+    P.draw_tokens(
+        ax, first.assign(score=np.where(first["input"] == 0, np.nan, first["score"])), by_input=True, annotate=False
+    )
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, len(Cs) - 1))
     bar = fig.colorbar(sm, ax=ax, ticks=range(len(Cs)))
     bar.ax.set_yticklabels([f"C={c:g}" for c in Cs])
@@ -161,18 +200,30 @@ def fig5(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
 
 def fig8(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 8: with n = 2, two starts converge to two different directions, the GMM and an LMM."""
-    fig, _, _ = _key_plane_panel("GD reaches the GMM or an LMM (n = T = d = 2)", traj, tokens, directions, by_input=True)
+    fig, _, _ = _key_plane_panel(
+        "GD reaches the GMM or an LMM (n = T = d = 2)", traj, tokens, directions, by_input=True
+    )
     return fig
 
 
 PANELS: dict[str, Callable[..., Figure]] = {
-    "fig1a": fig1, "fig1b": fig1, "fig1c": fig1, "fig2": fig2, "fig3a": fig3, "fig3b": fig3,
-    "fig3c": fig3c, "fig4a": fig4, "fig4b": fig4, "fig5": fig5, "fig8": fig8,
-}  # fmt: skip
+    "fig1a": fig1,
+    "fig1b": fig1,
+    "fig1c": fig1,
+    "fig2": fig2,
+    "fig3a": fig3,
+    "fig3b": fig3,
+    "fig3c": fig3c,
+    "fig4a": fig4,
+    "fig4b": fig4,
+    "fig5": fig5,
+    "fig8": fig8,
+}
 
 
-def draw_synthetic_panel(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame,
-                         plots: dict) -> Figure:  # fmt: skip
+def draw_synthetic_panel(
+    panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
+) -> Figure:
     """Draw one panel of Figures 1-5 or 8 in the shared style."""
     if panel not in PANELS:
         raise ValueError(f"unknown panel {panel!r}; allowed: {', '.join(PANELS)}")

@@ -15,9 +15,9 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
+from maxmargin.experiments.vit import soft_sparsity
 from maxmargin.figures import style as P
 from maxmargin.figures.style import plt
-from maxmargin.experiments.vit import soft_sparsity
 
 MAP_CMAP = "viridis"
 
@@ -26,9 +26,11 @@ def source_note(sidecar: dict[str, Any]) -> str:
     """One line naming the model, the optimiser and the data (with the fallback warning, if any)."""
     m, t = sidecar["settings"]["model"], sidecar["settings"]["train"]
     grid = "x".join(str(g) for g in sidecar["grid"])
-    note = (f"ViT {m['embed_dim']}-d, depth {m['depth']}, {m['num_heads']} heads, patch {m['patch_size']} "
-            f"({grid} tokens); {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}\n"
-            f"data: {sidecar['dataset']} ({sidecar['n_train']} train / {sidecar['n_test']} test images)")  # fmt: skip
+    note = (
+        f"ViT {m['embed_dim']}-d, depth {m['depth']}, {m['num_heads']} heads, patch {m['patch_size']} "
+        f"({grid} tokens); {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}\n"
+        f"data: {sidecar['dataset']} ({sidecar['n_train']} train / {sidecar['n_test']} test images)"
+    )
     if sidecar.get("dataset_note"):
         note += f"\nWARNING: {sidecar['dataset_note']}"
     return note
@@ -51,8 +53,10 @@ def fig6(maps: dict[str, np.ndarray], sidecar: dict[str, Any], epochs: list[int]
     available = maps["epochs"]
     missing = [e for e in epochs if e not in set(available.tolist())]
     if missing:
-        raise ValueError(f"Figure 6 epochs {missing} are not in the run (epochs 0..{available.max()}); "
-                         "set vit.plots.fig6_epochs accordingly")  # fmt: skip
+        raise ValueError(
+            f"Figure 6 epochs {missing} are not in the run (epochs 0..{available.max()}); "
+            "set vit.plots.fig6_epochs accordingly"
+        )
     grid = tuple(int(g) for g in maps["grid"])
     classes = sidecar.get("classes") or []
     label = int(maps["label"])
@@ -80,18 +84,30 @@ def fig7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
     """Figure 7: soft-sparsity d_nnz(s)/T (red, left axis, in [0, 1]) and ||W||_F (blue, right axis) per epoch."""
     with P.paper_style():
         fig, ax = P.new_axes((4.6, 3.5))
-        ax.plot(metrics["epoch"], metrics["soft_sparsity"], color=P.COLORS["p"], lw=1.6,
-                label="soft-sparsity $d_{nnz}(s)/T$ (probe mean)")  # fmt: skip
+        ax.plot(
+            metrics["epoch"],
+            metrics["soft_sparsity"],
+            color=P.COLORS["p"],
+            lw=1.6,
+            label="soft-sparsity $d_{nnz}(s)/T$ (probe mean)",
+        )
         if "soft_sparsity_image" in metrics:  # the single Figure 6 image, as the paper may have drawn it
-            ax.plot(metrics["epoch"], metrics["soft_sparsity_image"], color=P.COLORS["p"], lw=1.0, alpha=0.4,
-                    label="soft-sparsity (Figure 6 image)")  # fmt: skip
+            ax.plot(
+                metrics["epoch"],
+                metrics["soft_sparsity_image"],
+                color=P.COLORS["p"],
+                lw=1.0,
+                alpha=0.4,
+                label="soft-sparsity (Figure 6 image)",
+            )
         ax.set_ylim(0.0, 1.05)
         ax.set_xlabel("Epoch")
         ax.set_ylabel("Sparsity level $d_{nnz}(s)/T$", color=P.COLORS["p"])
         ax.tick_params(axis="y", colors=P.COLORS["p"])
         right = ax.twinx()
-        right.plot(metrics["epoch"], metrics["w_frobenius"], color=P.COLORS["v"], lw=1.6,
-                   label="$\\|W\\|_F$ (last layer)")  # fmt: skip
+        right.plot(
+            metrics["epoch"], metrics["w_frobenius"], color=P.COLORS["v"], lw=1.6, label="$\\|W\\|_F$ (last layer)"
+        )
         right.set_ylabel("$\\|W\\|_F$", color=P.COLORS["v"])
         right.tick_params(axis="y", colors=P.COLORS["v"])
         right.spines["right"].set_visible(True)
@@ -104,8 +120,11 @@ def fig7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
     return fig
 
 
-RECIPE_PANELS = (("test_acc", "Test accuracy"), ("soft_sparsity", "Soft-sparsity $d_{nnz}(s)/T$"),
-                 ("w_growth", "$\\|W\\|_F$ / its initial value (log scale)"))  # fmt: skip
+RECIPE_PANELS = (
+    ("test_acc", "Test accuracy"),
+    ("soft_sparsity", "Soft-sparsity $d_{nnz}(s)/T$"),
+    ("w_growth", "$\\|W\\|_F$ / its initial value (log scale)"),
+)
 
 
 def recipes_figure(table: pd.DataFrame) -> Figure:
