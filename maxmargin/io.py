@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,18 @@ def provenance_path(path: str | os.PathLike[str]) -> Path:
     return Path(f"{path}.provenance.json")
 
 
+def _umask() -> int:
+    """The process umask (reading it means setting it; it is put back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_path(path: str | os.PathLike[str]) -> contextlib.AbstractContextManager[Path]:
     """Yield a temporary path beside ``path`` that replaces it only if the block succeeds.
 
-    An interrupted job then never leaves a half-written output that looks complete.
+    An interrupted job then never leaves a half-written output that looks complete. The file gets the mode that
+    the umask gives a new file (``mkstemp`` makes it 0600, which collaborators on a shared file system cannot read).
     """
 
     @contextlib.contextmanager
@@ -43,6 +52,7 @@ def atomic_path(path: str | os.PathLike[str]) -> contextlib.AbstractContextManag
         os.close(fd)
         try:
             yield Path(tmp)
+            os.chmod(tmp, 0o666 & ~_umask())
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
@@ -66,32 +76,95 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         write_json(provenance, provenance_path(path))
 
 
+def write_npz(arrays: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write arrays as an ``.npz`` atomically and byte-reproducibly.
+
+    ``np.savez`` stamps every member with the current time; a fixed stamp makes a forced rerun byte-identical.
+    """
+    import numpy as np
+
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
+class _Tee:
+    """A text stream that writes to the terminal's stderr and to the rule log alike."""
+
+    def __init__(self, terminal: Any, log_file: Any) -> None:
+        self.terminal, self.log_file = terminal, log_file
+
+    def write(self, text: str) -> int:
+        self.log_file.write(text)
+        self.log_file.flush()
+        return self.terminal.write(text)
+
+    def flush(self) -> None:
+        self.log_file.flush()
+        self.terminal.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.terminal, name)
+
+
+def remove_stale_sidecars(outputs: Any) -> None:
+    """Delete the provenance sidecars of a job's outputs before it runs.
+
+    Snakemake deletes a job's outputs before it runs them again, but not the sidecars it does not know of: a job
+    that then fails would leave a sidecar describing a table that no longer exists.
+    """
+    for output in outputs:
+        provenance_path(output).unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def rule_logging(job: Any) -> Iterator[logging.Logger]:
-    """Send the ``maxmargin`` logger and any traceback of the block to the rule's log file.
+    """Send the ``maxmargin`` logger, warnings, everything written to stderr and any traceback to the rule's log.
 
-    ``job`` is the ``snakemake`` object of a script (its log file and provenance are used) or a log path.
+    ``job`` is the ``snakemake`` object of a script (its log file and provenance are used) or a log path. The log
+    is appended to; stderr still reaches the terminal too (a fallback warning must be seen, not only logged).
     """
     if isinstance(job, str | os.PathLike):
         log_path, token = job, None
     else:
         from maxmargin.provenance import snakemake_provenance
 
+        remove_stale_sidecars(job.output)
         log_path, token = job.log[0], _PROVENANCE.set(snakemake_provenance(job))
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    logger = logging.getLogger("maxmargin")
-    logger.setLevel(logging.INFO)
-    handler = logging.FileHandler(log_path, mode="w")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger.addHandler(handler)
+    with open(log_path, "a", encoding="utf-8") as log_file, _stderr_to(log_file):
+        logger = logging.getLogger("maxmargin")
+        logger.setLevel(logging.INFO)
+        handler = logging.StreamHandler(log_file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        try:
+            yield logger
+        except BaseException:
+            logger.exception("rule failed")
+            raise
+        finally:
+            if token is not None:
+                _PROVENANCE.reset(token)
+            logger.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def _stderr_to(log_file: Any) -> Iterator[None]:
+    """Tee ``sys.stderr`` (Python warnings, torch and timm messages, progress bars) into ``log_file``."""
+    terminal = sys.stderr
+    sys.stderr = _Tee(terminal, log_file)
+    # Warnings as log records written to the tee: a test runner's or library's own showwarning cannot divert them.
+    logging.captureWarnings(True)
+    warnings_logger = logging.getLogger("py.warnings")
+    handler = logging.StreamHandler(sys.stderr)
+    warnings_logger.addHandler(handler)
     try:
-        yield logger
-    except BaseException:
-        logger.exception("rule failed")
-        raise
+        yield
     finally:
-        if token is not None:
-            _PROVENANCE.reset(token)
-        logger.removeHandler(handler)
-        handler.close()
+        warnings_logger.removeHandler(handler)
+        logging.captureWarnings(False)
         sys.stderr.flush()
+        sys.stderr = terminal

@@ -65,11 +65,13 @@ def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None
     provenance = current_provenance()
     if provenance is not None:
         meta["Provenance"] = json.dumps(provenance, sort_keys=True, default=str)
-    pdf_meta = {k: v for k, v in meta.items() if k in ("Title", "Author", "Subject", "Keywords")}
+    # No CreationDate: a forced rerun then writes a byte-identical PDF.
+    pdf_meta: dict[str, str | None] = {k: v for k, v in meta.items() if k in ("Title", "Author", "Subject", "Keywords")}
+    pdf_meta["CreationDate"] = None
     if "Provenance" in meta:
         pdf_meta["Keywords"] = meta["Provenance"]
     with atomic_path(pdf) as tmp:
-        fig.savefig(tmp, format="pdf", metadata=pdf_meta or None)
+        fig.savefig(tmp, format="pdf", metadata=pdf_meta)
     with atomic_path(png) as tmp:
         fig.savefig(tmp, format="png", metadata=meta or None)
     plt.close(fig)

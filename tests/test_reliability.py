@@ -1,0 +1,91 @@
+"""Nothing silently lost: output permissions, logs that keep everything, no orphan sidecars, byte-identical reruns."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import snakemake
+from maxmargin.io import provenance_path, rule_logging, write_csv, write_npz
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_outputs_follow_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    old = os.umask(umask)
+    try:
+        write_csv(pd.DataFrame({"x": [1.0]}), tmp_path / "t.csv")
+        write_npz({"a": np.zeros(2)}, tmp_path / "a.npz")
+    finally:
+        os.umask(old)
+    for name in ("t.csv", "a.npz"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode
+
+
+def test_npz_is_byte_reproducible(tmp_path: Path) -> None:
+    arrays = {"maps": np.arange(12.0).reshape(3, 4), "epochs": np.array([0, 5])}
+    write_npz(arrays, tmp_path / "a.npz")
+    first = (tmp_path / "a.npz").read_bytes()
+    os.utime(tmp_path / "a.npz", (0, 0))
+    write_npz(arrays, tmp_path / "a.npz")
+    assert (tmp_path / "a.npz").read_bytes() == first
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npz")["maps"], arrays["maps"])
+
+
+def test_rule_log_keeps_stderr_warnings_and_earlier_attempts(tmp_path: Path, capsys) -> None:
+    log = tmp_path / "rule.log"
+    with rule_logging(str(log)) as logger:
+        logger.info("attempt 1")
+    with rule_logging(str(log)) as logger:
+        logger.info("attempt 2")
+        print("a message from torch", file=sys.stderr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("a library warning", UserWarning, stacklevel=1)
+    text = log.read_text()
+    for line in ("attempt 1", "attempt 2", "a message from torch", "a library warning"):
+        assert line in text
+    # ... and the terminal still sees what went to stderr
+    assert "a message from torch" in capsys.readouterr().err
+
+
+def test_a_failing_job_leaves_its_traceback_and_no_orphan_sidecar(tmp_path: Path) -> None:
+    table = tmp_path / "tables" / "t.csv"
+    table.parent.mkdir()
+    provenance_path(table).write_text("{}")  # left by an earlier run whose table Snakemake has since deleted
+    job = SimpleNamespace(
+        output=[str(table)], log=[str(tmp_path / "rule.log")], rule="r", wildcards={}, params={}, config={}
+    )
+    with pytest.raises(ZeroDivisionError), rule_logging(job):
+        1 / 0  # noqa: B018
+    assert not provenance_path(table).exists()
+    assert "ZeroDivisionError" in (tmp_path / "rule.log").read_text()
+
+
+@pytest.mark.slow
+def test_forced_rerun_is_byte_identical(workflow_dir: Path) -> None:
+    snakemake(workflow_dir, "fig4")
+    outputs = sorted(p for p in (workflow_dir / "results").rglob("*") if p.is_file() and _compared(p))
+    assert any(p.suffix == ".pdf" for p in outputs) and any(p.suffix == ".png" for p in outputs)
+    before = {p: p.read_bytes() for p in outputs}
+    snakemake(workflow_dir, "--forceall", "--", "fig4")
+    changed = [str(p.relative_to(workflow_dir)) for p in outputs if p.read_bytes() != before[p]]
+    assert not changed, f"a forced rerun changed {changed}"
+
+
+def _compared(path: Path) -> bool:
+    """Every output but logs and benchmarks (wall-clock times by nature)."""
+    return not {"logs", "benchmarks"} & set(path.parts)
+
+
+def test_snakefile_run_from_another_directory_finds_its_config(workflow_dir: Path, tmp_path_factory) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    proc = snakemake(elsewhere, "-s", str(workflow_dir / "Snakefile"), "--directory", str(elsewhere), "-n", "fig4")
+    assert "synthetic" in proc.stdout and "fig4" in proc.stdout
