@@ -1,4 +1,4 @@
-"""The workflow passes `snakemake --lint` and its rules are formatted with snakefmt (CI checks both)."""
+"""The workflow passes `snakemake --lint`, its rules are snakefmt-formatted, its Python ruff-clean (CI checks all)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,10 @@ def test_rules_are_snakefmt_formatted():
     files = ["Snakefile", *sorted(str(p.relative_to(REPO)) for p in (REPO / "workflow" / "rules").glob("*.smk"))]
     proc = subprocess.run([str(snakefmt), "--check", *files], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_python_is_ruff_clean_and_formatted():
+    ruff = SNAKEMAKE.with_name("ruff")
+    for args in (["check", "."], ["format", "--check", "."]):
+        proc = subprocess.run([str(ruff), *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import snakemake
+
 from maxmargin.io import provenance_path, rule_logging, write_csv, write_npz
 
 
