@@ -195,7 +195,7 @@ def test_random_att_svm_kkt_and_slsqp() -> None:
             np.zeros(d),
             jac=lambda p: p,
             method="SLSQP",
-            constraints=[{"type": "ineq", "fun": lambda p: D @ p - 1, "jac": lambda p: D}],
+            constraints=[{"type": "ineq", "fun": lambda p, D=D: D @ p - 1, "jac": lambda p, D=D: D}],
             options={"ftol": 1e-15, "maxiter": 500},
         )
         np.testing.assert_allclose(res.solution, ref.x, atol=1e-5)

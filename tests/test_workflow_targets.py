@@ -1,4 +1,4 @@
-"""Every output of the workflow is a target of `all`, so none can go missing while Snakemake says "Nothing to be done"."""
+"""Every output of the workflow is a target of `all`: none can go missing while Snakemake says "Nothing to be done"."""
 
 from __future__ import annotations
 
