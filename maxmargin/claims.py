@@ -61,8 +61,22 @@ def _gd_to_gmm_n1(t: Tables, cfg: Config) -> Measurement:
     return (
         f"{n_gmm}/{len(r)} starts -> GMM, min cosine {cos:.5f} at ||p|| ~ {norm:.0f}",
         _verdict(ok),
-        f"normalized GD, eta {fig1['eta']:g}, {fig1['n_iter']} iterations (Fig 1(a) data)",
+        f"normalized GD, eta {fig1['eta']:g}, {fig1['n_iter']} iterations, {_fig1_starts('fig1a', fig1)} "
+        "(Fig 1(a) data)",
     )
+
+
+def _fig1_starts(figure: str, fig1: Config) -> str:
+    """Where the Figure 1 runs of ``figure`` started, in the words of the config that ran."""
+    if figure in fig1["on_circle"]:
+        return f"from {fig1['n_starts']} starts on a circle of radius {fig1['start_radius']:g}"
+    return f"from the {len(fig1['starts'])} starts in synthetic.fig1.starts (the authors' notebook)"
+
+
+def _went_to(r: pd.DataFrame, kind: str) -> str:
+    """The starts p(0) (key-plane coordinates) of the runs that reached ``kind``."""
+    starts = [json.loads(x)[:2] for x in r.loc[r["kind"] == kind, "start"]]
+    return ", ".join(f"({a:.3g}, {b:.3g})" for a, b in starts) or "none"
 
 
 def _gd_lmm_cone(t: Tables, cfg: Config) -> Measurement:
@@ -86,7 +100,7 @@ def _gd_local_or_global(t: Tables, figure: str) -> Measurement:
     return (
         f"{n_gmm} start(s) -> GMM, {n_lmm} -> LMM; min cosine {cos:.5f}",
         _verdict(ok),
-        "",
+        f"p(0) -> GMM: {_went_to(r, 'gmm')}; p(0) -> LMM: {_went_to(r, 'lmm')}",
     )
 
 

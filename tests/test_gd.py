@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pandas as pd
 import pytest
+from conftest import DEFAULT_CONFIG
 
 from maxmargin.core.gd import cosine, gradient_descent, joint_normalized_gd
 from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances as I
 from maxmargin.experiments.instances import scored_tokens
+from maxmargin.experiments.synthetic import run_experiment
 
 
 def test_theorem2_single_input_converges_to_gmm_from_every_start():
@@ -100,3 +105,53 @@ def test_bad_step_size_is_rejected():
     inst = I.fig1a()
     with pytest.raises(ValueError, match="eta > 0"):
         gradient_descent(inst.K, inst.gamma, np.zeros(3), eta=0.0, n_iter=10)
+
+
+def _gd_runs(name: str, settings: dict) -> pd.DataFrame:
+    """The gd_run rows of a registered experiment's directions table, indexed by their start (key plane)."""
+    table = run_experiment(name, settings, {}).directions
+    runs = table[table["record"] == "gd_run"]
+    return runs.assign(p0=[tuple(json.loads(x)[:2]) for x in runs["start"]]).set_index("p0")
+
+
+def test_figure1_notebook_starts_reach_the_hand_solved_directions():
+    # The authors' notebook starts (0, y). Fig 1(b): p_mm* = (-0.1, 1, 0) / 1.01 (only (-1.1, 1).p >= 1 is slack:
+    # 1.11 / 1.01 > 1) and the LMM of token (1, 0) is p_mm = (1, 0, 0) ((1.1, -1).p = 1.1 > 1, slack).
+    fig1 = DEFAULT_CONFIG["synthetic"]["fig1"]
+    assert [tuple(s) for s in fig1["starts"]] == [
+        (0.0, 1.0),
+        (0.0, 0.5),
+        (0.0, 0.0),
+        (0.0, -0.5),
+        (0.0, -1.0),
+        (0.0, -1.5),
+    ]
+    runs_b = _gd_runs("fig1b", fig1)
+    assert runs_b["kind"].to_dict() == {
+        (0.0, 1.0): "gmm",
+        (0.0, 0.5): "gmm",
+        (0.0, 0.0): "gmm",
+        (0.0, -0.5): "gmm",
+        (0.0, -1.0): "lmm",
+        (0.0, -1.5): "lmm",
+    }
+    gmm, lmm = np.array([-0.1, 1.0, 0.0]) / 1.01, np.array([1.0, 0.0, 0.0])
+    for p0, run in runs_b.iterrows():
+        target = gmm if run["kind"] == "gmm" else lmm
+        assert cosine(json.loads(run["direction"]), target) > 0.9999, p0  # measured: >= 0.99996
+    assert set(_gd_runs("fig1a", fig1)["kind"]) == {"gmm"}  # Theorem 2: no LMM in (a)
+    on_circle = _gd_runs("fig1b", {**fig1, "on_circle": ["fig1b"]})
+    np.testing.assert_allclose(np.hypot(*np.array(on_circle.index.tolist()).T), fig1["start_radius"])
+
+
+def test_figure3_notebook_start_reaches_p_mm_and_v_mm():
+    # p(0) = (0, -1), v(0) = (-1, 0) (the notebook). Fig 3(a): p_mm = (4/3, 1/3) (active (1,-1) and (0.5,1), both
+    # multipliers 7/9, 10/9 > 0) and v_mm = (0, 1) (every Y_i v.x_i = 1).
+    fig3 = DEFAULT_CONFIG["synthetic"]["fig3"]
+    runs = _gd_runs("fig3a", fig3)
+    p_run, v_run = runs[runs["kind"] == "p_relax"].iloc[0], runs[runs["kind"] == "v_mm"].iloc[0]
+    assert json.loads(p_run["start"]) == [0.0, -1.0] and json.loads(v_run["start"]) == [-1.0, 0.0]
+    assert cosine(json.loads(p_run["direction"]), [4.0, 1.0]) > 0.99999  # measured 0.999994
+    assert cosine(json.loads(v_run["direction"]), [0.0, 1.0]) > 0.99999  # measured 0.999998
+    with pytest.raises(ValueError, match="synthetic.fig3.v_starts"):
+        run_experiment("fig3a", {**fig3, "v_starts": [[-1.0, 0.0], [0.0, 1.0]]}, {})

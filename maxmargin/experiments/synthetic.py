@@ -43,6 +43,7 @@ DIRECTION_COLUMNS = [
     "direction",
     "norm",
     "run",
+    "start",
     "final_cosine",
     "p_norm",
     "kkt_residual",
@@ -132,7 +133,9 @@ def _direction_row(figure: str, kind: str, alpha: Array, svm: SVMResult) -> dict
     }
 
 
-def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, target: Array) -> dict[str, Any]:
+def _run_row(
+    figure: str, label: str, kind: str, alpha: Array, start: Array, final: Array, target: Array
+) -> dict[str, Any]:
     """A GD run's row; a run that overflowed is an error, never a labelled direction (argmax of NaN is 0)."""
     if not (np.all(np.isfinite(final)) and np.linalg.norm(final) > 0):
         raise FloatingPointError(
@@ -144,6 +147,7 @@ def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, tar
         "record": "gd_run",
         "kind": kind,
         "run": label,
+        "start": json.dumps([float(x) for x in start]),
         "tokens": json.dumps([int(a) for a in alpha]),
         "direction": json.dumps([float(x) for x in final / np.linalg.norm(final)]),
         "final_cosine": float(cosine(final, target)),
@@ -174,14 +178,16 @@ def max_margin_directions(
     return found
 
 
-def _p_runs(figure: str, instance: Instance, labels: Sequence[str], traj: Trajectory) -> list[dict[str, Any]]:
-    """Rows for the directions table: each run's limit direction per Theorems 2-3 and its cosine."""
+def _p_runs(
+    figure: str, instance: Instance, labels: Sequence[str], starts: Array, finals: Array
+) -> list[dict[str, Any]]:
+    """Rows for the directions table: where each run started, its limit direction per Theorems 2-3, its cosine."""
     rows = []
-    for label, final in zip(labels, traj.p_final, strict=True):
+    for label, start, final in zip(labels, starts, finals, strict=True):
         alpha = selected_tokens(instance.K, final)
         res = classify_direction(instance.K, instance.gamma, alpha)
         rows.append(_direction_row(figure, res.kind, alpha, res.svm))
-        rows.append(_run_row(figure, label, res.kind, alpha, final, res.svm.direction))
+        rows.append(_run_row(figure, label, res.kind, alpha, start, final, res.svm.direction))
     return rows
 
 
@@ -201,7 +207,7 @@ def _gd_on_p(name: str, instance: Instance, p0: Array, *, eta: float, n_iter: in
     n, T, _ = instance.K.shape
     if T**n <= MAX_ENUMERATED:
         rows += [_direction_row(name, k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
-    rows += _p_runs(name, instance, labels, traj)
+    rows += _p_runs(name, instance, labels, p0, traj.p_final)
     return ExperimentTables(_p_frame(name, labels, traj, instance.K), tokens_frame(name, instance), _directions(rows))
 
 
@@ -211,16 +217,23 @@ def gd_on_p_from_starts(
     *,
     eta: float,
     n_iter: int,
+    loss: str,
+    starts: Sequence[Sequence[float]],
+    on_circle: Sequence[str],
     n_starts: int,
     start_radius: float,
-    loss: str,
 ) -> ExperimentTables:
-    """Figure 1(a, b, c): normalized GD on p from ``n_starts`` starts on a circle; GMM (and LMM) directions.
+    """Figure 1(a, b, c): normalized GD on p from several starts; GMM (and LMM) directions.
 
-    Paper: Section 2, Theorems 2 and 3, Figure 1.
+    Paper: Section 2, Theorems 2 and 3, Figure 1. The starts are ``starts`` in the key plane (the authors'
+    notebook), or, for the experiments named in ``on_circle``, ``n_starts`` points on a circle of ``start_radius``.
     """
     instance = make_instance()
-    p0 = instances.starts_on_circle(n_starts, start_radius, instance.X.shape[-1], phase=np.pi / n_starts)
+    d = instance.X.shape[-1]
+    if name in on_circle:
+        p0 = instances.starts_on_circle(n_starts, start_radius, d, phase=np.pi / n_starts)
+    else:
+        p0 = instances.starts_in_key_plane(starts, d)
     return _gd_on_p(name, instance, p0, eta=eta, n_iter=n_iter, loss=loss)
 
 
@@ -237,7 +250,9 @@ def gd_on_p_given_starts(
 
     Paper: Appendix E, "Failure of gradient descent's global convergence when n >= 2".
     """
-    return _gd_on_p(name, make_instance(), np.asarray(starts, dtype=np.float64), eta=eta, n_iter=n_iter, loss=loss)
+    instance = make_instance()
+    p0 = instances.starts_in_key_plane(starts, instance.X.shape[-1])
+    return _gd_on_p(name, instance, p0, eta=eta, n_iter=n_iter, loss=loss)
 
 
 def gd_in_lmm_cone(
@@ -261,7 +276,7 @@ def gd_in_lmm_cone(
     p0 = instances.starts_in_cone(svm.direction, n_starts, start_radius, np.deg2rad(half_angle_deg))
     traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
     labels = _start_labels(n_starts)
-    rows = [_direction_row(name, "lmm", alpha, svm)] + _p_runs(name, instance, labels, traj)
+    rows = [_direction_row(name, "lmm", alpha, svm)] + _p_runs(name, instance, labels, p0, traj.p_final)
     tables = _p_frame(name, labels, traj, instance.K)
     tables["cone_half_angle_deg"] = half_angle_deg
     return ExperimentTables(tables, tokens_frame(name, instance), _directions(rows))
@@ -270,7 +285,7 @@ def gd_in_lmm_cone(
 def _joint_rows(name: str, instance: Instance, labels: Sequence[str], traj: Trajectory) -> list[dict[str, Any]]:
     """Each joint run's v_mm, p_mm and p_relax (eq. (10)) at the tokens it selects, and its final cosines."""
     rows = []
-    for label, pf, vf in zip(labels, traj.p_final, traj.v_final, strict=True):
+    for label, p0, v0, pf, vf in zip(labels, traj.p[:, 0], traj.v[:, 0], traj.p_final, traj.v_final, strict=True):
         alpha = selected_tokens(instance.K, pf)
         selected = instance.X[np.arange(instance.X.shape[0]), alpha]
         vmm = v_svm(selected, instance.Y)
@@ -278,8 +293,8 @@ def _joint_rows(name: str, instance: Instance, labels: Sequence[str], traj: Traj
         rows.append(_direction_row(name, "v_mm", alpha, vmm))
         rows.append(_direction_row(name, "p_mm", alpha, att_svm(instance.K, alpha)))
         rows.append(_direction_row(name, "p_relax", alpha, relax))
-        rows.append(_run_row(name, label, "p_relax", alpha, pf, relax.direction))
-        rows.append(_run_row(name, label + " (v)", "v_mm", alpha, vf, vmm.direction))
+        rows.append(_run_row(name, label, "p_relax", alpha, p0, pf, relax.direction))
+        rows.append(_run_row(name, label + " (v)", "v_mm", alpha, v0, vf, vmm.direction))
     return rows
 
 
@@ -290,6 +305,7 @@ def joint_gd_on_v_and_p(
     eta: float,
     n_iter: int,
     starts: Sequence[Sequence[float]],
+    v_starts: Sequence[Sequence[float]],
     loss: str,
 ) -> ExperimentTables:
     """Figure 3(a)/(b): joint normalized GD on (v, p); v -> v_mm, p -> p_relax (= p_mm in (a)).
@@ -298,7 +314,12 @@ def joint_gd_on_v_and_p(
     """
     instance = make_instance()
     p0 = np.asarray(starts, dtype=np.float64)
-    v0 = np.zeros_like(p0)
+    v0 = np.asarray(v_starts, dtype=np.float64)
+    if v0.shape != p0.shape:
+        raise ValueError(
+            f"{name}: v_starts has {len(v_starts)} start(s) and starts {len(starts)}; give one v(0) per p(0) "
+            "(config keys synthetic.fig3.starts and synthetic.fig3.v_starts)"
+        )
     traj = joint_normalized_gd(instance.X, instance.Y, instance.K, v0, p0, eta=eta, n_iter=n_iter, loss=loss)
     labels = _start_labels(p0.shape[0])
     frame = _p_frame(name, labels, traj, instance.K)
@@ -337,7 +358,7 @@ def normalized_vs_constant_gd(
     traj = Trajectory(p=np.concatenate([t.p for t in trajs]), skipped=np.concatenate([t.skipped for t in trajs]))
     labels = list(runs)
     gmm = _direction_row(name, "gmm", optimal_tokens(instance.gamma), gmm_direction(instance.K, instance.gamma))
-    rows = [gmm] + _p_runs(name, instance, labels, traj)
+    rows = [gmm] + _p_runs(name, instance, labels, traj.p[:, 0], traj.p_final)
     return ExperimentTables(_p_frame(name, labels, traj, instance.K), tokens_frame(name, instance), _directions(rows))
 
 
@@ -365,8 +386,8 @@ def gd_under_each_loss(
         frame["loss"] = loss
         frame["C"] = np.repeat(np.asarray(C, dtype=float), frame.shape[0] // len(C))
         frames.append(frame)
-        for instance, label, final in zip(insts, labels, traj.p_final, strict=True):
-            rows += _p_runs(name, instance, [label], Trajectory(p=final[None, None], skipped=np.zeros(1, int)))
+        for instance, label, start, final in zip(insts, labels, traj.p[:, 0], traj.p_final, strict=True):
+            rows += _p_runs(name, instance, [label], start[None], final[None])
     tokens = pd.concat([tokens_frame(name, i).assign(C=c) for i, c in zip(insts, C, strict=True)], ignore_index=True)
     return ExperimentTables(pd.concat(frames, ignore_index=True), tokens, _directions(rows))
 

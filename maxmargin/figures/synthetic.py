@@ -35,6 +35,21 @@ def _directions(directions: pd.DataFrame, kinds: tuple[str, ...]) -> pd.DataFram
     return d.drop_duplicates(subset=["kind", "direction"])
 
 
+def _draw_runs(ax: Any, traj: pd.DataFrame, directions: pd.DataFrame, box: tuple) -> None:
+    """One colour per GD run, labelled with its start and where it went (directions.csv).
+
+    Runs from nearby starts follow the same path (the authors' starts on the p_2 axis do): earlier runs are drawn
+    wider and underneath, so overlapping paths show as nested bands instead of hiding each other.
+    """
+    went = directions[directions["record"] == "gd_run"].set_index("run")["kind"]
+    paths = _paths(traj)
+    widths = np.linspace(4.0, 1.2, len(paths)) if len(paths) > 1 else [1.2]
+    for i, ((label, xy), lw) in enumerate(zip(paths.items(), widths, strict=True)):
+        color = style.RUN_COLORS[i % len(style.RUN_COLORS)]
+        legend = f"$p(0)$ = ({xy[0, 0]:.2g}, {xy[0, 1]:.2g}) → {went[label].upper()}"
+        style.draw_trajectory(ax, style.clip_to_box(xy, box), color, label=legend, lw=lw, zorder=2 + i / len(paths))
+
+
 def _key_plane_panel(
     title: str,
     traj: pd.DataFrame,
@@ -49,10 +64,7 @@ def _key_plane_panel(
     box = style.key_plane_box(np.vstack([tokens[["k1", "k2"]].to_numpy(), starts, [[0.0, 0.0]]]))
     for row in _directions(directions, kinds).itertuples():
         style.draw_ray(ax, style.direction_of(row._asdict()), style.COLORS[row.kind], KIND_LABELS[row.kind])
-    for i, xy in enumerate(_paths(traj).values()):
-        style.draw_trajectory(
-            ax, style.clip_to_box(xy, box), style.COLORS["trajectory"], label="GD trajectories" if i == 0 else None
-        )
+    _draw_runs(ax, traj, directions, box)
     style.draw_tokens(ax, tokens, by_input=by_input)
     style.finish_key_plane(ax, box, title)
     return fig, ax, box
