@@ -70,7 +70,6 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("fig4", "fig1c", "normalized_vs_constant_gd", "fig4"),
     Experiment("fig5", "fig5", "gd_under_each_loss", "fig5"),
     Experiment("fig8", "fig8", "gd_on_p_given_starts", "fig8"),
-    Experiment("demo", "demo", "gd_on_p_given_starts", "demo"),
 )
 
 _FIG1 = (
@@ -211,17 +210,6 @@ PANELS: tuple[Panel, ...] = (
         caption="Figure 8: n = T = d = 2; normalized GD (eta = {eta:g}, {n_iter} iterations, {loss} loss) from "
         "two starts converges to two different directions, the GMM (red) and an LMM (blue) whose selected token of "
         "the second input has no SVM-neighbour. Shows that n = 1 in Theorem 2 is necessary.",
-    ),
-    Panel(
-        "demo",
-        "demo",
-        "synthetic",
-        "Demo figure",
-        "Demo: one input, two locally-optimal tokens",
-        experiment="demo",
-        function="key_plane_gd",
-        caption="Demo: normalized GD (eta = {eta:g}, {n_iter} iterations, {loss} loss) from {starts}.",
-        gallery=False,
     ),
     Panel("fig9a", "fig9", "census", "Figure 9(a)"),
     Panel("fig9b", "fig9", "census", "Figure 9(b)"),

@@ -114,14 +114,6 @@ def fig8() -> Instance:
     return Instance("fig8", X, np.ones(2), np.eye(2), np.array([1.0, 3.0]) / np.sqrt(10.0))
 
 
-def demo() -> Instance:
-    """Demo (CONTRIBUTING.md): one input of T = 4 tokens; (1, 0) and (0, -1) both outscore their SVM-neighbours.
-
-    Our construction, not the paper's.
-    """
-    return scored_tokens("demo", [[[-0.1, 1.0], [1.0, 0.0], [0.0, -1.0], [0.0, 0.0]]], [[1.0, 0.9, 0.5, 0.0]])
-
-
 def starts_on_circle(n_starts: int, radius: float, d: int, phase: float = 0.0) -> Array:
     """Initial points p(0) evenly spaced on a circle of the key plane (other coordinates 0)."""
     angles = phase + 2 * np.pi * np.arange(n_starts) / n_starts
