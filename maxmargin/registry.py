@@ -106,8 +106,8 @@ PANELS: tuple[Panel, ...] = (
         "(b) Global and local optimal directions",
         experiment="fig1b",
         function="key_plane_gd",
-        caption="Figure 1(b): " + _FIG1 + " Backs Theorem 3: starts near the locally-optimal token (1, 0) reach "
-        "its LMM.",
+        caption="Figure 1(b): " + _FIG1 + " Backs Theorem 3: the starts closest to the locally-optimal token (1, 0) "
+        "reach its LMM, the others the GMM; the legend says where each start went.",
     ),
     Panel(
         "fig1c",
