@@ -3,7 +3,8 @@
 Paper: Sections 2-4 and Appendix E. Every experiment returns an :class:`ExperimentTables`:
 ``trajectories`` (one row per run and recorded iteration), ``tokens`` (the data, in the key
 plane the paper draws) and ``directions`` (every max-margin direction computed, and every GD
-run's final cosine with the direction theory predicts for it).
+run's start and final cosine with the direction theory predicts for it). Which experiment runs which function on
+which data set, with which block of the config, is declared in the figure registry (:mod:`maxmargin.registry`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from maxmargin.experiments.instances import Instance
 
 # Every GMM and LMM of an instance is found by enumerating its T^n token choices when there are at most this many.
 MAX_ENUMERATED = 64
+
 DIRECTION_COLUMNS = [
     "figure",
     "record",
