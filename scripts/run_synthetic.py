@@ -5,8 +5,8 @@ from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
     name = snakemake.wildcards.experiment
-    log.info("experiment %s with %s", name, snakemake.params.settings)
-    tables = run_experiment(name, dict(snakemake.params.settings))
+    log.info("experiment %s with %s on data %s", name, snakemake.params.settings, snakemake.params.data)
+    tables = run_experiment(name, dict(snakemake.params.settings), dict(snakemake.params.data))
     write_csv(tables.trajectories, snakemake.output.trajectories)
     write_csv(tables.tokens, snakemake.output.tokens)
     write_csv(tables.directions, snakemake.output.directions)

@@ -10,7 +10,7 @@ import pandas as pd
 from conftest import DEFAULT_CONFIG
 
 from maxmargin.claims import CLAIMS, claims_markdown, evaluate_claims
-from maxmargin.experiments.synthetic import fig8
+from maxmargin.experiments.synthetic import run_experiment
 from maxmargin.io import provenance_path, rule_logging, write_csv
 
 
@@ -60,7 +60,7 @@ def test_claims_follow_the_measured_numbers():
 
 
 def test_claims_from_a_real_experiment_table():
-    table = fig8(eta=0.1, n_iter=1000, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic").directions
+    table = run_experiment("fig8", DEFAULT_CONFIG["synthetic"]["fig8"], {}).directions
     row = evaluate_claims({"directions": table}, DEFAULT_CONFIG).set_index("claim_id").loc["n1_necessary"]
     assert row["verdict"] == "holds"
     assert row["measured"].startswith("1 start(s) -> GMM, 1 -> LMM")
@@ -72,7 +72,7 @@ def test_claims_from_a_real_experiment_table():
 
 
 def test_claim_notes_quote_the_config_that_ran():
-    table = fig8(eta=0.1, n_iter=1000, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic").directions
+    table = run_experiment("fig8", DEFAULT_CONFIG["synthetic"]["fig8"], {}).directions
     table = table.assign(figure=table["figure"].replace({"fig8": "fig1a"}))
     config = copy.deepcopy(DEFAULT_CONFIG)
     config["synthetic"]["fig1"].update(eta=0.05, n_iter=321)

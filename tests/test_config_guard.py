@@ -8,7 +8,7 @@ import pytest
 from conftest import snakemake
 
 from maxmargin.config import check_config
-from maxmargin.experiments.synthetic import fig8
+from maxmargin.experiments.synthetic import run_experiment
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1.0e300])
@@ -21,7 +21,7 @@ def test_check_config_names_the_key_of_a_bad_number(bad):
 
 def test_diverged_gd_is_an_error_not_a_direction():
     with pytest.raises(FloatingPointError, match="fig8, start 1: gradient descent ended at a non-finite"):
-        fig8(eta=math.nan, n_iter=5, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic")
+        run_experiment("fig8", dict(eta=math.nan, n_iter=5, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic"), {})
 
 
 @pytest.mark.parametrize("value", [".nan", ".inf", "1.0e+300"])

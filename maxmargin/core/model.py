@@ -93,6 +93,15 @@ def attention(K: Array, p: Array) -> Array:
     return np.exp(log_softmax(np.einsum("...ntd,...d->...nt", K, p)))
 
 
+def selected_tokens(K: Array, p: Array) -> NDArray[np.int64]:
+    """alpha_i = argmax_t (K_i p)_t, the token the softmax of input i selects, shape (..., n).
+
+    Paper: Section 2 and Appendix E. The argmax of the logits, not of S(K_i p): once the softmax saturates its
+    probabilities round, and two of them can tie where the logits still differ.
+    """
+    return np.einsum("...ntd,...d->...nt", K, p).argmax(axis=-1)
+
+
 def log_non_selected_mass(K: Array, p: Array) -> Array:
     """log(1 - max_t S(K_i p)_t) per input, accurate when 1 - s is far below float64 epsilon.
 

@@ -1,9 +1,10 @@
 """The synthetic data sets of the paper's figures, as named instances.
 
 Paper: Section 2 (Figure 1), Section 3 (Figure 3), Section 4 (Figures 4, 5), Appendix E (Figure 8).
-Where the paper gives coordinates they are used verbatim; where it only describes the data
-(Figure 1(c): "random tokens around three clusters"; Figure 8: "an n = T = d = 2 instance
-obeying Assumption B") the construction below is ours and documented.
+Where the paper gives coordinates they are used verbatim. For Figure 1(c) the paper says only that it shows
+"multiple inputs" with "the gray dotted line representing the separating hyperplane", and for Figure 8 that
+n = T = d = 2: the constructions below (random tokens around three cluster centres for Figure 1(c), hand-placed
+tokens for Figure 8) are ours, not the paper's, and documented where they are built.
 """
 
 from __future__ import annotations
@@ -68,9 +69,9 @@ def fig1b() -> Instance:
 
 
 def fig1c(seed: int = 0, n: int = 3, T: int = 7, spread: float = 0.3) -> Instance:
-    """Figure 1(c): n = 3 inputs of T = 7 random tokens around three clusters; optimal score 1, others 0.5.
+    """Figure 1(c): n = 3 inputs of T = 7 tokens; optimal score 1, others 0.5 (the paper's legend: "=0.5").
 
-    Our construction (the paper gives no coordinates): each input draws its optimal token
+    Our construction (the paper gives no coordinates, nor how they were drawn): each input draws its optimal token
     around the centre (1.5, 2) and its T - 1 non-optimal tokens alternately around (0, 0)
     and (2.5, 0), with Gaussian spread ``spread``.
     """
@@ -118,6 +119,18 @@ def starts_on_circle(n_starts: int, radius: float, d: int, phase: float = 0.0) -
     angles = phase + 2 * np.pi * np.arange(n_starts) / n_starts
     p0 = np.zeros((n_starts, d))
     p0[:, 0], p0[:, 1] = radius * np.cos(angles), radius * np.sin(angles)
+    return p0
+
+
+def starts_in_key_plane(starts: Array, d: int) -> Array:
+    """Initial points p(0) given by their key-plane coordinates (the others 0), shape (n_starts, d).
+
+    The tokens of Figure 1 put the score in x_3 and W = diag(1, 1, 0), so p_3 never moves; the authors' notebook
+    writes its starts as (p_1, p_2, 0).
+    """
+    starts = np.asarray(starts, dtype=np.float64)
+    p0 = np.zeros((starts.shape[0], d))
+    p0[:, : starts.shape[1]] = starts
     return p0
 
 

@@ -3,25 +3,39 @@
 Paper: Sections 2-4 and Appendix E. Every experiment returns an :class:`ExperimentTables`:
 ``trajectories`` (one row per run and recorded iteration), ``tokens`` (the data, in the key
 plane the paper draws) and ``directions`` (every max-margin direction computed, and every GD
-run's final cosine with the direction theory predicts for it).
+run's start and final cosine with the direction theory predicts for it). Which experiment runs which function on
+which data set, with which block of the config, is declared in the figure registry (:mod:`maxmargin.registry`).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from maxmargin import registry
 from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd
-from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output
-from maxmargin.core.svm import SVMResult, att_svm, classify_direction, p_relax, v_svm
-from maxmargin.experiments import instances as inst_mod
+from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output, selected_tokens
+from maxmargin.core.svm import (
+    SVMResult,
+    att_svm,
+    classify_direction,
+    gmm_direction,
+    optimal_tokens,
+    p_relax,
+    v_svm,
+)
+from maxmargin.experiments import instances
 from maxmargin.experiments.instances import Instance
+
+# Every GMM and LMM of an instance is found by enumerating its T^n token choices when there are at most this many.
+MAX_ENUMERATED = 64
 
 DIRECTION_COLUMNS = [
     "figure",
@@ -31,6 +45,7 @@ DIRECTION_COLUMNS = [
     "direction",
     "norm",
     "run",
+    "start",
     "final_cosine",
     "p_norm",
     "kkt_residual",
@@ -120,7 +135,9 @@ def _direction_row(figure: str, kind: str, alpha: Array, svm: SVMResult) -> dict
     }
 
 
-def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, target: Array) -> dict[str, Any]:
+def _run_row(
+    figure: str, label: str, kind: str, alpha: Array, start: Array, final: Array, target: Array
+) -> dict[str, Any]:
     """A GD run's row; a run that overflowed is an error, never a labelled direction (argmax of NaN is 0)."""
     if not (np.all(np.isfinite(final)) and np.linalg.norm(final) > 0):
         raise FloatingPointError(
@@ -132,6 +149,7 @@ def _run_row(figure: str, label: str, kind: str, alpha: Array, final: Array, tar
         "record": "gd_run",
         "kind": kind,
         "run": label,
+        "start": json.dumps([float(x) for x in start]),
         "tokens": json.dumps([int(a) for a in alpha]),
         "direction": json.dumps([float(x) for x in final / np.linalg.norm(final)]),
         "final_cosine": float(cosine(final, target)),
@@ -144,12 +162,9 @@ def _directions(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame.drop_duplicates(subset=["figure", "record", "kind", "tokens", "run"], ignore_index=True)
 
 
-def selected_tokens(K: Array, p: Array) -> Array:
-    """alpha_i = argmax_t S(K_i p)_t, the tokens attention selects (Appendix E)."""
-    return attention(K, p).argmax(axis=-1)
-
-
-def max_margin_directions(K: Array, gamma: Array, max_combinations: int = 64) -> list[tuple[str, Array, SVMResult]]:
+def max_margin_directions(
+    K: Array, gamma: Array, max_combinations: int = MAX_ENUMERATED
+) -> list[tuple[str, Array, SVMResult]]:
     """All GMM and LMM directions of a small instance, by enumerating the token choices alpha.
 
     Paper: Definition 2 and the set P^mm of Section 2.3. Only for T^n <= ``max_combinations``.
@@ -165,98 +180,174 @@ def max_margin_directions(K: Array, gamma: Array, max_combinations: int = 64) ->
     return found
 
 
-def _p_runs(figure: str, instance: Instance, labels: Sequence[str], traj: Trajectory) -> list[dict[str, Any]]:
-    """Rows for the directions table: each run's limit direction per Theorems 2-3 and its cosine."""
+def _p_runs(
+    figure: str, instance: Instance, labels: Sequence[str], starts: Array, finals: Array
+) -> list[dict[str, Any]]:
+    """Rows for the directions table: where each run started, its limit direction per Theorems 2-3, its cosine."""
     rows = []
-    for label, final in zip(labels, traj.p_final, strict=True):
+    for label, start, final in zip(labels, starts, finals, strict=True):
         alpha = selected_tokens(instance.K, final)
         res = classify_direction(instance.K, instance.gamma, alpha)
         rows.append(_direction_row(figure, res.kind, alpha, res.svm))
-        rows.append(_run_row(figure, label, res.kind, alpha, final, res.svm.direction))
+        rows.append(_run_row(figure, label, res.kind, alpha, start, final, res.svm.direction))
     return rows
 
 
-def fig1(
-    panel: str, *, eta: float, n_iter: int, n_starts: int, start_radius: float, loss: str, seed: int
-) -> ExperimentTables:
-    """Figure 1(a, b, c): normalized GD on p from ``n_starts`` starts; GMM (and LMM) directions.
+def _start_labels(n_starts: int) -> list[str]:
+    return [f"start {i + 1}" for i in range(n_starts)]
 
-    Paper: Section 2, Theorems 2 and 3, Figure 1.
+
+def _gd_on_p(name: str, instance: Instance, p0: Array, *, eta: float, n_iter: int, loss: str) -> ExperimentTables:
+    """Normalized GD on p from the starts ``p0``; the GMM direction, every LMM where T^n is small, every run.
+
+    Paper: Theorems 2 and 3 (Figures 1 and 8).
     """
-    instance = {"a": inst_mod.fig1a, "b": inst_mod.fig1b, "c": lambda: inst_mod.fig1c(seed)}[panel]()
-    figure = f"fig1{panel}"
-    p0 = inst_mod.starts_on_circle(n_starts, start_radius, instance.X.shape[-1], phase=np.pi / n_starts)
     traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
-    labels = [f"start {i + 1}" for i in range(n_starts)]
-    rows = [
-        _direction_row(figure, "gmm", np.argmax(instance.gamma, -1), att_svm(instance.K, np.argmax(instance.gamma, -1)))
-    ]
-    if panel != "c":
-        rows += [_direction_row(figure, k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
-    rows += _p_runs(figure, instance, labels, traj)
-    return ExperimentTables(
-        _p_frame(figure, labels, traj, instance.K), tokens_frame(figure, instance), _directions(rows)
-    )
+    labels = _start_labels(p0.shape[0])
+    opt = optimal_tokens(instance.gamma)
+    rows = [_direction_row(name, "gmm", opt, gmm_direction(instance.K, instance.gamma))]
+    n, T, _ = instance.K.shape
+    if T**n <= MAX_ENUMERATED:
+        rows += [_direction_row(name, k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
+    rows += _p_runs(name, instance, labels, p0, traj.p_final)
+    return ExperimentTables(_p_frame(name, labels, traj, instance.K), tokens_frame(name, instance), _directions(rows))
 
 
-def fig2(
-    *, eta: float, n_iter: int, n_starts: int, start_radius: float, half_angle_deg: float, loss: str
+def gd_on_p_from_starts(
+    name: str,
+    make_instance: Callable[[], Instance],
+    *,
+    eta: float,
+    n_iter: int,
+    loss: str,
+    starts: Sequence[Sequence[float]],
+    on_circle: Sequence[str],
+    n_starts: int,
+    start_radius: float,
+) -> ExperimentTables:
+    """Figure 1(a, b, c): normalized GD on p from several starts; GMM (and LMM) directions.
+
+    Paper: Section 2, Theorems 2 and 3, Figure 1. The starts are ``starts`` in the key plane (the authors'
+    notebook), or, for the experiments named in ``on_circle``, ``n_starts`` points on a circle of ``start_radius``.
+    """
+    instance = make_instance()
+    d = instance.X.shape[-1]
+    if name in on_circle:
+        p0 = instances.starts_on_circle(n_starts, start_radius, d, phase=np.pi / n_starts)
+    else:
+        p0 = instances.starts_in_key_plane(starts, d)
+    return _gd_on_p(name, instance, p0, eta=eta, n_iter=n_iter, loss=loss)
+
+
+def gd_on_p_given_starts(
+    name: str,
+    make_instance: Callable[[], Instance],
+    *,
+    eta: float,
+    n_iter: int,
+    starts: Sequence[Sequence[float]],
+    loss: str,
+) -> ExperimentTables:
+    """Figure 8: with n = 2, normalized GD from the given starts reaches different directions (the GMM and an LMM).
+
+    Paper: Appendix E, "Failure of gradient descent's global convergence when n >= 2".
+    """
+    instance = make_instance()
+    p0 = instances.starts_in_key_plane(starts, instance.X.shape[-1])
+    return _gd_on_p(name, instance, p0, eta=eta, n_iter=n_iter, loss=loss)
+
+
+def gd_in_lmm_cone(
+    name: str,
+    make_instance: Callable[[], Instance],
+    *,
+    eta: float,
+    n_iter: int,
+    n_starts: int,
+    start_radius: float,
+    half_angle_deg: float,
+    loss: str,
 ) -> ExperimentTables:
     """Figure 2: GD started inside the cone C_{mu,R}(p_mm) of an LMM direction stays and converges there.
 
     Paper: Theorem 3, eq. (7)-(8), Figure 2; drawn on the Figure 1(b) instance whose LMM is (1, 0).
     """
-    instance = inst_mod.fig1b()
+    instance = make_instance()
     lmm = [(a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma) if k == "lmm"]
     alpha, svm = lmm[0]
-    p0 = inst_mod.starts_in_cone(svm.direction, n_starts, start_radius, np.deg2rad(half_angle_deg))
+    p0 = instances.starts_in_cone(svm.direction, n_starts, start_radius, np.deg2rad(half_angle_deg))
     traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
-    labels = [f"start {i + 1}" for i in range(n_starts)]
-    rows = [_direction_row("fig2", "lmm", alpha, svm)] + _p_runs("fig2", instance, labels, traj)
-    tables = _p_frame("fig2", labels, traj, instance.K)
+    labels = _start_labels(n_starts)
+    rows = [_direction_row(name, "lmm", alpha, svm)] + _p_runs(name, instance, labels, p0, traj.p_final)
+    tables = _p_frame(name, labels, traj, instance.K)
     tables["cone_half_angle_deg"] = half_angle_deg
-    return ExperimentTables(tables, tokens_frame("fig2", instance), _directions(rows))
+    return ExperimentTables(tables, tokens_frame(name, instance), _directions(rows))
 
 
-def fig3(variant: str, *, eta: float, n_iter: int, starts: Sequence[Sequence[float]], loss: str) -> ExperimentTables:
-    """Figure 3(a)/(b): joint normalized GD on (v, p); v -> v_mm, p -> p_relax (= p_mm in (a)).
-
-    Paper: Theorems 5 and 6, eq. (10), Figure 3; panel (c) uses the softmax and logistic probabilities.
-    """
-    instance = inst_mod.fig3(variant)
-    figure = f"fig3{variant}"
-    p0 = np.asarray(starts, dtype=np.float64)
-    v0 = np.zeros_like(p0)
-    traj = joint_normalized_gd(instance.X, instance.Y, instance.K, v0, p0, eta=eta, n_iter=n_iter, loss=loss)
-    labels = [f"start {i + 1}" for i in range(p0.shape[0])]
-    frame = _p_frame(figure, labels, traj, instance.K)
-    its = frame["iteration"].to_numpy()
-    runs = frame["run"].to_numpy()
-    v_rec = traj.v[runs, its]
-    p_rec = traj.p[runs, its]
-    frame["v1"], frame["v2"] = v_rec[:, 0], v_rec[:, 1]
-    margins = instance.Y * model_output(instance.X, instance.K[None], v_rec, p_rec)
-    frame["logistic_prob"] = (1.0 / (1.0 + np.exp(-margins))).mean(axis=-1)
+def _joint_rows(name: str, instance: Instance, labels: Sequence[str], traj: Trajectory) -> list[dict[str, Any]]:
+    """Each joint run's v_mm, p_mm and p_relax (eq. (10)) at the tokens it selects, and its final cosines."""
     rows = []
-    for label, pf, vf in zip(labels, traj.p_final, traj.v_final, strict=True):
+    for label, p0, v0, pf, vf in zip(labels, traj.p[:, 0], traj.v[:, 0], traj.p_final, traj.v_final, strict=True):
         alpha = selected_tokens(instance.K, pf)
         selected = instance.X[np.arange(instance.X.shape[0]), alpha]
         vmm = v_svm(selected, instance.Y)
         relax = p_relax(instance.K, alpha, vmm.active)
-        rows.append(_direction_row(figure, "v_mm", alpha, vmm))
-        rows.append(_direction_row(figure, "p_mm", alpha, att_svm(instance.K, alpha)))
-        rows.append(_direction_row(figure, "p_relax", alpha, relax))
-        rows.append(_run_row(figure, label, "p_relax", alpha, pf, relax.direction))
-        rows.append(_run_row(figure, label + " (v)", "v_mm", alpha, vf, vmm.direction))
-    return ExperimentTables(frame, tokens_frame(figure, instance), _directions(rows))
+        rows.append(_direction_row(name, "v_mm", alpha, vmm))
+        rows.append(_direction_row(name, "p_mm", alpha, att_svm(instance.K, alpha)))
+        rows.append(_direction_row(name, "p_relax", alpha, relax))
+        rows.append(_run_row(name, label, "p_relax", alpha, p0, pf, relax.direction))
+        rows.append(_run_row(name, label + " (v)", "v_mm", alpha, v0, vf, vmm.direction))
+    return rows
 
 
-def fig4(*, n_iter: int, eta_normalized: float, eta_constant: float, loss: str, seed: int) -> ExperimentTables:
+def joint_gd_on_v_and_p(
+    name: str,
+    make_instance: Callable[[], Instance],
+    *,
+    eta: float,
+    n_iter: int,
+    starts: Sequence[Sequence[float]],
+    v_starts: Sequence[Sequence[float]],
+    loss: str,
+) -> ExperimentTables:
+    """Figure 3(a)/(b): joint normalized GD on (v, p); v -> v_mm, p -> p_relax (= p_mm in (a)).
+
+    Paper: Theorems 5 and 6, eq. (10), Figure 3; panel (c) uses the softmax and logistic probabilities.
+    """
+    instance = make_instance()
+    p0 = np.asarray(starts, dtype=np.float64)
+    v0 = np.asarray(v_starts, dtype=np.float64)
+    if v0.shape != p0.shape:
+        raise ValueError(
+            f"{name}: v_starts has {len(v_starts)} start(s) and starts {len(starts)}; give one v(0) per p(0) "
+            "(config keys synthetic.fig3.starts and synthetic.fig3.v_starts)"
+        )
+    traj = joint_normalized_gd(instance.X, instance.Y, instance.K, v0, p0, eta=eta, n_iter=n_iter, loss=loss)
+    labels = _start_labels(p0.shape[0])
+    frame = _p_frame(name, labels, traj, instance.K)
+    v_rec = traj.v[frame["run"].to_numpy(), frame["iteration"].to_numpy()]
+    p_rec = traj.p[frame["run"].to_numpy(), frame["iteration"].to_numpy()]
+    frame["v1"], frame["v2"] = v_rec[:, 0], v_rec[:, 1]
+    margins = instance.Y * model_output(instance.X, instance.K[None], v_rec, p_rec)
+    frame["logistic_prob"] = (1.0 / (1.0 + np.exp(-margins))).mean(axis=-1)
+    rows = _joint_rows(name, instance, labels, traj)
+    return ExperimentTables(frame, tokens_frame(name, instance), _directions(rows))
+
+
+def normalized_vs_constant_gd(
+    name: str,
+    make_instance: Callable[[], Instance],
+    *,
+    n_iter: int,
+    eta_normalized: float,
+    eta_constant: float,
+    loss: str,
+) -> ExperimentTables:
     """Figure 4: normalized GD vs constant-step GD on the Figure 1(c) data, from p(0) = 0.
 
     Paper: Section 4, "Synthetic experiments", Figure 4(a) (softmax probability) and 4(b) (||p||).
     """
-    instance = inst_mod.fig1c(seed)
+    instance = make_instance()
     d = instance.X.shape[-1]
     runs = {
         f"normalized GD (eta={eta_normalized:g})": dict(eta=eta_normalized, normalized=True),
@@ -268,68 +359,51 @@ def fig4(*, n_iter: int, eta_normalized: float, eta_constant: float, loss: str, 
     ]
     traj = Trajectory(p=np.concatenate([t.p for t in trajs]), skipped=np.concatenate([t.skipped for t in trajs]))
     labels = list(runs)
-    gmm_alpha = np.argmax(instance.gamma, -1)
-    rows = [_direction_row("fig4", "gmm", gmm_alpha, att_svm(instance.K, gmm_alpha))] + _p_runs(
-        "fig4", instance, labels, traj
-    )
-    return ExperimentTables(
-        _p_frame("fig4", labels, traj, instance.K), tokens_frame("fig4", instance), _directions(rows)
-    )
+    gmm = _direction_row(name, "gmm", optimal_tokens(instance.gamma), gmm_direction(instance.K, instance.gamma))
+    rows = [gmm] + _p_runs(name, instance, labels, traj.p[:, 0], traj.p_final)
+    return ExperimentTables(_p_frame(name, labels, traj, instance.K), tokens_frame(name, instance), _directions(rows))
 
 
-def fig5(*, eta: float, n_iter: int, C: Sequence[float], losses: Sequence[str]) -> ExperimentTables:
+def gd_under_each_loss(
+    name: str,
+    make_instance: Callable[[float], Instance],
+    *,
+    eta: float,
+    n_iter: int,
+    C: Sequence[float],
+    losses: Sequence[str],
+) -> ExperimentTables:
     """Figure 5: trajectories from p(0) = 0 for scores (C, 1) under each loss; all end at p_mm = (1, 0).
 
     Paper: Section 4, "Transient optimization dynamics and the influence of the loss function".
     """
-    insts = [inst_mod.fig5(c) for c in C]
+    insts = [make_instance(c) for c in C]
     K = np.stack([i.K for i in insts])
     gamma = np.stack([i.gamma for i in insts])
-    frames, rows, trajs = [], [], []
+    frames, rows = [], []
     for loss in losses:
         traj = gradient_descent(K, gamma, np.zeros((len(C), 3)), eta=eta, n_iter=n_iter, loss=loss)
         labels = [f"{loss}, C={c:g}" for c in C]
-        frame = _p_frame("fig5", labels, traj, K, dense=300)  # the plot shows ||p|| <= ~12
+        frame = _p_frame(name, labels, traj, K, dense=300)  # the plot shows ||p|| <= ~12
         frame["loss"] = loss
         frame["C"] = np.repeat(np.asarray(C, dtype=float), frame.shape[0] // len(C))
         frames.append(frame)
-        for instance, label, final in zip(insts, labels, traj.p_final, strict=True):
-            rows += _p_runs("fig5", instance, [label], Trajectory(p=final[None, None], skipped=np.zeros(1, int)))
-    tokens = pd.concat([tokens_frame("fig5", i).assign(C=c) for i, c in zip(insts, C, strict=True)], ignore_index=True)
+        for instance, label, start, final in zip(insts, labels, traj.p[:, 0], traj.p_final, strict=True):
+            rows += _p_runs(name, instance, [label], start[None], final[None])
+    tokens = pd.concat([tokens_frame(name, i).assign(C=c) for i, c in zip(insts, C, strict=True)], ignore_index=True)
     return ExperimentTables(pd.concat(frames, ignore_index=True), tokens, _directions(rows))
 
 
-def fig8(*, eta: float, n_iter: int, starts: Sequence[Sequence[float]], loss: str) -> ExperimentTables:
-    """Figure 8: with n = 2, two starts reach two different directions (the GMM and an LMM).
+# Experiment name -> its function, from the figure registry (maxmargin/registry.py).
+EXPERIMENTS: dict[str, Callable[..., ExperimentTables]] = {e.name: globals()[e.function] for e in registry.EXPERIMENTS}
 
-    Paper: Appendix E, "Failure of gradient descent's global convergence when n >= 2".
+
+def run_experiment(name: str, settings: Mapping[str, Any], data: Mapping[str, Any]) -> ExperimentTables:
+    """Run one registered synthetic experiment with its config block ``settings`` and its data set's ``data``.
+
+    The data set is the registry's instance function with its fixed arguments and the config's data parameters
+    bound; the experiment function calls it (once, or once per score C in Figure 5).
     """
-    instance = inst_mod.fig8()
-    p0 = np.asarray(starts, dtype=np.float64)
-    traj = gradient_descent(instance.K, instance.gamma, p0, eta=eta, n_iter=n_iter, loss=loss)
-    labels = [f"start {i + 1}" for i in range(p0.shape[0])]
-    rows = [_direction_row("fig8", k, a, s) for k, a, s in max_margin_directions(instance.K, instance.gamma)]
-    rows += _p_runs("fig8", instance, labels, traj)
-    return ExperimentTables(
-        _p_frame("fig8", labels, traj, instance.K), tokens_frame("fig8", instance), _directions(rows)
-    )
-
-
-EXPERIMENTS: dict[str, Callable[..., ExperimentTables]] = {
-    "fig1a": lambda **kw: fig1("a", **kw),
-    "fig1b": lambda **kw: fig1("b", **kw),
-    "fig1c": lambda **kw: fig1("c", **kw),
-    "fig2": fig2,
-    "fig3a": lambda **kw: fig3("a", **kw),
-    "fig3b": lambda **kw: fig3("b", **kw),
-    "fig4": fig4,
-    "fig5": fig5,
-    "fig8": fig8,
-}
-
-
-def run_experiment(name: str, params: dict[str, Any]) -> ExperimentTables:
-    """Run one named synthetic experiment with its config parameters."""
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; allowed: {', '.join(EXPERIMENTS)}")
-    return EXPERIMENTS[name](**params)
+    entry = registry.experiment(name)
+    make_instance = functools.partial(getattr(instances, entry.instance), **entry.instance_args, **data)
+    return EXPERIMENTS[name](name, make_instance, **settings)

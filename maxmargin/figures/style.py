@@ -23,11 +23,12 @@ COLORS = {
     "p_relax": "#d62728",
     "p_mm": "#7f7f7f",
     "v_mm": "#1f77b4",
-    "trajectory": "#6e6e6e",
     "p": "#d62728",
     "v": "#1f77b4",
 }
 INPUT_COLORS = ["#2ca02c", "#17becf", "#e6b800", "#9467bd", "#8c564b"]
+# One colour per GD run in the key-plane panels: no red or blue, which the paper keeps for GMM/p and LMM/v.
+RUN_COLORS = ["#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#2ca02c"]
 STYLE = {
     "figure.figsize": (4.2, 3.6),
     "figure.dpi": 110,
@@ -115,10 +116,19 @@ def draw_tokens(ax: Axes, tokens: pd.DataFrame, *, by_input: bool = True, annota
         )
 
 
-def draw_trajectory(ax: Axes, xy: np.ndarray, color: str, *, n_arrows: int = 2, label: str | None = None) -> None:
+def draw_trajectory(
+    ax: Axes,
+    xy: np.ndarray,
+    color: str,
+    *,
+    n_arrows: int = 2,
+    label: str | None = None,
+    lw: float = 1.1,
+    zorder: float = 2.0,
+) -> None:
     """A GD path with arrow heads showing the direction of travel (the paper's '->' marks)."""
-    ax.plot(xy[:, 0], xy[:, 1], color=color, lw=1.1, alpha=0.9, label=label)
-    ax.scatter(xy[0, 0], xy[0, 1], s=12, color=color, zorder=4)
+    ax.plot(xy[:, 0], xy[:, 1], color=color, lw=lw, alpha=0.9, label=label, zorder=zorder, solid_capstyle="butt")
+    ax.scatter(xy[0, 0], xy[0, 1], s=12 + 4 * lw, color=color, edgecolor="k", linewidth=0.4, zorder=4)
     seg = np.linalg.norm(np.diff(xy, axis=0), axis=1)
     arc = np.concatenate([[0.0], np.cumsum(seg)])
     for frac in np.linspace(0, 1, n_arrows + 2)[1:-1]:

@@ -14,7 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Wedge
 
-from maxmargin.figures import style as P
+from maxmargin import registry
+from maxmargin.figures import style
 
 KIND_LABELS = {
     "gmm": "GMM $p^{mm\\star}$",
@@ -34,6 +35,21 @@ def _directions(directions: pd.DataFrame, kinds: tuple[str, ...]) -> pd.DataFram
     return d.drop_duplicates(subset=["kind", "direction"])
 
 
+def _draw_runs(ax: Any, traj: pd.DataFrame, directions: pd.DataFrame, box: tuple) -> None:
+    """One colour per GD run, labelled with its start and where it went (directions.csv).
+
+    Runs from nearby starts follow the same path (the authors' starts on the p_2 axis do): earlier runs are drawn
+    wider and underneath, so overlapping paths show as nested bands instead of hiding each other.
+    """
+    went = directions[directions["record"] == "gd_run"].set_index("run")["kind"]
+    paths = _paths(traj)
+    widths = np.linspace(4.0, 1.2, len(paths)) if len(paths) > 1 else [1.2]
+    for i, ((label, xy), lw) in enumerate(zip(paths.items(), widths, strict=True)):
+        color = style.RUN_COLORS[i % len(style.RUN_COLORS)]
+        legend = f"$p(0)$ = ({xy[0, 0]:.2g}, {xy[0, 1]:.2g}) → {went[label].upper()}"
+        style.draw_trajectory(ax, style.clip_to_box(xy, box), color, label=legend, lw=lw, zorder=2 + i / len(paths))
+
+
 def _key_plane_panel(
     title: str,
     traj: pd.DataFrame,
@@ -43,45 +59,44 @@ def _key_plane_panel(
     by_input: bool = False,
 ) -> tuple[Figure, Any, tuple]:
     """Tokens, GD trajectories with arrows, and max-margin rays in the key plane (Figures 1, 2, 8)."""
-    fig, ax = P.new_axes(P.KEY_PLANE_FIGSIZE)
+    fig, ax = style.new_axes(style.KEY_PLANE_FIGSIZE)
     starts = traj[traj["iteration"] == 0][["p1", "p2"]].to_numpy()
-    box = P.key_plane_box(np.vstack([tokens[["k1", "k2"]].to_numpy(), starts, [[0.0, 0.0]]]))
+    box = style.key_plane_box(np.vstack([tokens[["k1", "k2"]].to_numpy(), starts, [[0.0, 0.0]]]))
     for row in _directions(directions, kinds).itertuples():
-        P.draw_ray(ax, P.direction_of(row._asdict()), P.COLORS[row.kind], KIND_LABELS[row.kind])
-    for i, xy in enumerate(_paths(traj).values()):
-        P.draw_trajectory(
-            ax, P.clip_to_box(xy, box), P.COLORS["trajectory"], label="GD trajectories" if i == 0 else None
-        )
-    P.draw_tokens(ax, tokens, by_input=by_input)
-    P.finish_key_plane(ax, box, title)
+        style.draw_ray(ax, style.direction_of(row._asdict()), style.COLORS[row.kind], KIND_LABELS[row.kind])
+    _draw_runs(ax, traj, directions, box)
+    style.draw_tokens(ax, tokens, by_input=by_input)
+    style.finish_key_plane(ax, box, title)
     return fig, ax, box
 
 
-def fig1(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
-    """Figure 1(a-c): GD on p converges in direction to the GMM (a, c) or to the GMM or an LMM (b)."""
-    titles = {
-        "fig1a": "(a) Global convergence",
-        "fig1b": "(b) Global and local optimal directions",
-        "fig1c": "(c) Multiple inputs",
-    }
-    fig, ax, box = _key_plane_panel(titles[panel], traj, tokens, directions, by_input=False)
-    if panel == "fig1c":
-        gmm = P.direction_of(_directions(directions, ("gmm",)).iloc[0])[:2]
-        gmm = gmm / np.linalg.norm(gmm)
-        proj = tokens[["k1", "k2"]].to_numpy() @ gmm
-        opt = tokens["optimal"].to_numpy()
-        offset = 0.5 * (proj[opt].min() + proj[~opt].max())
-        normal = np.array([-gmm[1], gmm[0]])
-        line = offset * gmm + np.outer(np.linspace(-20, 20, 2), normal)
-        ax.plot(line[:, 0], line[:, 1], ls=":", color="0.5", lw=1.2, label="separating hyperplane")
-        P.outside_legend(ax)
+def key_plane_gd(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
+    """Figure 1(a, b): GD on p converges in direction to the GMM (a) or to the GMM or an LMM (b)."""
+    fig, _, _ = _key_plane_panel(title, traj, tokens, directions, by_input=False)
     return fig
 
 
-def fig2(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
+def key_plane_gd_with_hyperplane(
+    title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
+) -> Figure:
+    """Figure 1(c): as Figure 1(a), with the hyperplane orthogonal to the GMM that separates optimal tokens."""
+    fig, ax, _ = _key_plane_panel(title, traj, tokens, directions, by_input=False)
+    gmm = style.direction_of(_directions(directions, ("gmm",)).iloc[0])[:2]
+    gmm = gmm / np.linalg.norm(gmm)
+    proj = tokens[["k1", "k2"]].to_numpy() @ gmm
+    opt = tokens["optimal"].to_numpy()
+    offset = 0.5 * (proj[opt].min() + proj[~opt].max())
+    normal = np.array([-gmm[1], gmm[0]])
+    line = offset * gmm + np.outer(np.linspace(-20, 20, 2), normal)
+    ax.plot(line[:, 0], line[:, 1], ls=":", color="0.5", lw=1.2, label="separating hyperplane")
+    style.outside_legend(ax)
+    return fig
+
+
+def lmm_cone(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 2: GD started in the cone C_{mu,R}(p_mm) around an LMM direction converges to it (Theorem 3)."""
-    fig, ax, _ = _key_plane_panel("GD started inside the cone of an LMM", traj, tokens, directions)
-    lmm = P.direction_of(_directions(directions, ("lmm",)).iloc[0])[:2]
+    fig, ax, _ = _key_plane_panel(title, traj, tokens, directions)
+    lmm = style.direction_of(_directions(directions, ("lmm",)).iloc[0])[:2]
     half = float(traj["cone_half_angle_deg"].iloc[0])
     base = np.degrees(np.arctan2(lmm[1], lmm[0]))
     radius = float(traj[traj["iteration"] == 0]["p_norm"].min())
@@ -91,72 +106,69 @@ def fig2(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
             50,
             base - half,
             base + half,
-            color=P.COLORS["lmm"],
+            color=style.COLORS["lmm"],
             alpha=0.12,
             label=f"cone (half-angle {half:g}°)",
         )
     )
     ax.add_patch(Wedge((0, 0), radius, base - half, base + half, color="white", alpha=0.9))
-    P.outside_legend(ax)
+    style.outside_legend(ax)
     return fig
 
 
-def fig3(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
+def joint_gd(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 3(a, b): joint GD, p (red) -> p_relax and v (blue) -> v_mm; p_mm in gray when it differs."""
-    titles = {"fig3a": "(a) All inputs are support vectors", "fig3b": "(b) (0.5,1.5) is not a support vector"}
-    fig, ax = P.new_axes(P.KEY_PLANE_FIGSIZE)
+    fig, ax = style.new_axes(style.KEY_PLANE_FIGSIZE)
     box = (-2.0, 14.0, -3.0, 8.0)
     for kind in ("v_mm", "p_relax", "p_mm"):
         for row in _directions(directions, (kind,)).itertuples():
             ls = ":" if kind == "p_mm" else "--"
-            P.draw_ray(ax, P.direction_of(row._asdict()), P.COLORS[kind], KIND_LABELS[kind], ls=ls)
+            style.draw_ray(ax, style.direction_of(row._asdict()), style.COLORS[kind], KIND_LABELS[kind], ls=ls)
     for i, (xy_p, xy_v) in enumerate(zip(_paths(traj).values(), _paths(traj, ("v1", "v2")).values(), strict=True)):
-        P.draw_trajectory(ax, P.clip_to_box(xy_p, box), P.COLORS["p"], label="$p(t)$" if i == 0 else None)
-        P.draw_trajectory(ax, P.clip_to_box(xy_v, box), P.COLORS["v"], label="$v(t)$" if i == 0 else None)
-    shown = tokens.assign(k1=tokens["k1"], k2=tokens["k2"])
-    for row in shown[shown["optimal"]].itertuples():
+        style.draw_trajectory(ax, style.clip_to_box(xy_p, box), style.COLORS["p"], label="$p(t)$" if i == 0 else None)
+        style.draw_trajectory(ax, style.clip_to_box(xy_v, box), style.COLORS["v"], label="$v(t)$" if i == 0 else None)
+    for row in tokens[tokens["optimal"]].itertuples():
         ax.scatter(
             row.k1,
             row.k2,
             marker="*",
             s=170,
-            color=P.INPUT_COLORS[row.input],
+            color=style.INPUT_COLORS[row.input],
             edgecolor="k",
             lw=0.6,
             zorder=5,
             label=f"(0,0), ({row.k1:g},{row.k2:g}), Y={row.label:+g}",
         )
     ax.scatter(0, 0, marker="o", s=50, color="k", zorder=5)
-    P.finish_key_plane(ax, box, titles[panel])
+    style.finish_key_plane(ax, box, title)
     return fig
 
 
-def fig3c(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
+def joint_probabilities(
+    title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
+) -> Figure:
     """Figure 3(c): averaged softmax probability of the selected tokens and logistic probability in 3(a)."""
-    fig, ax = P.new_axes()
+    fig, ax = style.new_axes()
     t = (
         traj[traj["iteration"] <= plots["fig3c_iterations"]]
         .groupby("iteration")[["max_softmax", "logistic_prob"]]
         .mean()
     )
-    ax.plot(t.index, t["max_softmax"], color=P.COLORS["p"], label="Softmax prob.")
-    ax.plot(t.index, t["logistic_prob"], color=P.COLORS["v"], label="Logistic prob.")
+    ax.plot(t.index, t["max_softmax"], color=style.COLORS["p"], label="Softmax prob.")
+    ax.plot(t.index, t["logistic_prob"], color=style.COLORS["v"], label="Logistic prob.")
     ax.set_xlabel("Iterations")
     ax.set_ylabel("Probabilities")
-    ax.set_title("(c) Probability evolutions in (a)", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.legend(loc="lower right")
     return fig
 
 
-def fig4(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
-    """Figure 4: normalized GD saturates the softmax faster; constant-step GD's ||p|| levels off."""
-    column, ylabel, title = {
-        "fig4a": ("max_softmax", "Softmax probability", "(a) Evolution of softmax probability"),
-        "fig4b": ("p_norm", "Attention norm ||p||", "(b) Evolution of attention weights"),
-    }[panel]
-    fig, ax = P.new_axes()
+def _curves(title: str, traj: pd.DataFrame, column: str, ylabel: str, plots: dict) -> Figure:
+    """One curve per run of Figure 4 over its first ``plots.fig4_iterations`` iterations."""
+    fig, ax = style.new_axes()
     shown = traj[traj["iteration"] <= plots["fig4_iterations"]]
-    for (label, g), color in zip(shown.groupby("label", sort=False), (P.COLORS["p"], P.COLORS["v"]), strict=True):
+    colors = (style.COLORS["p"], style.COLORS["v"])
+    for (label, g), color in zip(shown.groupby("label", sort=False), colors, strict=True):
         ax.plot(g["iteration"], g[column], color=color, label=label)
     ax.set_xlabel("Iterations")
     ax.set_ylabel(ylabel)
@@ -165,11 +177,27 @@ def fig4(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
     return fig
 
 
-def fig5(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
+def softmax_saturation_curves(
+    title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
+) -> Figure:
+    """Figure 4(a): normalized GD saturates the softmax faster than constant-step GD."""
+    return _curves(title, traj, "max_softmax", "Softmax probability", plots)
+
+
+def attention_norm_curves(
+    title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
+) -> Figure:
+    """Figure 4(b): constant-step GD's ||p|| levels off (vanishing gradients)."""
+    return _curves(title, traj, "p_norm", "Attention norm ||p||", plots)
+
+
+def loss_trajectories(
+    title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
+) -> Figure:
     """Figure 5: the correlation loss leans to the high-score token, the logistic loss to the low-score one."""
     import matplotlib.pyplot as plt
 
-    fig, ax = P.new_axes((6.4, 3.8))
+    fig, ax = style.new_axes((6.4, 3.8))
     Cs = sorted(traj["C"].unique())
     cmap = plt.get_cmap("viridis")
     styles = {"correlation": "-", "logistic": "--", "exponential": ":"}
@@ -180,9 +208,9 @@ def fig5(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
     for loss in traj["loss"].unique():
         ax.plot([], [], ls=styles[loss], color="k", label=f"{loss} loss")
     for row in _directions(directions, ("gmm",)).itertuples():
-        P.draw_ray(ax, P.direction_of(row._asdict()), "k", "GMM $p^{mm\\star}$", ls="-.", lw=0.8)
+        style.draw_ray(ax, style.direction_of(row._asdict()), "k", "GMM $p^{mm\\star}$", ls="-.", lw=0.8)
     first = tokens[tokens["C"] == Cs[-1]]
-    P.draw_tokens(
+    style.draw_tokens(
         ax, first.assign(score=np.where(first["input"] == 0, np.nan, first["score"])), by_input=True, annotate=False
     )
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, len(Cs) - 1))
@@ -193,39 +221,28 @@ def fig5(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.Da
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("$p_1$")
     ax.set_ylabel("$p_2$")
-    ax.set_title("Optimal tokens (1,1) with γ=C and (1,-1) with γ=1", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.legend(loc="upper left", title="line style")
     return fig
 
 
-def fig8(panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
+def key_plane_gd_by_input(
+    title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
+) -> Figure:
     """Figure 8: with n = 2, two starts converge to two different directions, the GMM and an LMM."""
-    fig, _, _ = _key_plane_panel(
-        "GD reaches the GMM or an LMM (n = T = d = 2)", traj, tokens, directions, by_input=True
-    )
+    fig, _, _ = _key_plane_panel(title, traj, tokens, directions, by_input=True)
     return fig
 
 
-PANELS: dict[str, Callable[..., Figure]] = {
-    "fig1a": fig1,
-    "fig1b": fig1,
-    "fig1c": fig1,
-    "fig2": fig2,
-    "fig3a": fig3,
-    "fig3b": fig3,
-    "fig3c": fig3c,
-    "fig4a": fig4,
-    "fig4b": fig4,
-    "fig5": fig5,
-    "fig8": fig8,
-}
+# Panel name -> its drawing function, from the figure registry (maxmargin/registry.py).
+PANELS: dict[str, Callable[..., Figure]] = {p.name: globals()[p.function] for p in registry.panels_of("synthetic")}
 
 
 def draw_synthetic_panel(
     panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
 ) -> Figure:
-    """Draw one panel of Figures 1-5 or 8 in the shared style."""
+    """Draw one registered panel of Figures 1-5 or 8 in the shared style."""
     if panel not in PANELS:
-        raise ValueError(f"unknown panel {panel!r}; allowed: {', '.join(PANELS)}")
-    with P.paper_style():
-        return PANELS[panel](panel, traj, tokens, directions, plots)
+        raise ValueError(f"unknown panel {panel!r}; registered: {', '.join(PANELS)}")
+    with style.paper_style():
+        return PANELS[panel](registry.panel(panel).title, traj, tokens, directions, plots)

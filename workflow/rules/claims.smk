@@ -12,14 +12,8 @@ CLAIM_TABLES = {
     "vit_metrics": results_path("tables/vit_metrics.csv"),
 }
 
-GALLERY = [
-    "fig1a", "fig1b", "fig1c", "fig2", "fig3a", "fig3b", "fig3c", "fig4a", "fig4b", "fig5",
-    "fig6", "fig7", "fig8", "fig9a", "fig9b", "fig10", "regpath", "vit_recipes",
-]  # fmt: skip
-
-
-# Wide figures keep a legible width in the docs (pixels; the rest are 480).
-GALLERY_WIDTH = {"vit_recipes": 1200}
+# The README gallery: every registered panel with the gallery flag (maxmargin/registry.py).
+GALLERY = [panel.name for panel in registry.PANELS if panel.gallery]
 
 
 rule claims_table:
@@ -55,10 +49,11 @@ rule gallery_thumbnail:
         results_path("logs/gallery_thumbnail/{figure}.log"),
     benchmark:
         results_path("benchmarks/gallery_thumbnail/{figure}.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
-        width=lambda wildcards: GALLERY_WIDTH.get(wildcards.figure, 480),
+        width=lambda wildcards: registry.panel(wildcards.figure).gallery_width,
     script:
         "../../scripts/gallery_thumbnail.py"
 
@@ -72,6 +67,7 @@ rule claims:
 rule gallery:
     input:
         expand("docs/gallery/{figure}.png", figure=GALLERY),
+    localrule: True
 
 
 ALL_TARGETS += [results_path("tables/claims.csv"), results_path("tables/claims.md")]

@@ -1,4 +1,5 @@
 # Shared constants and input functions of the rule files.
+from maxmargin import registry
 
 # Every output lives under one results root chosen by the config (`results`), so a paper-scale run
 # (workflow/config/paper.yaml: results/paper) never overwrites the quick-scale results.
@@ -10,43 +11,17 @@ def results_path(path):
     return f"{RESULTS}/{path}"
 
 
-# Each computation ("experiment") writes the tables that one or more figure panels plot.
-SYNTHETIC_EXPERIMENTS = [
-    "fig1a",
-    "fig1b",
-    "fig1c",
-    "fig2",
-    "fig3a",
-    "fig3b",
-    "fig4",
-    "fig5",
-    "fig8",
-]
+# Every figure panel and every synthetic experiment is declared once, in the figure registry (maxmargin/registry.py);
+# the lists below are derived from it, never kept by hand.
+SYNTHETIC_EXPERIMENTS = [experiment.name for experiment in registry.EXPERIMENTS]
 
 # Figure panel -> the experiment whose tables it draws.
 SYNTHETIC_PANELS = {
-    "fig1a": "fig1a",
-    "fig1b": "fig1b",
-    "fig1c": "fig1c",
-    "fig2": "fig2",
-    "fig3a": "fig3a",
-    "fig3b": "fig3b",
-    "fig3c": "fig3a",
-    "fig4a": "fig4",
-    "fig4b": "fig4",
-    "fig5": "fig5",
-    "fig8": "fig8",
+    panel.name: panel.experiment for panel in registry.panels_of("synthetic")
 }
 
-# Figure target -> its panels.
-FIGURES = {
-    "fig1": ["fig1a", "fig1b", "fig1c"],
-    "fig2": ["fig2"],
-    "fig3": ["fig3a", "fig3b", "fig3c"],
-    "fig4": ["fig4a", "fig4b"],
-    "fig5": ["fig5"],
-    "fig8": ["fig8"],
-}
+# Figure target (one aggregate rule each, synthetic.smk) -> its panels.
+FIGURES = registry.figures_of("synthetic")
 
 
 wildcard_constraints:
@@ -73,18 +48,15 @@ for template in EXPERIMENT_OUTPUTS:
     ALL_TARGETS += expand(results_path(template), experiment=SYNTHETIC_EXPERIMENTS)
 
 
-def experiment_params(wildcards):
-    """The config block of an experiment, as keyword arguments of maxmargin.experiments."""
-    exp = wildcards.experiment
-    synthetic = config["synthetic"]
-    if exp.startswith("fig1"):
-        return dict(synthetic["fig1"])
-    if exp.startswith("fig3"):
-        return dict(synthetic["fig3"])
-    if exp == "fig4":
-        # Figure 4 runs on the Figure 1(c) data, so it shares its seed.
-        return dict(synthetic["fig4"], seed=synthetic["fig1"]["seed"])
-    return dict(synthetic[exp])
+def experiment_settings(wildcards):
+    """The config block of an experiment: the keyword arguments of its function in maxmargin.experiments."""
+    return config["synthetic"][registry.experiment(wildcards.experiment).config]
+
+
+def experiment_data(wildcards):
+    """The parameters of the data set an experiment runs on (Figure 4 runs on the Figure 1(c) tokens)."""
+    instance = registry.experiment(wildcards.experiment).instance
+    return config["synthetic"]["data"].get(instance, {})
 
 
 def panel_tables(wildcards):

@@ -1,4 +1,5 @@
 # Synthetic experiments: GD trajectories on p (Figures 1, 2, 4, 5, 8) and on (v, p) (Figure 3).
+# Experiments, panels and figures come from the figure registry (maxmargin/registry.py, via common.smk).
 
 
 rule synthetic_experiment:
@@ -11,10 +12,12 @@ rule synthetic_experiment:
         results_path("logs/synthetic_experiment/{experiment}.log"),
     benchmark:
         results_path("benchmarks/synthetic_experiment/{experiment}.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
-        settings=experiment_params,
+        settings=experiment_settings,
+        data=experiment_data,
     script:
         "../../scripts/run_synthetic.py"
 
@@ -28,17 +31,23 @@ rule plot_synthetic:
         png=report(
             results_path("figures/{panel}.png"),
             caption="../report/synthetic.rst",
-            category="Synthetic experiments",
-            subcategory="{panel}",
+            category="2 Synthetic (Figures 1-5, 8)",
+            subcategory=lambda wildcards: registry.panel(wildcards.panel).figure_label,
+            labels=lambda wildcards: {
+                "figure": registry.panel(wildcards.panel).label,
+                "type": "figure",
+            },
         ),
     log:
         results_path("logs/plot_synthetic/{panel}.log"),
     benchmark:
         results_path("benchmarks/plot_synthetic/{panel}.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
         plots=config["plots"],
+        caption=lambda wildcards: registry.caption(wildcards.panel, config),
     script:
         "../../scripts/plot_synthetic.py"
 
@@ -54,43 +63,27 @@ rule directions_table:
         report(
             results_path("tables/directions.csv"),
             caption="../report/directions.rst",
-            category="Tables",
+            category="2 Synthetic (Figures 1-5, 8)",
+            subcategory="Tables",
+            labels={"figure": "Directions (Figures 1-3, 5, 8)", "type": "table"},
         ),
     log:
         results_path("logs/directions_table/directions.log"),
     benchmark:
         results_path("benchmarks/directions_table/directions.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     script:
         "../../scripts/gather_directions.py"
 
 
-rule fig1:
-    input:
-        figure_files("fig1"),
+# One aggregate target per figure (fig1, fig2, ...), from the registry.
+for figure, panels in FIGURES.items():
 
-
-rule fig2:
-    input:
-        figure_files("fig2"),
-
-
-rule fig3:
-    input:
-        figure_files("fig3"),
-
-
-rule fig4:
-    input:
-        figure_files("fig4"),
-
-
-rule fig5:
-    input:
-        figure_files("fig5"),
-
-
-rule fig8:
-    input:
-        figure_files("fig8"),
+    rule:
+        name:
+            figure
+        input:
+            figure_files(figure),
+        localrule: True
