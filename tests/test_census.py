@@ -6,13 +6,28 @@ import mpmath
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import snakemake
+from conftest import DEFAULT_CONFIG, snakemake
 from scipy.optimize import brentq
 
 from maxmargin.core.gd import gradient_descent
-from maxmargin.core.model import grad_p, log_non_selected_mass, risk, token_scores
-from maxmargin.core.svm import classify_direction
+from maxmargin.core.model import grad_p, log_non_selected_mass, log_non_selected_mass_of_logits, risk, token_scores
+from maxmargin.core.span_gd import key_gradient, normalized_gd_in_span, span_coordinates
+from maxmargin.core.svm import att_svm_ldp, classify_direction
 from maxmargin.experiments import census as C
+from maxmargin.experiments import census_tables as tables
+
+
+def census_settings(**changes) -> C.CensusSettings:
+    """The default config's census settings, with ``changes``."""
+    block = {k: v for k, v in DEFAULT_CONFIG["census"].items() if k not in ("dims", "histogram")}
+    return C.CensusSettings(**{**block, **changes})
+
+
+def classify_by_ldp(keys, gamma, alpha):
+    """The census's classification: (ATT-SVM) by LDP (must pass its KKT check here), then Definitions 1-2."""
+    fast = att_svm_ldp(keys, alpha)
+    assert fast is not None
+    return classify_direction(keys, gamma, alpha, svm=fast)
 
 
 def random_keys(seed: int, B: int, n: int, T: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,7 +54,7 @@ def test_key_gradient_equals_model_grad_p(loss, scale):
     K, gamma = random_keys(1, B=6, n=4, T=6, d=7)
     p = np.random.default_rng(2).standard_normal((6, 7))
     p *= scale / np.maximum(np.linalg.norm(p, axis=-1, keepdims=True), 1e-300)
-    beta, log_scale = C.key_gradient(np.einsum("bntd,bd->bnt", K, p), gamma, loss)
+    beta, log_scale = key_gradient(np.einsum("bntd,bd->bnt", K, p), gamma, loss)
     ref = grad_p(K, gamma, p, loss)
     fast = np.einsum("bnt,bntd->bd", beta, K)
     np.testing.assert_allclose(log_scale, ref.log_scale, rtol=1e-12, atol=1e-9)
@@ -61,7 +76,9 @@ def test_saturation_exact_far_below_machine_epsilon():
     assert exact < np.log(1e-20)
     assert got == pytest.approx(exact, rel=1e-13)
     K = np.array([[[[0.0], [-50.0], [-80.0]], [[3.0], [-67.0], [-72.0]]]])
-    np.testing.assert_allclose(C.log_unselected_mass(z), log_non_selected_mass(K, np.array([[1.0]])), rtol=1e-13)
+    np.testing.assert_allclose(
+        log_non_selected_mass_of_logits(z), log_non_selected_mass(K, np.array([[1.0]])), rtol=1e-13
+    )
 
 
 @pytest.mark.parametrize(("tol", "saturated"), [(1.0001e-5, True), (0.9999e-5, False)])
@@ -79,11 +96,11 @@ def test_gd_in_key_coordinates_equals_gd_in_R_d(d, init_scale):
     p0 = init_scale * u
     ref = gradient_descent(X, gamma, p0, eta=1.0, n_iter=300, keep_path=False).p_final
     batch = C.sample_batch(0, d, trials, 4, 6, init_scale)
-    traj = C.normalized_gd(batch, eta=1.0, n_iter=300)
+    traj = normalized_gd_in_span(batch, eta=1.0, n_iter=300, loss="logistic")
     p = p0 + np.einsum("bi,bid->bd", traj.a, X.reshape(6, 24, d))
     err = np.linalg.norm(p - ref, axis=-1) / np.linalg.norm(ref, axis=-1)
     assert err.max() < 1e-10
-    rows = C.census_rows(batch, C.CensusSettings(n_iter=300, init_scale=init_scale), d)
+    rows = C.census_rows(batch, census_settings(n_iter=300, init_scale=init_scale), d)
     np.testing.assert_allclose(rows["p_norm"], np.linalg.norm(ref, axis=-1), rtol=1e-10)
 
 
@@ -96,26 +113,26 @@ KEYS = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 1.0]]])
 
 def test_lmm_that_is_not_gmm():
     gamma = np.array([[0.0, 0.5, 1.0]])  # the neighbour scores less (locally optimal); token 2 is the optimum
-    res, solver = C.classify_selection(KEYS, gamma, np.array([1]))
-    assert (res.kind, solver) == ("lmm", "ldp")
+    res = classify_by_ldp(KEYS, gamma, np.array([1]))
+    assert res.kind == "lmm"
     np.testing.assert_allclose(res.svm.solution, [1.0, 0.0], atol=1e-14)
     np.testing.assert_array_equal(res.neighbors, [[True, False, False]])
     assert res.score_gap == 0.5
     assert classify_direction(KEYS, gamma, np.array([1])).kind == "lmm"
     # GD started in the LMM's cone stays there (Theorem 3): the census calls the run an LMM.
-    batch = C.prepare_batch(KEYS[None], gamma[None], np.array([[3.0, 0.0]]))
-    row = C.census_rows(batch, C.CensusSettings(n=1, T=3, n_iter=1000), d=2).iloc[0]
+    batch = span_coordinates(KEYS[None], gamma[None], np.array([[3.0, 0.0]]))
+    row = C.census_rows(batch, census_settings(n=1, T=3, n_iter=1000), d=2).iloc[0]
     assert row["saturated"] and row["class"] == "lmm" and row["alpha"] == "1" and not row["optimal_alpha"]
     assert row["corr"] > 0.999 and row["gap"] == 0.5
 
 
 def test_tie_with_a_neighbour_is_not_locally_optimal():
     gamma = np.array([[0.5, 0.5, 0.2]])  # alpha = 1 is optimal, but its SVM-neighbour ties with it
-    res, _ = C.classify_selection(KEYS, gamma, np.array([1]))
+    res = classify_by_ldp(KEYS, gamma, np.array([1]))
     assert res.kind == "neither" and res.score_gap == 0.0
     assert classify_direction(KEYS, gamma, np.array([1])).kind == "neither"
     gamma = np.array([[0.4, 0.5, 0.2]])
-    assert C.classify_selection(KEYS, gamma, np.array([1]))[0].kind == "gmm"
+    assert classify_by_ldp(KEYS, gamma, np.array([1])).kind == "gmm"
 
 
 def test_non_saturated_run_has_a_finite_limit():
@@ -126,8 +143,8 @@ def test_non_saturated_run_has_a_finite_limit():
     slope = lambda x: float(grad_p(K, gamma, np.array([x])).value[0])  # noqa: E731
     x_star = brentq(slope, -5.0, 5.0)
     assert 0.1 < x_star < 1.0 and risk(K, gamma, np.array([x_star])) < risk(K, gamma, np.array([x_star + 1]))
-    batch = C.prepare_batch(K[None], gamma[None], np.zeros((1, 1)))
-    row = C.census_rows(batch, C.CensusSettings(n=2, T=2), d=1).iloc[0]
+    batch = span_coordinates(K[None], gamma[None], np.zeros((1, 1)))
+    row = C.census_rows(batch, census_settings(n=2, T=2), d=1).iloc[0]
     assert not row["saturated"] and row["class"] == "not_saturated"
     assert np.isnan(row["corr"]) and np.isnan(row["gap"])
     assert row["p_norm"] <= abs(x_star) + 1.0
@@ -137,13 +154,13 @@ def test_non_saturated_run_has_a_finite_limit():
 @pytest.mark.parametrize("d", [5, 30])
 def test_ldp_classification_equals_cvxopt(d):
     batch = C.sample_batch(3, d, np.arange(15), 4, 6, 0.0)
-    rows = C.census_rows(batch, C.CensusSettings(n_iter=300, seed=3), d)
+    rows = C.census_rows(batch, census_settings(n_iter=300, seed=3), d)
     assert rows["saturated"].sum() >= 10
     for k, row in rows[rows["saturated"]].iterrows():
         alpha = np.array([int(t) for t in row["alpha"].split(",")])
         ref = classify_direction(batch.keys[k], batch.gamma[k], alpha)
-        mine, solver = C.classify_selection(batch.keys[k], batch.gamma[k], alpha)
-        assert solver == "ldp" and mine.kind == ref.kind == row["class"]
+        mine = classify_by_ldp(batch.keys[k], batch.gamma[k], alpha)
+        assert row["solver"] == "ldp" and mine.kind == ref.kind == row["class"]
         np.testing.assert_array_equal(mine.neighbors, ref.neighbors)
         np.testing.assert_allclose(mine.svm.solution, ref.svm.solution, rtol=1e-9, atol=1e-12)
         assert mine.score_gap == ref.score_gap == row["gap"]
@@ -154,10 +171,13 @@ def test_ldp_classification_equals_cvxopt(d):
 
 @pytest.mark.parametrize("d", [5, 100])
 def test_rows_do_not_depend_on_the_split(d):
-    settings = C.CensusSettings(n_trials=10, n_iter=300, seed=7)
+    settings = census_settings(n_trials=10, n_iter=300, seed=7)
     whole = C.run_trials(settings, d)
     parts = pd.concat(
-        [C.run_trials(settings, d, range(5), chunk=2), C.run_trials(settings, d, range(5, 10), chunk=3)],
+        [
+            C.run_trials(census_settings(n_trials=10, n_iter=300, seed=7, chunk=2), d, range(5)),
+            C.run_trials(census_settings(n_trials=10, n_iter=300, seed=7, chunk=3), d, range(5, 10)),
+        ],
         ignore_index=True,
     )
     pd.testing.assert_frame_equal(whole, parts, check_exact=True)
@@ -176,14 +196,14 @@ def test_summary_and_gap_distribution():
             "gap": [np.nan, 0.3, 0.1, 0.0124, -0.0124, 0.5, 0.2, 0.3],
         }
     )
-    s = C.summarize(trials).set_index("d")
-    assert list(C.summarize(trials).columns) == C.SUMMARY_COLUMNS
+    s = tables.summarize(trials).set_index("d")
+    assert list(tables.summarize(trials).columns) == tables.SUMMARY_COLUMNS
     assert s.loc[5, "n_trials"] == 6
     assert s.loc[5, "pct_not_saturated"] == pytest.approx(100 / 6)
     assert s.loc[5, "pct_lmm"] == pytest.approx(400 / 6) and s.loc[5, "pct_gmm"] == pytest.approx(200 / 6)
     assert s.loc[5, "pct_neither"] == pytest.approx(100 / 6)
     assert s.loc[5, "mean_corr"] == pytest.approx(0.988) and s.loc[5, "p_gap_negative"] == pytest.approx(0.2)
-    hist = C.gap_distribution(trials, [5, 10], 0.005)
+    hist = tables.gap_distribution(trials, [5, 10], 0.005)
     h5 = hist[hist["d"] == 5]
     assert h5["count"].sum() == 5 and h5["probability"].sum() == pytest.approx(1.0)
     assert h5.loc[h5["bin_right"] == 0.0, "cumulative"].item() == pytest.approx(0.2)  # P(gap < 0)
@@ -201,8 +221,8 @@ def test_no_saturated_trial_leaves_the_gap_distribution_undefined():
             "gap": [np.nan] * 2,
         }
     )
-    assert np.isnan(C.summarize(trials)["p_gap_negative"].item())
-    hist = C.gap_distribution(trials, [2], 0.005)
+    assert np.isnan(tables.summarize(trials)["p_gap_negative"].item())
+    hist = tables.gap_distribution(trials, [2], 0.005)
     assert (hist["n_saturated"] == 0).all() and hist["cumulative"].isna().all() and hist["probability"].isna().all()
 
 
@@ -221,7 +241,7 @@ def test_census_targets_end_to_end(workflow_dir):
         assert (results / "logs" / "census_trials" / f"d{d}.log").exists()
         assert (results / "benchmarks" / "census_trials" / f"d{d}.tsv").exists()
     summary = pd.read_csv(results / "tables" / "census_summary.csv")
-    assert list(summary.columns) == C.SUMMARY_COLUMNS
+    assert list(summary.columns) == tables.SUMMARY_COLUMNS
     assert summary["d"].tolist() == [2, 5] and summary["n_trials"].tolist() == [20, 20]
     total = summary["pct_not_saturated"] + summary["pct_lmm"] + summary["pct_neither"]
     np.testing.assert_allclose(total, 100.0)
@@ -232,7 +252,7 @@ def test_census_targets_end_to_end(workflow_dir):
     assert list(trials.columns) == C.TRIAL_COLUMNS and len(trials) == 40
     assert trials["seed"].eq(0).all() and set(trials["class"]) <= set(C.CLASSES)
     # The pipeline's rows are the library's rows: one job per d changes nothing.
-    settings = C.CensusSettings(n_trials=20, n_iter=200)
+    settings = census_settings(n_trials=20, n_iter=200)
     direct = C.run_trials(settings, 5)
     piped = trials[trials["d"] == 5].reset_index(drop=True)
     cols = ["trial", "saturated", "class", "alpha", "corr", "gap", "p_norm", "log10_unsaturation"]
