@@ -33,8 +33,7 @@ PAPER_DIMS = tuple(CONFIG["dims"])
 
 def default_settings(**changes: object) -> CensusSettings:
     """The census settings of the default config (the paper's), with ``changes``."""
-    block = {k: v for k, v in CONFIG.items() if k not in ("dims", "histogram", "budget", "grid")}
-    return CensusSettings(**{**block, **changes})
+    return CensusSettings.from_config(CONFIG, **changes)
 
 
 def _census_one_d(args: tuple[CensusSettings, int]) -> tuple[int, dict[str, float], pd.DataFrame]:

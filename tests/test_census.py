@@ -19,8 +19,7 @@ from maxmargin.experiments import census_tables as tables
 
 def census_settings(**changes) -> C.CensusSettings:
     """The default config's census settings, with ``changes``."""
-    block = {k: v for k, v in DEFAULT_CONFIG["census"].items() if k not in ("dims", "histogram")}
-    return C.CensusSettings(**{**block, **changes})
+    return C.CensusSettings.from_config(DEFAULT_CONFIG["census"], **changes)
 
 
 def classify_by_ldp(keys, gamma, alpha):
@@ -196,13 +195,19 @@ def test_summary_and_gap_distribution():
             "gap": [np.nan, 0.3, 0.1, 0.0124, -0.0124, 0.5, 0.2, 0.3],
         }
     )
-    s = tables.summarize(trials).set_index("d")
-    assert list(tables.summarize(trials).columns) == tables.SUMMARY_COLUMNS
+    s = tables.summarize(trials, 0.95).set_index("d")
+    assert list(tables.summarize(trials, 0.95).columns) == tables.SUMMARY_COLUMNS
     assert s.loc[5, "n_trials"] == 6
     assert s.loc[5, "pct_not_saturated"] == pytest.approx(100 / 6)
     assert s.loc[5, "pct_lmm"] == pytest.approx(400 / 6) and s.loc[5, "pct_gmm"] == pytest.approx(200 / 6)
     assert s.loc[5, "pct_neither"] == pytest.approx(100 / 6)
     assert s.loc[5, "mean_corr"] == pytest.approx(0.988) and s.loc[5, "p_gap_negative"] == pytest.approx(0.2)
+    # Wilson intervals of 1/6 (percent) and 1/5 (fraction), z = 1.959964, by hand
+    assert s.loc[5, "pct_not_saturated_ci_low"] == pytest.approx(3.005, abs=1e-3)
+    assert s.loc[5, "pct_not_saturated_ci_high"] == pytest.approx(56.350, abs=1e-3)
+    assert s.loc[5, "p_gap_negative_ci_low"] == pytest.approx(0.03622, abs=1e-5)
+    assert s.loc[5, "p_gap_negative_ci_high"] == pytest.approx(0.624465, abs=1e-6)
+    assert s.loc[10, "pct_not_saturated_ci_low"] == 0.0 and s.loc[10, "pct_lmm_ci_high"] == 100.0
     hist = tables.gap_distribution(trials, [5, 10], 0.005)
     h5 = hist[hist["d"] == 5]
     assert h5["count"].sum() == 5 and h5["probability"].sum() == pytest.approx(1.0)
@@ -221,9 +226,59 @@ def test_no_saturated_trial_leaves_the_gap_distribution_undefined():
             "gap": [np.nan] * 2,
         }
     )
-    assert np.isnan(tables.summarize(trials)["p_gap_negative"].item())
+    assert np.isnan(tables.summarize(trials, 0.95)["p_gap_negative"].item())
     hist = tables.gap_distribution(trials, [2], 0.005)
     assert (hist["n_saturated"] == 0).all() and hist["cumulative"].isna().all() and hist["probability"].isna().all()
+
+
+# --- intervals, budget ------------------------------------------------------------------------------------------
+
+
+def test_wilson_interval_by_hand_and_its_coverage():
+    z2 = 1.959963984540054**2
+    low, high = tables.wilson_interval([0, 10, 5], [10, 10, 10], 0.95)
+    np.testing.assert_allclose(low, [0.0, 10 / (10 + z2), 0.236593], atol=1e-6)  # k = n: n / (n + z^2)
+    np.testing.assert_allclose(high, [z2 / (10 + z2), 1.0, 0.763407], atol=1e-6)  # k = 0: z^2 / (n + z^2)
+    # exact coverage under Binomial(n, p): close to the nominal 95% (Wilson's oscillates a little around it)
+    from scipy.stats import binom
+
+    for n, p in [(50, 0.3), (200, 0.05), (1000, 0.01)]:
+        k = np.arange(n + 1)
+        lo, hi = tables.wilson_interval(k, n, 0.95)
+        coverage = binom.pmf(k, n, p)[(lo <= p) & (p <= hi)].sum()
+        assert 0.92 < coverage < 0.98, (n, p, coverage)
+
+
+def test_a_second_seed_falls_inside_the_intervals_at_the_expected_rate():
+    # Two independent estimates p1, p2 of one proportion: p2 falls inside p1's 95% interval with probability
+    # P(|Z1 - Z2| < 1.96) = 2 Phi(1.96 / sqrt 2) - 1 = 0.834 (not 0.95: both estimates vary).
+    from scipy.stats import norm
+
+    expected = 2 * norm.cdf(norm.ppf(0.975) / np.sqrt(2)) - 1
+    columns = ["pct_not_saturated", "pct_lmm", "pct_gmm"]
+    inside = []
+    for d in (2, 5):
+        runs = [C.run_trials(census_settings(n_trials=150, n_iter=200, seed=seed), d) for seed in range(9)]
+        ref = tables.summarize(runs[0], 0.95).iloc[0]
+        for rows in runs[1:]:
+            other = tables.summarize(rows, 0.95).iloc[0]
+            inside += [ref[f"{c}_ci_low"] <= other[c] <= ref[f"{c}_ci_high"] for c in columns]
+    rate = float(np.mean(inside))
+    assert expected == pytest.approx(0.834, abs=1e-3)
+    assert abs(rate - expected) < 0.15, (rate, len(inside))
+
+
+def test_labels_moved_counts_class_changes_from_the_smallest_budget():
+    trials = pd.DataFrame(
+        {
+            "d": [2] * 6 + [5] * 2,
+            "n_iter": [10, 10, 30, 30, 90, 90, 10, 90],
+            "trial": [0, 1, 0, 1, 0, 1, 0, 0],
+            "class": ["not_saturated", "lmm", "lmm", "lmm", "gmm", "neither", "gmm", "gmm"],
+        }
+    )
+    moved = tables.labels_moved(trials)
+    assert moved.values.tolist() == [[2, 10, 0], [2, 30, 1], [2, 90, 2], [5, 10, 0], [5, 90, 0]]
 
 
 # --- end to end -------------------------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,9 @@ TRIAL_COLUMNS = [
     "d",
     "trial",
     "seed",
+    "n",
+    "T",
+    "n_iter",
     "saturated",
     "class",
     "corr",
@@ -69,6 +73,12 @@ class CensusSettings:
     saturation_tol: float
     svm_tol: float
     chunk: int
+
+    @classmethod
+    def from_config(cls, census: Mapping[str, Any], **changes: Any) -> CensusSettings:
+        """The settings in the config's ``census`` block (its study and plot keys left out), with ``changes``."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{**{k: v for k, v in census.items() if k in names}, **changes})
 
     def __post_init__(self) -> None:
         check_loss(self.loss)
@@ -167,6 +177,9 @@ def census_rows(batch: SpanBatch, settings: CensusSettings, d: int) -> pd.DataFr
         "d": d,
         "trial": batch.trials,
         "seed": settings.seed,
+        "n": settings.n,
+        "T": settings.T,
+        "n_iter": settings.n_iter,
         "saturated": saturated,
         "p_norm": p_norm,
         "log10_unsaturation": log_unsat / np.log(10.0),
