@@ -460,8 +460,8 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "census_budget",
-        "P(gap < 0) above 1% at small d comes from the iteration budget (our explanation, not the paper's)",
-        "Appendix E, Fig 9(b), 10",
+        "Negative gaps are near-ties that need more iterations: P(gap < 0) falls with the iteration budget",
+        "Appendix E (text on Fig 9(b))",
         "falls with n_iter",
         ("census_budget",),
         _census_budget,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import mpmath
 import numpy as np
 import pandas as pd
@@ -9,17 +11,18 @@ import pytest
 from conftest import DEFAULT_CONFIG, snakemake
 from scipy.optimize import brentq
 
+from maxmargin.core import svm
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.model import grad_p, log_non_selected_mass, log_non_selected_mass_of_logits, risk, token_scores
 from maxmargin.core.span_gd import key_gradient, normalized_gd_in_span, span_coordinates
 from maxmargin.core.svm import att_svm_ldp, classify_direction
-from maxmargin.experiments import census as C
+from maxmargin.experiments import census
 from maxmargin.experiments import census_tables as tables
 
 
-def census_settings(**changes) -> C.CensusSettings:
+def census_settings(**changes) -> census.CensusSettings:
     """The default config's census settings, with ``changes``."""
-    return C.CensusSettings.from_config(DEFAULT_CONFIG["census"], **changes)
+    return census.CensusSettings.from_config(DEFAULT_CONFIG["census"], **changes)
 
 
 def classify_by_ldp(keys, gamma, alpha):
@@ -38,7 +41,7 @@ def random_keys(seed: int, B: int, n: int, T: int, d: int) -> tuple[np.ndarray, 
 
 def full_problem(seed: int, d: int, trials, n: int = 4, T: int = 6):
     """The census trials in their original d coordinates (for the references)."""
-    data = [C.sample_trial(seed, d, j, n, T) for j in trials]
+    data = [census.sample_trial(seed, d, j, n, T) for j in trials]
     X, Y, v, u = (np.stack([x[k] for x in data]) for k in range(4))
     return X, token_scores(X, Y, v), u
 
@@ -71,7 +74,7 @@ def test_saturation_exact_far_below_machine_epsilon():
             e = [mpmath.exp(mpmath.mpf(x) - max(row)) for x in row]
             mass.append(1 - max(e) / mpmath.fsum(e))
         exact = float(mpmath.log(mpmath.fsum(mass) / 2))
-    got = C.log_unsaturation(z)[0]
+    got = census.log_unsaturation(z)[0]
     assert exact < np.log(1e-20)
     assert got == pytest.approx(exact, rel=1e-13)
     K = np.array([[[[0.0], [-50.0], [-80.0]], [[3.0], [-67.0], [-72.0]]]])
@@ -84,7 +87,7 @@ def test_saturation_exact_far_below_machine_epsilon():
 def test_saturation_threshold(tol, saturated):
     # One input, two tokens: 1 - s = 1 / (1 + e^x) = 1e-5 exactly at x = log(1e5 - 1).
     z = np.array([[[np.log(1e5 - 1.0), 0.0]]])
-    assert (C.log_unsaturation(z)[0] <= np.log(tol)) == saturated
+    assert (census.log_unsaturation(z)[0] <= np.log(tol)) == saturated
 
 
 @pytest.mark.parametrize(("d", "init_scale"), [(5, 0.0), (30, 0.0), (30, 0.7), (3, 0.5)])
@@ -94,12 +97,12 @@ def test_gd_in_key_coordinates_equals_gd_in_R_d(d, init_scale):
     X, gamma, u = full_problem(0, d, trials)
     p0 = init_scale * u
     ref = gradient_descent(X, gamma, p0, eta=1.0, n_iter=300, keep_path=False).p_final
-    batch = C.sample_batch(0, d, trials, 4, 6, init_scale)
+    batch = census.sample_batch(0, d, trials, 4, 6, init_scale)
     traj = normalized_gd_in_span(batch, eta=1.0, n_iter=300, loss="logistic")
     p = p0 + np.einsum("bi,bid->bd", traj.a, X.reshape(6, 24, d))
     err = np.linalg.norm(p - ref, axis=-1) / np.linalg.norm(ref, axis=-1)
     assert err.max() < 1e-10
-    rows = C.census_rows(batch, census_settings(n_iter=300, init_scale=init_scale), d)
+    rows = census.census_rows(batch, census_settings(n_iter=300, init_scale=init_scale), d)
     np.testing.assert_allclose(rows["p_norm"], np.linalg.norm(ref, axis=-1), rtol=1e-10)
 
 
@@ -120,18 +123,46 @@ def test_lmm_that_is_not_gmm():
     assert classify_direction(KEYS, gamma, np.array([1])).kind == "lmm"
     # GD started in the LMM's cone stays there (Theorem 3): the census calls the run an LMM.
     batch = span_coordinates(KEYS[None], gamma[None], np.array([[3.0, 0.0]]))
-    row = C.census_rows(batch, census_settings(n=1, T=3, n_iter=1000), d=2).iloc[0]
+    row = census.census_rows(batch, census_settings(n=1, T=3, n_iter=1000), d=2).iloc[0]
     assert row["saturated"] and row["class"] == "lmm" and row["alpha"] == "1" and not row["optimal_alpha"]
     assert row["corr"] > 0.999 and row["gap"] == 0.5
 
 
-def test_tie_with_a_neighbour_is_not_locally_optimal():
-    gamma = np.array([[0.5, 0.5, 0.2]])  # alpha = 1 is optimal, but its SVM-neighbour ties with it
+def test_tie_with_a_neighbour_at_the_optimal_tokens_is_the_gmm():
+    # Definition 1: alpha = opt makes p_mm(alpha) the GMM, even though its SVM-neighbour (token 0) ties with it
+    # (Definition 2's strict inequality fails, so it is not "locally optimal", but opt is simply not unique).
+    gamma = np.array([[0.5, 0.5, 0.2]])
     res = classify_by_ldp(KEYS, gamma, np.array([1]))
-    assert res.kind == "neither" and res.score_gap == 0.0
-    assert classify_direction(KEYS, gamma, np.array([1])).kind == "neither"
-    gamma = np.array([[0.4, 0.5, 0.2]])
-    assert classify_by_ldp(KEYS, gamma, np.array([1])).kind == "gmm"
+    assert res.kind == "gmm" and res.score_gap == 0.0
+    assert classify_direction(KEYS, gamma, np.array([1])).kind == "gmm"
+    # The same tie when alpha is not optimal (token 2 scores more): neither locally nor globally optimal.
+    assert classify_by_ldp(KEYS, np.array([[0.5, 0.5, 0.9]]), np.array([1])).kind == "neither"
+    assert classify_by_ldp(KEYS, np.array([[0.4, 0.5, 0.2]]), np.array([1])).kind == "gmm"
+
+
+def test_svm_neighbours_use_the_configured_tolerance():
+    # Token 2 sits 1e-8 (relative) off the margin of p_mm = (1, 0): (k_1 - k_2)^T p_mm = 1 + 1e-8. It is an
+    # SVM-neighbour for an equality test at 1e-7 but not at 1e-9; it scores more than alpha = 1.
+    K = np.array([[[0.0, 0.0], [1.0, 0.0], [-1e-8, -0.5]]])
+    gamma = np.array([[0.0, 0.5, 0.9]])
+    assert classify_direction(K, gamma, np.array([1]), neighbor_tol=1e-7).kind == "neither"
+    assert classify_direction(K, gamma, np.array([1]), neighbor_tol=1e-9).kind == "lmm"
+    # The census passes census.svm_tol: GD reaches token 2 (the GMM), whose p_mm has token 1 at 1e-8 off the margin.
+    batch = span_coordinates(K[None], gamma[None], np.array([[3.0, 0.0]]))
+    for svm_tol, n_neighbors, gap in [(1e-9, 1, 0.9), (1e-6, 2, 0.4)]:
+        row = census.census_rows(batch, census_settings(n=1, T=3, svm_tol=svm_tol), d=2).iloc[0]
+        assert (row["class"], row["alpha"], row["n_neighbors"]) == ("gmm", "2", n_neighbors)
+        assert row["gap"] == pytest.approx(gap)
+
+
+def test_an_undecided_lp_status_is_settled_by_least_distance_programming(monkeypatch):
+    # HiGHS statuses other than 0 (feasible) and 2 (infeasible), e.g. 4 (numerical difficulties), decide nothing.
+    monkeypatch.setattr(svm, "linprog", lambda *args, **kwargs: types.SimpleNamespace(status=4))
+    res = svm.att_svm(KEYS, np.array([1]))  # feasible: p_mm = (1, 0)
+    assert res.feasible
+    np.testing.assert_allclose(res.solution, [1.0, 0.0], atol=1e-12)
+    between = np.array([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])  # token 1 lies between 0 and 2 on a line
+    assert not svm.att_svm(between, np.array([1])).feasible  # p1 >= 1 and -p1 >= 1: infeasible
 
 
 def test_non_saturated_run_has_a_finite_limit():
@@ -143,7 +174,7 @@ def test_non_saturated_run_has_a_finite_limit():
     x_star = brentq(slope, -5.0, 5.0)
     assert 0.1 < x_star < 1.0 and risk(K, gamma, np.array([x_star])) < risk(K, gamma, np.array([x_star + 1]))
     batch = span_coordinates(K[None], gamma[None], np.zeros((1, 1)))
-    row = C.census_rows(batch, census_settings(n=2, T=2), d=1).iloc[0]
+    row = census.census_rows(batch, census_settings(n=2, T=2), d=1).iloc[0]
     assert not row["saturated"] and row["class"] == "not_saturated"
     assert np.isnan(row["corr"]) and np.isnan(row["gap"])
     assert row["p_norm"] <= abs(x_star) + 1.0
@@ -152,8 +183,8 @@ def test_non_saturated_run_has_a_finite_limit():
 
 @pytest.mark.parametrize("d", [5, 30])
 def test_ldp_classification_equals_cvxopt(d):
-    batch = C.sample_batch(3, d, np.arange(15), 4, 6, 0.0)
-    rows = C.census_rows(batch, census_settings(n_iter=300, seed=3), d)
+    batch = census.sample_batch(3, d, np.arange(15), 4, 6, 0.0)
+    rows = census.census_rows(batch, census_settings(n_iter=300, seed=3), d)
     assert rows["saturated"].sum() >= 10
     for k, row in rows[rows["saturated"]].iterrows():
         alpha = np.array([int(t) for t in row["alpha"].split(",")])
@@ -171,18 +202,18 @@ def test_ldp_classification_equals_cvxopt(d):
 @pytest.mark.parametrize("d", [5, 100])
 def test_rows_do_not_depend_on_the_split(d):
     settings = census_settings(n_trials=10, n_iter=300, seed=7)
-    whole = C.run_trials(settings, d)
+    whole = census.run_trials(settings, d)
     parts = pd.concat(
         [
-            C.run_trials(census_settings(n_trials=10, n_iter=300, seed=7, chunk=2), d, range(5)),
-            C.run_trials(census_settings(n_trials=10, n_iter=300, seed=7, chunk=3), d, range(5, 10)),
+            census.run_trials(census_settings(n_trials=10, n_iter=300, seed=7, chunk=2), d, range(5)),
+            census.run_trials(census_settings(n_trials=10, n_iter=300, seed=7, chunk=3), d, range(5, 10)),
         ],
         ignore_index=True,
     )
     pd.testing.assert_frame_equal(whole, parts, check_exact=True)
-    single = C.run_trials(settings, d, [6])
+    single = census.run_trials(settings, d, [6])
     pd.testing.assert_frame_equal(whole.iloc[[6]].reset_index(drop=True), single, check_exact=True)
-    assert list(whole.columns) == C.TRIAL_COLUMNS and whole["trial"].tolist() == list(range(10))
+    assert list(whole.columns) == census.TRIAL_COLUMNS and whole["trial"].tolist() == list(range(10))
 
 
 def test_summary_and_gap_distribution():
@@ -258,7 +289,7 @@ def test_a_second_seed_falls_inside_the_intervals_at_the_expected_rate():
     columns = ["pct_not_saturated", "pct_lmm", "pct_gmm"]
     inside = []
     for d in (2, 5):
-        runs = [C.run_trials(census_settings(n_trials=150, n_iter=200, seed=seed), d) for seed in range(9)]
+        runs = [census.run_trials(census_settings(n_trials=150, n_iter=200, seed=seed), d) for seed in range(9)]
         ref = tables.summarize(runs[0], 0.95).iloc[0]
         for rows in runs[1:]:
             other = tables.summarize(rows, 0.95).iloc[0]
@@ -286,10 +317,19 @@ def test_labels_moved_counts_class_changes_from_the_smallest_budget():
 
 @pytest.mark.slow
 def test_census_targets_end_to_end(workflow_dir):
-    config = {"census": {"dims": [2, 5], "n_trials": 20, "n_iter": 200, "histogram": {"dims": [5]}}}
-    snakemake(workflow_dir, "fig9", "fig10", config=config)
+    config = {
+        "census": {
+            "dims": [2, 5],
+            "n_trials": 20,
+            "n_iter": 200,
+            "histogram": {"dims": [5]},
+            "budget": {"dims": [2], "n_iter": [50, 200]},
+            "grid": {"n": [1, 2], "T": [2, 3], "dims": [2], "n_trials": 6},
+        }
+    }
+    snakemake(workflow_dir, "fig9", "fig10", "census_budget", "census_grid", config=config)
     results = workflow_dir / "results"
-    for panel in ("fig9a", "fig9b", "fig10"):
+    for panel in ("fig9a", "fig9b", "fig10", "census_budget", "census_grid"):
         for ext in ("pdf", "png"):
             assert (results / "figures" / f"{panel}.{ext}").stat().st_size > 10_000
     for d in (2, 5):
@@ -304,13 +344,24 @@ def test_census_targets_end_to_end(workflow_dir):
     assert summary["mean_corr"].between(0.95, 1.0).all()
     assert summary["p_gap_negative"].between(0.0, 1.0).all()
     trials = pd.read_csv(results / "tables" / "census_trials.csv")
-    assert list(trials.columns) == C.TRIAL_COLUMNS and len(trials) == 40
-    assert trials["seed"].eq(0).all() and set(trials["class"]) <= set(C.CLASSES)
+    assert list(trials.columns) == census.TRIAL_COLUMNS and len(trials) == 40
+    assert trials["seed"].eq(0).all() and set(trials["class"]) <= set(census.CLASSES)
     # The pipeline's rows are the library's rows: one job per d changes nothing.
     settings = census_settings(n_trials=20, n_iter=200)
-    direct = C.run_trials(settings, 5)
+    direct = census.run_trials(settings, 5)
     piped = trials[trials["d"] == 5].reset_index(drop=True)
     cols = ["trial", "saturated", "class", "alpha", "corr", "gap", "p_norm", "log10_unsaturation"]
     pd.testing.assert_frame_equal(piped[cols], direct[cols], check_exact=True)  # bitwise, through the CSV
+    budget = pd.read_csv(results / "tables" / "census_budget.csv")
+    assert budget[["d", "n_iter"]].values.tolist() == [[2, 50], [2, 200]] and budget["n_labels_moved"].iloc[0] == 0
+    # the budget's 200-iteration run of d = 2 is the census's own d = 2 run
+    pd.testing.assert_series_equal(
+        budget.iloc[1][tables.SUMMARY_COLUMNS[1:]], summary.iloc[0][tables.SUMMARY_COLUMNS[1:]], check_names=False
+    )
+    grid = pd.read_csv(results / "tables" / "census_grid.csv")
+    assert grid[["n", "T", "d"]].values.tolist() == [[1, 2, 2], [1, 3, 2], [2, 2, 2], [2, 3, 2]]
+    assert (grid["n_trials"] == 6).all() and (grid["pct_lmm_ci_low"] <= grid["pct_lmm"]).all()
+    log = (results / "logs" / "census_trials" / "d5.log").read_text()
+    assert "census d=5: trials 0-19 done (20/20)" in log  # one progress line per chunk
     hist = pd.read_csv(results / "tables" / "fig9b.csv")
     assert set(hist["d"]) == {5} and hist["cumulative"].iloc[-1] == pytest.approx(1.0)

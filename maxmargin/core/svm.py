@@ -54,12 +54,17 @@ def _infeasible() -> SVMResult:
 
 
 def _lp_feasible(D: NDArray[np.float64], b: NDArray[np.float64]) -> bool:
-    """Whether {p : D p >= b} is non-empty, by an LP with zero objective (HiGHS; status 2 = infeasible).
+    """Whether {p : D p >= b} is non-empty, by an LP with zero objective (HiGHS).
 
-    Existence of p_mm(alpha) in (ATT-SVM) / separability for (SVM).
+    Existence of p_mm(alpha) in (ATT-SVM) (Definition 2 needs it) / separability for (SVM). HiGHS decides with
+    status 0 (solved: feasible) or 2 (infeasible); any other status (iteration limit, numerical difficulties)
+    decides nothing, and least-distance programming settles it: its NNLS finds a point iff the set is non-empty
+    (Lawson & Hanson, ch. 23).
     """
     res = linprog(np.zeros(D.shape[1]), A_ub=-D, b_ub=-b, bounds=(None, None), method="highs")
-    return res.status != 2
+    if res.status in (0, 2):
+        return res.status == 0
+    return _ldp(D, b) is not None
 
 
 def _kkt(D: NDArray[np.float64], b: NDArray[np.float64], p: NDArray[np.float64], lam: NDArray[np.float64]) -> float:
@@ -365,21 +370,24 @@ def classify_direction(
     *,
     tol: float = 1e-9,
     svm: SVMResult | None = None,
+    neighbor_tol: float = 1e-7,
 ) -> MaxMarginDirection:
     """Solve (ATT-SVM) at alpha and classify p_mm(alpha) as GMM, LMM, neither, or infeasible.
 
-    Definitions 1-2: GMM iff locally optimal and globally optimal; LMM iff locally optimal only.
-    ``svm``: the (ATT-SVM) solution at alpha when the caller already has it (e.g. from :func:`att_svm_ldp`).
+    Definition 1: alpha_i in argmax_t gamma_it for every i makes p_mm(alpha) the GMM, even when an SVM-neighbour
+    ties with alpha_i (the optimal tokens are then not unique); Definition 2: otherwise LMM iff locally optimal.
+    ``svm``: the (ATT-SVM) solution at alpha when the caller already has it (e.g. from :func:`att_svm_ldp`);
+    ``neighbor_tol``: the equality test of :func:`svm_neighbors`.
     """
     alpha = np.asarray(alpha, dtype=np.int64)
     res = att_svm(K, alpha, tol=tol) if svm is None else svm
     if not res.feasible:
         return MaxMarginDirection("infeasible", alpha, res, None, float("nan"))
-    nb = svm_neighbors(K, alpha, res.solution)
-    if not is_locally_optimal(gamma, alpha, nb):
-        kind = "neither"
+    nb = svm_neighbors(K, alpha, res.solution, tol=neighbor_tol)
+    if is_globally_optimal(gamma, alpha):
+        kind = "gmm"
     else:
-        kind = "gmm" if is_globally_optimal(gamma, alpha) else "lmm"
+        kind = "lmm" if is_locally_optimal(gamma, alpha, nb) else "neither"
     return MaxMarginDirection(kind, alpha, res, nb, min_score_gap(gamma, alpha, nb))
 
 

@@ -136,7 +136,8 @@ def _label_columns(
     """class, corr, gap, svm_norm, n_neighbors and solver of every trial; NaN/empty where not saturated.
 
     Definitions 1-2: (ATT-SVM) at the selected tokens alpha by LDP (cvxopt when its KKT check fails), then
-    GMM / LMM / neither by :func:`maxmargin.core.svm.classify_direction`; corr = cos(p, p_mm(alpha)).
+    GMM / LMM / neither by :func:`maxmargin.core.svm.classify_direction`; corr = cos(p, p_mm(alpha)). The
+    configured ``tol`` (census.svm_tol) is both the solve's KKT tolerance and the SVM-neighbours' equality test.
     """
     B = len(alpha)
     cols: dict[str, NDArray] = {
@@ -150,7 +151,7 @@ def _label_columns(
     for b in np.flatnonzero(saturated):
         fast = att_svm_ldp(batch.keys[b], alpha[b], tol=tol)
         cols["solver"][b] = "cvxopt" if fast is None else "ldp"
-        res = classify_direction(batch.keys[b], batch.gamma[b], alpha[b], tol=tol, svm=fast)
+        res = classify_direction(batch.keys[b], batch.gamma[b], alpha[b], tol=tol, svm=fast, neighbor_tol=tol)
         cols["class"][b] = res.kind
         if res.svm.feasible:
             pmm = res.svm.solution

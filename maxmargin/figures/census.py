@@ -15,15 +15,15 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from maxmargin.figures import style as P
+from maxmargin.figures import style
 
 # Figure 9(a)'s colours in the paper: red = softmax not saturated, blue = LMM, green = GMM. Stacked from the bottom
 # so that every boundary is a proportion of the summary (GMM, LMM incl. GMM, saturated = 100 - not saturated),
 # whose Wilson interval is drawn there as an error bar.
 SCENARIOS = [
-    ("pct_gmm", "GMM (globally optimal)", P.INPUT_COLORS[0]),
-    ("pct_lmm_only", "LMM (locally optimal, not GMM)", P.COLORS["lmm"]),
-    ("pct_neither", "neither (an SVM-neighbour scores higher)", P.COLORS["p_mm"]),
+    ("pct_gmm", "GMM (globally optimal)", style.INPUT_COLORS[0]),
+    ("pct_lmm_only", "LMM (locally optimal, not GMM)", style.COLORS["lmm"]),
+    ("pct_neither", "neither (an SVM-neighbour scores higher)", style.COLORS["p_mm"]),
     ("pct_not_saturated", "softmax not saturated", "#d62728"),
 ]
 WIDE = (5.8, 3.4)  # room for the legend outside the axes
@@ -45,8 +45,8 @@ def fig9a(summary: pd.DataFrame) -> Figure:
     towards the GMM, or towards a p_mm(alpha) that is neither (Definitions 1-2).
     """
     table = summary.sort_values("d").assign(pct_lmm_only=lambda t: t["pct_lmm"] - t["pct_gmm"])
-    with P.paper_style():
-        fig, ax = P.new_axes(WIDE)
+    with style.paper_style():
+        fig, ax = style.new_axes(WIDE)
         x = np.arange(len(table))
         bottom = np.zeros(len(table))
         for column, label, color in SCENARIOS:
@@ -65,14 +65,14 @@ def fig9a(summary: pd.DataFrame) -> Figure:
         ax.set_ylim(0, 100)
         n = ", ".join(sorted({str(int(k)) for k in table["n_trials"]}))
         ax.set_title(f"(a) Convergence scenarios of $p(t)$ ({n} trials per $d$)", fontsize=9)
-        P.outside_legend(ax)
+        style.outside_legend(ax)
     return fig
 
 
 def _gap_curves(hist: pd.DataFrame) -> list[tuple[int, pd.DataFrame, str]]:
     dims = sorted(hist["d"].unique())
     return [
-        (int(d), hist[hist["d"] == d].sort_values("bin_left"), P.INPUT_COLORS[i % len(P.INPUT_COLORS)])
+        (int(d), hist[hist["d"] == d].sort_values("bin_left"), style.INPUT_COLORS[i % len(style.INPUT_COLORS)])
         for i, d in enumerate(dims)
     ]
 
@@ -90,8 +90,8 @@ def fig9b(hist: pd.DataFrame) -> Figure:
     Appendix E: over saturated trials, histogram with bins of width < 0.01 for d = 5, 10, 100;
     gamma < 0 (an SVM-neighbour scores higher, so alpha is not locally optimal) is rare and close to 0.
     """
-    with P.paper_style():
-        fig, ax = P.new_axes(WIDE)
+    with style.paper_style():
+        fig, ax = style.new_axes(WIDE)
         for d, g, color in _gap_curves(hist):
             edges = np.append(g["bin_left"].to_numpy(), g["bin_right"].to_numpy()[-1])
             ax.stairs(g["probability"].to_numpy(), edges, color=color, lw=1.0, label=f"$d = {d}$")
@@ -101,7 +101,7 @@ def fig9b(hist: pd.DataFrame) -> Figure:
         ax.set_xlabel(r"min score gap to SVM-neighbours $\gamma$")
         ax.set_ylabel(f"probability (bins of width {width:g})")
         ax.set_title(r"(b) $\gamma := \min_{i,\, t \in \mathcal{T}_i} \gamma_{i\alpha_i} - \gamma_{it}$", fontsize=9)
-        P.outside_legend(ax)
+        style.outside_legend(ax)
     return fig
 
 
@@ -110,8 +110,8 @@ def fig10(hist: pd.DataFrame) -> Figure:
 
     Appendix E: a sharp transition at 0; P(gamma < 0) (the value at 0, in the legend) is below 1%.
     """
-    with P.paper_style():
-        fig, ax = P.new_axes(WIDE)
+    with style.paper_style():
+        fig, ax = style.new_axes(WIDE)
         for d, g, color in _gap_curves(hist):
             x = np.append(g["bin_left"].to_numpy()[0], g["bin_right"].to_numpy())
             y = np.append(0.0, g["cumulative"].to_numpy())
@@ -123,7 +123,7 @@ def fig10(hist: pd.DataFrame) -> Figure:
         ax.set_xlabel(r"min score gap to SVM-neighbours $\gamma$")
         ax.set_ylabel("cumulative probability")
         ax.set_title(r"Cumulative probability of the gap $\gamma$ (Figure 9(b))", fontsize=9)
-        P.outside_legend(ax)
+        style.outside_legend(ax)
     return fig
 
 
@@ -139,10 +139,10 @@ def census_budget(table: pd.DataFrame) -> Figure:
     Tests the explanation of P(gap < 0) > 1% at small d (near-equal scores not separated in 1000 iterations);
     error bars are Wilson intervals, the legend counts the labels that moved from the smallest budget.
     """
-    with P.paper_style():
+    with style.paper_style():
         fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.2), layout="constrained")
         for i, (d, g) in enumerate(table.sort_values("n_iter").groupby("d")):
-            color = P.INPUT_COLORS[i % len(P.INPUT_COLORS)]
+            color = style.INPUT_COLORS[i % len(style.INPUT_COLORS)]
             label = f"$d = {int(d)}$ ({int(g['n_labels_moved'].iloc[-1])} labels moved)"
             _errorbar(left, g["n_iter"].to_numpy(), g, "p_gap_negative", color, label)
             _errorbar(right, g["n_iter"].to_numpy(), g, "pct_not_saturated", color, f"$d = {int(d)}$")
@@ -171,7 +171,7 @@ def census_grid(table: pd.DataFrame) -> Figure:
     """
     dims = sorted(table["d"].unique())
     ns, Ts = sorted(table["n"].unique()), sorted(table["T"].unique())
-    with P.paper_style():
+    with style.paper_style():
         fig, axes = plt.subplots(len(dims), len(GRID_MAPS), figsize=(9.0, 2.3 * len(dims)), layout="constrained")
         axes = np.atleast_2d(axes)
         for row, d in zip(axes, dims, strict=True):
