@@ -157,10 +157,10 @@ def census_budget(table: pd.DataFrame) -> Figure:
     return fig
 
 
-GRID_MAPS = [
-    ("pct_gmm", "% GMM", "Greens", 100.0),
-    ("pct_not_saturated", "% not saturated", "Reds", 100.0),
-    ("p_gap_negative", r"$P(\gamma < 0)$", "Purples", None),
+GRID_MAPS = [  # column, title, colour map, colour scale maximum (None: the panel's), cell label format
+    ("pct_gmm", "% GMM", "Greens", 100.0, ".0f"),
+    ("pct_not_saturated", "% not saturated", "Reds", 100.0, ".0f"),
+    ("p_gap_negative", r"$P(\gamma < 0)$", "Purples", None, ".2f"),
 ]
 
 
@@ -176,11 +176,16 @@ def census_grid(table: pd.DataFrame) -> Figure:
         axes = np.atleast_2d(axes)
         for row, d in zip(axes, dims, strict=True):
             cells = table[table["d"] == d].pivot(index="n", columns="T")
-            for ax, (column, title, cmap, vmax) in zip(row, GRID_MAPS, strict=True):
+            for ax, (column, title, cmap, vmax, fmt) in zip(row, GRID_MAPS, strict=True):
                 values = cells[column].reindex(index=ns, columns=Ts).to_numpy(dtype=float)
                 image = ax.imshow(values, cmap=cmap, vmin=0, vmax=vmax, origin="lower", aspect="auto")
+                dark = 0.6 * image.norm.vmax
                 for (i, j), v in np.ndenumerate(values):
-                    ax.text(j, i, "" if np.isnan(v) else f"{v:.2g}", ha="center", va="center", fontsize=6)
+                    color = "w" if v > dark else "k"
+                    ax.text(
+                        j, i, "" if np.isnan(v) else f"{v:{fmt}}", ha="center", va="center", fontsize=6, color=color
+                    )
+                ax.grid(False)
                 ax.set_xticks(range(len(Ts)), [str(int(t)) for t in Ts])
                 ax.set_yticks(range(len(ns)), [str(int(n)) for n in ns])
                 ax.set_xlabel("tokens $T$")
