@@ -76,6 +76,7 @@ ALL_TARGETS += (
         results_path("tables/census_summary.csv"),
         results_path("tables/fig9b.csv"),
         results_path("tables/census_budget.csv"),
+        results_path("runs/census_budget/trials.csv"),
     ]
     + expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS)
     + CENSUS_BUDGET_RUNS
