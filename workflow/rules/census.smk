@@ -46,12 +46,11 @@ wildcard_constraints:
     census_panel="|".join(CENSUS_PANELS),
 
 
-def census_figure_files(figure):
-    return expand(
-        results_path("figures/{panel}.{ext}"),
-        panel=CENSUS_FIGURES[figure],
-        ext=["pdf", "png"],
-    )
+# Figure target -> its panels' files.
+CENSUS_FIGURE_FILES = {
+    figure: expand(results_path("figures/{panel}.{ext}"), panel=panels, ext=["pdf", "png"])
+    for figure, panels in CENSUS_FIGURES.items()
+}
 
 
 CENSUS_GRID_CELLS = expand(
@@ -68,9 +67,9 @@ CENSUS_BUDGET_RUNS = expand(
 
 # The grid is its own target (minutes of compute); the budget study feeds a claim, so it is part of `all`.
 ALL_TARGETS += (
-    census_figure_files("fig9")
-    + census_figure_files("fig10")
-    + census_figure_files("census_budget")
+    CENSUS_FIGURE_FILES["fig9"]
+    + CENSUS_FIGURE_FILES["fig10"]
+    + CENSUS_FIGURE_FILES["census_budget"]
     + [
         results_path("tables/census_trials.csv"),
         results_path("tables/census_summary.csv"),
@@ -284,21 +283,21 @@ rule plot_census:
 
 rule fig9:
     input:
-        census_figure_files("fig9"),
+        CENSUS_FIGURE_FILES["fig9"],
 
 
 rule fig10:
     input:
-        census_figure_files("fig10"),
+        CENSUS_FIGURE_FILES["fig10"],
 
 
 rule census_budget:
     input:
-        census_figure_files("census_budget"),
+        CENSUS_FIGURE_FILES["census_budget"],
         results_path("tables/census_budget.csv"),
 
 
 rule census_grid:
     input:
-        census_figure_files("census_grid"),
+        CENSUS_FIGURE_FILES["census_grid"],
         results_path("tables/census_grid.csv"),
