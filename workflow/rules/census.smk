@@ -48,7 +48,9 @@ wildcard_constraints:
 
 # Figure target -> its panels' files.
 CENSUS_FIGURE_FILES = {
-    figure: expand(results_path("figures/{panel}.{ext}"), panel=panels, ext=["pdf", "png"])
+    figure: expand(
+        results_path("figures/{panel}.{ext}"), panel=panels, ext=["pdf", "png"]
+    )
     for figure, panels in CENSUS_FIGURES.items()
 }
 
@@ -146,7 +148,6 @@ rule census_grid_cell:
 
 rule census_gather:
     """One table of every trial, and the per-d summary (with Wilson intervals) behind Figure 9(a) and the claims."""
-    localrule: True
     input:
         expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS),
     output:
@@ -168,6 +169,7 @@ rule census_gather:
         results_path("logs/census_gather/census.log"),
     benchmark:
         results_path("benchmarks/census_gather/census.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
@@ -179,7 +181,6 @@ rule census_gather:
 
 rule census_budget_gather:
     """The census summary per (d, n_iter) with the number of labels that move with the budget."""
-    localrule: True
     input:
         CENSUS_BUDGET_RUNS,
     output:
@@ -195,6 +196,7 @@ rule census_budget_gather:
         results_path("logs/census_budget_gather/census_budget.log"),
     benchmark:
         results_path("benchmarks/census_budget_gather/census_budget.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
@@ -206,7 +208,6 @@ rule census_budget_gather:
 
 rule census_grid_gather:
     """The census summary per (n, T, d) cell of the phase diagram."""
-    localrule: True
     input:
         CENSUS_GRID_CELLS,
     output:
@@ -222,6 +223,7 @@ rule census_grid_gather:
         results_path("logs/census_grid_gather/census_grid.log"),
     benchmark:
         results_path("benchmarks/census_grid_gather/census_grid.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
@@ -233,7 +235,6 @@ rule census_grid_gather:
 
 rule census_histogram:
     """Histogram and cumulative distribution of the minimal score gap (Figures 9(b) and 10)."""
-    localrule: True
     input:
         results_path("tables/census_trials.csv"),
     output:
@@ -248,6 +249,7 @@ rule census_histogram:
         results_path("logs/census_histogram/fig9b.log"),
     benchmark:
         results_path("benchmarks/census_histogram/fig9b.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
@@ -259,9 +261,10 @@ rule census_histogram:
 
 rule plot_census:
     """Figure 9(a), 9(b), 10, the budget study or the phase diagram, from its census table."""
-    localrule: True
     input:
-        lambda wildcards: results_path(f"tables/{CENSUS_PANELS[wildcards.census_panel]}.csv"),
+        lambda wildcards: results_path(
+            f"tables/{CENSUS_PANELS[wildcards.census_panel]}.csv"
+        ),
     output:
         pdf=results_path("figures/{census_panel}.pdf"),
         png=report(
@@ -269,12 +272,16 @@ rule plot_census:
             caption="../report/census.rst",
             category="3 Census (Figures 9-10)",
             subcategory=lambda wildcards: CENSUS_SUBCATEGORY[wildcards.census_panel],
-            labels=lambda wildcards: {"figure": wildcards.census_panel, "type": "figure"},
+            labels=lambda wildcards: {
+                "figure": wildcards.census_panel,
+                "type": "figure",
+            },
         ),
     log:
         results_path("logs/plot_census/{census_panel}.log"),
     benchmark:
         results_path("benchmarks/plot_census/{census_panel}.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     script:
