@@ -33,12 +33,13 @@ CENSUS_FIGURES = {
     "census_budget": ["census_budget"],
     "census_grid": ["census_grid"],
 }
-CENSUS_SUBCATEGORY = {
-    "fig9a": "Figure 9",
-    "fig9b": "Figure 9",
-    "fig10": "Figure 10",
-    "census_budget": "Iteration budget",
-    "census_grid": "Phase diagram",
+# Figure panel -> its report subcategory and label.
+CENSUS_REPORT = {
+    "fig9a": ("Figure 9", "Figure 9(a)"),
+    "fig9b": ("Figure 9", "Figure 9(b)"),
+    "fig10": ("Figure 10", "Figure 10"),
+    "census_budget": ("Iteration budget", "Iteration budget"),
+    "census_grid": ("Phase diagram", "Phase diagram"),
 }
 
 
@@ -271,9 +272,9 @@ rule plot_census:
             results_path("figures/{census_panel}.png"),
             caption="../report/census.rst",
             category="3 Census (Figures 9-10)",
-            subcategory=lambda wildcards: CENSUS_SUBCATEGORY[wildcards.census_panel],
+            subcategory=lambda wildcards: CENSUS_REPORT[wildcards.census_panel][0],
             labels=lambda wildcards: {
-                "figure": wildcards.census_panel,
+                "figure": CENSUS_REPORT[wildcards.census_panel][1],
                 "type": "figure",
             },
         ),
