@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from maxmargin.experiments.census import gap_distribution
+from maxmargin.experiments.census_tables import gap_distribution
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:

@@ -1,4 +1,4 @@
-"""Snakemake script: draw Figure 9(a), 9(b) or 10 from its census table (rules plot_fig9a, plot_fig9b, plot_fig10)."""
+"""Snakemake script: draw one census figure from its table (rule plot_census)."""
 
 import pandas as pd
 
@@ -7,7 +7,7 @@ from maxmargin.figures.style import save_figure
 from maxmargin.io import rule_logging
 
 with rule_logging(snakemake) as log:
-    panel = snakemake.params.panel
+    panel = snakemake.wildcards.census_panel
     fig = draw_census_panel(panel, pd.read_csv(snakemake.input[0]))
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": f"maxmargin {panel}"})
     log.info("drew %s", panel)

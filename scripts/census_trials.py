@@ -1,7 +1,5 @@
 """Snakemake script: normalized GD and classification of every census trial of one d (rule census_trials)."""
 
-import sys
-
 from maxmargin.experiments.census import CensusSettings, run_trials
 from maxmargin.io import rule_logging, write_csv
 
@@ -9,6 +7,6 @@ with rule_logging(snakemake) as log:
     d = int(snakemake.wildcards.d)
     settings = CensusSettings(**snakemake.params.settings)
     log.info("census d=%d with %s", d, settings)
-    rows = run_trials(settings, d, progress=sys.stderr.isatty())  # a progress bar only in a terminal
+    rows = run_trials(settings, d)  # one progress line per chunk of trials in the log
     write_csv(rows, snakemake.output[0])
     log.info("classes %s; solvers %s", rows["class"].value_counts().to_dict(), rows["solver"].value_counts().to_dict())

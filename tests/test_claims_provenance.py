@@ -9,17 +9,18 @@ import types
 import pandas as pd
 from conftest import DEFAULT_CONFIG
 
-from maxmargin.claims import CLAIMS, claims_markdown, evaluate_claims
+from maxmargin.claims import CLAIMS, VERDICTS, claims_markdown, evaluate_claims, interval_verdict
+from maxmargin.experiments.census_tables import PROPORTIONS, wilson_interval
 from maxmargin.experiments.synthetic import run_experiment
 from maxmargin.io import provenance_path, rule_logging, write_csv
 
 
-def census_summary(pct_gmm, p_gap_negative=(0.0, 0.002, 0.004)):
-    return pd.DataFrame(
+def census_summary(pct_gmm, p_gap_negative=(0.0, 0.002, 0.004), pct_not_saturated=(60.0, 2.0, 0.0), n_trials=1000):
+    table = pd.DataFrame(
         {
             "d": [2, 10, 100],
-            "n_trials": 1000,
-            "pct_not_saturated": [60.0, 2.0, 0.0],
+            "n_trials": n_trials,
+            "pct_not_saturated": list(pct_not_saturated),
             "pct_lmm": [40.0, 97.0, 99.5],
             "pct_gmm": list(pct_gmm),
             "pct_neither": [0.0, 1.0, 0.5],
@@ -27,6 +28,11 @@ def census_summary(pct_gmm, p_gap_negative=(0.0, 0.002, 0.004)):
             "p_gap_negative": list(p_gap_negative),
         }
     )
+    for name, (_, over, scale) in PROPORTIONS.items():  # the Wilson intervals, from the counts
+        total = n_trials * (1 - table["pct_not_saturated"] / 100) if over == "saturated" else n_trials
+        low, high = wilson_interval(table[name] / scale * total, total, 0.95)
+        table[f"{name}_ci_low"], table[f"{name}_ci_high"] = scale * low, scale * high
+    return table
 
 
 def census_trials(n_negative):
@@ -57,6 +63,56 @@ def test_claims_follow_the_measured_numbers():
         .loc["census_gap_negative", "verdict"]
         == "not run"
     )
+
+
+def test_inconclusive_when_the_interval_contains_the_paper_threshold():
+    assert [
+        interval_verdict(lo, hi, 0.01, below=True) for lo, hi in [(0.001, 0.009), (0.011, 0.02), (0.005, 0.02)]
+    ] == [
+        "holds",
+        "differs",
+        "inconclusive",
+    ]
+    assert [interval_verdict(lo, hi, 10.0, below=False) for lo, hi in [(11, 20), (2, 10), (8, 12)]] == [
+        "holds",
+        "differs",
+        "inconclusive",
+    ]
+    assert "inconclusive" in VERDICTS
+    # 7 negative gaps in 1000 saturated trials: 0.7%, but the 95% interval [0.34%, 1.44%] contains 1%
+    claims = evaluate_claims(
+        {"census_summary": census_summary([5.0, 20.0, 60.0]), "census_trials": census_trials(7)}, DEFAULT_CONFIG
+    ).set_index("claim_id")
+    assert claims.loc["census_gap_negative", "verdict"] == "inconclusive"
+    assert "[0.0034, 0.0144]" in claims.loc["census_gap_negative", "measured"]
+    # 12% not saturated at d = 2 in 100 trials: interval [7.0%, 19.8%] contains the 10% of the claim
+    small = census_summary([5.0, 20.0, 60.0], pct_not_saturated=(12.0, 2.0, 0.0), n_trials=100)
+    claims = evaluate_claims({"census_summary": small}, DEFAULT_CONFIG).set_index("claim_id")
+    assert claims.loc["census_small_d", "verdict"] == "inconclusive"
+    # GMM share grows with d, but at 100 trials 10% at d = 2 and 16% at d = 100 overlap
+    claims = evaluate_claims({"census_summary": census_summary([10.0, 12.0, 16.0], n_trials=100)}, DEFAULT_CONFIG)
+    assert claims.set_index("claim_id").loc["census_gmm_grows", "verdict"] == "inconclusive"
+
+
+def census_budget(p_gap_negative):
+    rows = []
+    for d, values in p_gap_negative.items():
+        for n_iter, p in zip((1000, 3000, 10000), values, strict=True):
+            low, high = wilson_interval(p * 500, 500, 0.95)
+            rows.append(
+                {"d": d, "n_iter": n_iter, "p_gap_negative": p, "p_gap_negative_ci_low": float(low)}
+                | {"p_gap_negative_ci_high": float(high), "n_labels_moved": n_iter // 1000 - 1}
+            )
+    return pd.DataFrame(rows)
+
+
+def test_budget_claim_states_what_it_found_whichever_way():
+    verdict = lambda b: evaluate_claims({"census_budget": census_budget(b)}, DEFAULT_CONFIG).set_index("claim_id")  # noqa: E731
+    assert verdict({2: (0.06, 0.03, 0.004)}).loc["census_budget", "verdict"] == "holds"
+    found = verdict({2: (0.05, 0.046, 0.045), 5: (0.01, 0.007, 0.006)}).loc["census_budget"]
+    assert found["verdict"] == "inconclusive"
+    assert "(9 labels moved)" in found["measured"] and "d = 2 P(gap < 0) stays above 1%" in found["note"]
+    assert verdict({2: (0.05, 0.05, 0.06)}).loc["census_budget", "verdict"] == "differs"
 
 
 def test_claims_from_a_real_experiment_table():

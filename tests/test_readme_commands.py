@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO, SNAKEMAKE, copy_workflow
 
 SYNTHETIC = {"synthetic_experiment", "plot_synthetic"}
-CENSUS = {"census_trials", "census_gather", "census_histogram", "plot_fig9a", "plot_fig9b"}
+CENSUS = {"census_trials", "census_gather", "census_histogram", "plot_census"}
 EVERYTHING = {"vit_train", "census_trials", "regpath_instance", "lemma1_table", "claims_table", "all"}
 
 # The targets after the options -> the rules its dry run must plan (exactly), or None for "at least EVERYTHING".

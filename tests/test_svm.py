@@ -124,7 +124,7 @@ def test_tie_with_neighbor_is_not_locally_optimal() -> None:
     np.testing.assert_allclose(out.svm.solution, [1.0, 0.0], atol=EXACT)
     assert not is_locally_optimal(gamma, alpha, out.neighbors)
     assert is_globally_optimal(gamma, alpha)
-    assert out.kind == "neither" and out.score_gap == 0.0
+    assert out.kind == "gmm" and out.score_gap == 0.0  # Definition 1: p_mm of (tied) optimal tokens is the GMM
 
 
 def test_infeasible_cases_return_status() -> None:

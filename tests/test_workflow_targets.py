@@ -14,6 +14,8 @@ OFF_ALL = {
     "vit_recipe_train",
     "vit_recipes_table",
     "vit_recipes_plot",  # ~15 min of CPU: `vit_recipes`
+    "census_grid_cell",
+    "census_grid_gather",  # ~9 min on 2 cores: `census_grid`
 }
 
 

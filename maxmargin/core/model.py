@@ -107,7 +107,12 @@ def log_non_selected_mass(K: Array, p: Array) -> Array:
 
     Paper: Appendix E's saturation test, mean_i s_{i alpha_i} >= 1 - 1e-5.
     """
-    logs = log_softmax(np.einsum("...ntd,...d->...nt", K, p))
+    return log_non_selected_mass_of_logits(np.einsum("...ntd,...d->...nt", K, p))
+
+
+def log_non_selected_mass_of_logits(z: Array) -> Array:
+    """:func:`log_non_selected_mass` from the logits z_i = K_i p, shape (..., n, T)."""
+    logs = log_softmax(z)
     top = logs.argmax(axis=-1)
     others = np.where(np.arange(logs.shape[-1]) == top[..., None], -np.inf, logs)
     omax = others.max(axis=-1, keepdims=True)

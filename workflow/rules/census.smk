@@ -1,4 +1,5 @@
-# Convergence census (Figures 9 and 10, Appendix E): random trials scattered over d, gathered, then plotted.
+# Convergence census (Figures 9 and 10, Appendix E): random trials scattered over d, gathered, then plotted;
+# the iteration-budget study (target census_budget) and the (n, T, d) phase diagram (target census_grid).
 
 CENSUS = config["census"]
 CENSUS_DIMS = [int(d) for d in CENSUS["dims"]]
@@ -7,26 +8,80 @@ if not set(CENSUS_HIST_DIMS) <= set(CENSUS_DIMS):
     raise ValueError(
         f"census.histogram.dims {CENSUS_HIST_DIMS} must be a subset of census.dims {CENSUS_DIMS}"
     )
+CENSUS_BUDGET = CENSUS["budget"]
+CENSUS_GRID = CENSUS["grid"]
 
-# Keyword arguments of maxmargin.experiments.census.CensusSettings: the census block less the per-d and plot settings.
-CENSUS_SETTINGS = {k: v for k, v in CENSUS.items() if k not in ("dims", "histogram")}
+# Keyword arguments of maxmargin.experiments.census.CensusSettings: the census block less the per-d, plot and
+# study settings.
+CENSUS_SETTINGS = {
+    k: v
+    for k, v in CENSUS.items()
+    if k not in ("dims", "histogram", "budget", "grid", "confidence")
+}
+
+# Figure panel -> the table it draws; figure target -> its panels.
+CENSUS_PANELS = {
+    "fig9a": "census_summary",
+    "fig9b": "fig9b",
+    "fig10": "fig9b",
+    "census_budget": "census_budget",
+    "census_grid": "census_grid",
+}
+CENSUS_FIGURES = {
+    "fig9": ["fig9a", "fig9b"],
+    "fig10": ["fig10"],
+    "census_budget": ["census_budget"],
+    "census_grid": ["census_grid"],
+}
+# Figure panel -> its report subcategory and label.
+CENSUS_REPORT = {
+    "fig9a": ("Figure 9", "Figure 9(a)"),
+    "fig9b": ("Figure 9", "Figure 9(b)"),
+    "fig10": ("Figure 10", "Figure 10"),
+    "census_budget": ("Iteration budget", "Iteration budget"),
+    "census_grid": ("Phase diagram", "Phase diagram"),
+}
+
+
+wildcard_constraints:
+    census_panel="|".join(CENSUS_PANELS),
+
 
 # Figure target -> its panels' files.
-CENSUS_FIGURES = {
+CENSUS_FIGURE_FILES = {
     figure: expand(
         results_path("figures/{panel}.{ext}"), panel=panels, ext=["pdf", "png"]
     )
-    for figure, panels in {"fig9": ["fig9a", "fig9b"], "fig10": ["fig10"]}.items()
+    for figure, panels in CENSUS_FIGURES.items()
 }
 
+
+CENSUS_GRID_CELLS = expand(
+    results_path("runs/census_grid/n{n}_T{T}_d{d}.csv"),
+    n=CENSUS_GRID["n"],
+    T=CENSUS_GRID["T"],
+    d=CENSUS_GRID["dims"],
+)
+CENSUS_BUDGET_RUNS = expand(
+    results_path("runs/census_budget/d{d}_iter{n_iter}.csv"),
+    d=CENSUS_BUDGET["dims"],
+    n_iter=CENSUS_BUDGET["n_iter"],
+)
+
+# The grid is its own target (minutes of compute); the budget study feeds a claim, so it is part of `all`.
 ALL_TARGETS += (
-    [f for files in CENSUS_FIGURES.values() for f in files]
+    CENSUS_FIGURE_FILES["fig9"]
+    + CENSUS_FIGURE_FILES["fig10"]
+    + CENSUS_FIGURE_FILES["census_budget"]
     + [
         results_path("tables/census_trials.csv"),
         results_path("tables/census_summary.csv"),
         results_path("tables/fig9b.csv"),
+        results_path("tables/census_budget.csv"),
+        results_path("runs/census_budget/trials.csv"),
     ]
     + expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS)
+    + CENSUS_BUDGET_RUNS
 )
 
 
@@ -48,27 +103,133 @@ rule census_trials:
         "../../scripts/census_trials.py"
 
 
+rule census_budget_trials:
+    """The census of one small d at one iteration budget n_iter (target census_budget)."""
+    output:
+        results_path("runs/census_budget/d{d}_iter{n_iter}.csv"),
+    log:
+        results_path("logs/census_budget_trials/d{d}_iter{n_iter}.log"),
+    benchmark:
+        results_path("benchmarks/census_budget_trials/d{d}_iter{n_iter}.tsv")
+    wildcard_constraints:
+        d="|".join(str(d) for d in CENSUS_BUDGET["dims"]),
+        n_iter="|".join(str(k) for k in CENSUS_BUDGET["n_iter"]),
+    conda:
+        "../../environment.yml"
+    params:
+        settings=lambda wildcards: {**CENSUS_SETTINGS, "n_iter": int(wildcards.n_iter)},
+    script:
+        "../../scripts/census_trials.py"
+
+
+rule census_grid_cell:
+    """The census of one (n, T, d) cell of the phase diagram (target census_grid)."""
+    output:
+        results_path("runs/census_grid/n{n}_T{T}_d{d}.csv"),
+    log:
+        results_path("logs/census_grid_cell/n{n}_T{T}_d{d}.log"),
+    benchmark:
+        results_path("benchmarks/census_grid_cell/n{n}_T{T}_d{d}.tsv")
+    wildcard_constraints:
+        n="|".join(str(k) for k in CENSUS_GRID["n"]),
+        T="|".join(str(k) for k in CENSUS_GRID["T"]),
+        d="|".join(str(k) for k in CENSUS_GRID["dims"]),
+    conda:
+        "../../environment.yml"
+    params:
+        settings=lambda wildcards: {
+            **CENSUS_SETTINGS,
+            "n": int(wildcards.n),
+            "T": int(wildcards.T),
+            "n_trials": CENSUS_GRID["n_trials"],
+        },
+    script:
+        "../../scripts/census_trials.py"
+
+
 rule census_gather:
-    """One table of every trial, and the per-d summary behind Figure 9(a) and the paper's claims."""
+    """One table of every trial, and the per-d summary (with Wilson intervals) behind Figure 9(a) and the claims."""
     input:
         expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS),
     output:
         trials=report(
             results_path("tables/census_trials.csv"),
             caption="../report/census_trials.rst",
-            category="Convergence census",
+            category="3 Census (Figures 9-10)",
+            subcategory="Tables",
+            labels={"figure": "census trials", "type": "table"},
         ),
         summary=report(
             results_path("tables/census_summary.csv"),
             caption="../report/census_summary.rst",
-            category="Convergence census",
+            category="3 Census (Figures 9-10)",
+            subcategory="Tables",
+            labels={"figure": "census summary", "type": "table"},
         ),
     log:
         results_path("logs/census_gather/census.log"),
     benchmark:
         results_path("benchmarks/census_gather/census.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
+    params:
+        by=["d"],
+        confidence=CENSUS["confidence"],
+    script:
+        "../../scripts/census_gather.py"
+
+
+rule census_budget_gather:
+    """The census summary per (d, n_iter) with the number of labels that move with the budget."""
+    input:
+        CENSUS_BUDGET_RUNS,
+    output:
+        trials=results_path("runs/census_budget/trials.csv"),
+        summary=report(
+            results_path("tables/census_budget.csv"),
+            caption="../report/census_summary.rst",
+            category="3 Census (Figures 9-10)",
+            subcategory="Tables",
+            labels={"figure": "census budget", "type": "table"},
+        ),
+    log:
+        results_path("logs/census_budget_gather/census_budget.log"),
+    benchmark:
+        results_path("benchmarks/census_budget_gather/census_budget.tsv")
+    localrule: True
+    conda:
+        "../../environment.yml"
+    params:
+        by=["d", "n_iter"],
+        confidence=CENSUS["confidence"],
+    script:
+        "../../scripts/census_gather.py"
+
+
+rule census_grid_gather:
+    """The census summary per (n, T, d) cell of the phase diagram."""
+    input:
+        CENSUS_GRID_CELLS,
+    output:
+        trials=results_path("runs/census_grid/trials.csv"),
+        summary=report(
+            results_path("tables/census_grid.csv"),
+            caption="../report/census_summary.rst",
+            category="3 Census (Figures 9-10)",
+            subcategory="Tables",
+            labels={"figure": "census grid", "type": "table"},
+        ),
+    log:
+        results_path("logs/census_grid_gather/census_grid.log"),
+    benchmark:
+        results_path("benchmarks/census_grid_gather/census_grid.tsv")
+    localrule: True
+    conda:
+        "../../environment.yml"
+    params:
+        by=["n", "T", "d"],
+        confidence=CENSUS["confidence"],
     script:
         "../../scripts/census_gather.py"
 
@@ -78,11 +239,18 @@ rule census_histogram:
     input:
         results_path("tables/census_trials.csv"),
     output:
-        results_path("tables/fig9b.csv"),
+        report(
+            results_path("tables/fig9b.csv"),
+            caption="../report/census_summary.rst",
+            category="3 Census (Figures 9-10)",
+            subcategory="Tables",
+            labels={"figure": "Figure 9(b), 10", "type": "table"},
+        ),
     log:
         results_path("logs/census_histogram/fig9b.log"),
     benchmark:
         results_path("benchmarks/census_histogram/fig9b.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
@@ -92,80 +260,52 @@ rule census_histogram:
         "../../scripts/census_histogram.py"
 
 
-rule plot_fig9a:
-    """Figure 9(a) from the census summary."""
+rule plot_census:
+    """Figure 9(a), 9(b), 10, the budget study or the phase diagram, from its census table."""
     input:
-        results_path("tables/census_summary.csv"),
+        lambda wildcards: results_path(
+            f"tables/{CENSUS_PANELS[wildcards.census_panel]}.csv"
+        ),
     output:
-        pdf=results_path("figures/fig9a.pdf"),
+        pdf=results_path("figures/{census_panel}.pdf"),
         png=report(
-            results_path("figures/fig9a.png"),
-            caption="../report/fig9a.rst",
-            category="Convergence census",
+            results_path("figures/{census_panel}.png"),
+            caption="../report/census.rst",
+            category="3 Census (Figures 9-10)",
+            subcategory=lambda wildcards: CENSUS_REPORT[wildcards.census_panel][0],
+            labels=lambda wildcards: {
+                "figure": CENSUS_REPORT[wildcards.census_panel][1],
+                "type": "figure",
+            },
         ),
     log:
-        results_path("logs/plot_fig9a/fig9a.log"),
+        results_path("logs/plot_census/{census_panel}.log"),
     benchmark:
-        results_path("benchmarks/plot_fig9a/fig9a.tsv")
+        results_path("benchmarks/plot_census/{census_panel}.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
-    params:
-        panel="fig9a",
-    script:
-        "../../scripts/census_plot.py"
-
-
-rule plot_fig9b:
-    """Figure 9(b) from the gap distribution."""
-    input:
-        results_path("tables/fig9b.csv"),
-    output:
-        pdf=results_path("figures/fig9b.pdf"),
-        png=report(
-            results_path("figures/fig9b.png"),
-            caption="../report/fig9b.rst",
-            category="Convergence census",
-        ),
-    log:
-        results_path("logs/plot_fig9b/fig9b.log"),
-    benchmark:
-        results_path("benchmarks/plot_fig9b/fig9b.tsv")
-    conda:
-        "../../environment.yml"
-    params:
-        panel="fig9b",
-    script:
-        "../../scripts/census_plot.py"
-
-
-rule plot_fig10:
-    """Figure 10 from the gap distribution."""
-    input:
-        results_path("tables/fig9b.csv"),
-    output:
-        pdf=results_path("figures/fig10.pdf"),
-        png=report(
-            results_path("figures/fig10.png"),
-            caption="../report/fig10.rst",
-            category="Convergence census",
-        ),
-    log:
-        results_path("logs/plot_fig10/fig10.log"),
-    benchmark:
-        results_path("benchmarks/plot_fig10/fig10.tsv")
-    conda:
-        "../../environment.yml"
-    params:
-        panel="fig10",
     script:
         "../../scripts/census_plot.py"
 
 
 rule fig9:
     input:
-        CENSUS_FIGURES["fig9"],
+        CENSUS_FIGURE_FILES["fig9"],
 
 
 rule fig10:
     input:
-        CENSUS_FIGURES["fig10"],
+        CENSUS_FIGURE_FILES["fig10"],
+
+
+rule census_budget:
+    input:
+        CENSUS_FIGURE_FILES["census_budget"],
+        results_path("tables/census_budget.csv"),
+
+
+rule census_grid:
+    input:
+        CENSUS_FIGURE_FILES["census_grid"],
+        results_path("tables/census_grid.csv"),

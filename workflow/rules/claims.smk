@@ -7,6 +7,7 @@ CLAIM_TABLES = {
     "fig5": results_path("tables/fig5.csv"),
     "census_summary": results_path("tables/census_summary.csv"),
     "census_trials": results_path("tables/census_trials.csv"),
+    "census_budget": results_path("tables/census_budget.csv"),
     "regpath": results_path("tables/regpath.csv"),
     "lemma1": results_path("tables/lemma1.csv"),
     "vit_metrics": results_path("tables/vit_metrics.csv"),
