@@ -41,7 +41,7 @@ rule census_trials:
     wildcard_constraints:
         d="|".join(str(d) for d in CENSUS_DIMS),
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         settings=CENSUS_SETTINGS,
     script:
@@ -68,7 +68,7 @@ rule census_gather:
     benchmark:
         results_path("benchmarks/census_gather/census.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     script:
         "../../scripts/census_gather.py"
 
@@ -84,7 +84,7 @@ rule census_histogram:
     benchmark:
         results_path("benchmarks/census_histogram/fig9b.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         dims=CENSUS_HIST_DIMS,
         bin_width=CENSUS["histogram"]["bin_width"],
@@ -108,7 +108,7 @@ rule plot_fig9a:
     benchmark:
         results_path("benchmarks/plot_fig9a/fig9a.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         panel="fig9a",
     script:
@@ -131,7 +131,7 @@ rule plot_fig9b:
     benchmark:
         results_path("benchmarks/plot_fig9b/fig9b.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         panel="fig9b",
     script:
@@ -154,7 +154,7 @@ rule plot_fig10:
     benchmark:
         results_path("benchmarks/plot_fig10/fig10.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         panel="fig10",
     script:

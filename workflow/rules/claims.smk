@@ -30,15 +30,25 @@ rule claims_table:
         csv=report(
             results_path("tables/claims.csv"),
             caption="../report/claims.rst",
-            category="Claims",
+            category="1 Claims",
+            subcategory="Tables",
+            labels={"figure": "Claims table (CSV)", "type": "table"},
+        ),
+        html=report(
+            results_path("tables/claims.html"),
+            caption="../report/claims.rst",
+            category="1 Claims",
+            subcategory="Tables",
+            labels={"figure": "Claims table", "type": "table"},
         ),
         md=results_path("tables/claims.md"),
     log:
         results_path("logs/claims_table/claims.log"),
     benchmark:
         results_path("benchmarks/claims_table/claims.tsv")
+    localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         config=config,  # the notes quote the settings that were run
     script:
@@ -55,8 +65,9 @@ rule gallery_thumbnail:
         results_path("logs/gallery_thumbnail/{figure}.log"),
     benchmark:
         results_path("benchmarks/gallery_thumbnail/{figure}.tsv")
+    localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         width=lambda wildcards: GALLERY_WIDTH.get(wildcards.figure, 480),
     script:
@@ -65,8 +76,7 @@ rule gallery_thumbnail:
 
 rule claims:
     input:
-        results_path("tables/claims.csv"),
-        results_path("tables/claims.md"),
+        rules.claims_table.output,
 
 
 rule gallery:
@@ -74,4 +84,4 @@ rule gallery:
         expand("docs/gallery/{figure}.png", figure=GALLERY),
 
 
-ALL_TARGETS += [results_path("tables/claims.csv"), results_path("tables/claims.md")]
+ALL_TARGETS += [results_path(f"tables/claims.{ext}") for ext in ("csv", "html", "md")]

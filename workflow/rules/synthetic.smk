@@ -12,7 +12,7 @@ rule synthetic_experiment:
     benchmark:
         results_path("benchmarks/synthetic_experiment/{experiment}.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         settings=experiment_params,
     script:
@@ -36,7 +36,7 @@ rule plot_synthetic:
     benchmark:
         results_path("benchmarks/plot_synthetic/{panel}.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         plots=config["plots"],
     script:
@@ -61,7 +61,7 @@ rule directions_table:
     benchmark:
         results_path("benchmarks/directions_table/directions.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     script:
         "../../scripts/gather_directions.py"
 
