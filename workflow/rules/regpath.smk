@@ -17,7 +17,7 @@ rule regpath_instance:
     benchmark:
         results_path("benchmarks/regpath_instance/{regpath_instance}.tsv")
     conda:
-        "../envs/core.yaml"
+        "../envs/torch.yaml"
     params:
         # The regpath config as keyword arguments of maxmargin.experiments.regpath.regpath_table; the GD runs
         # belong to the Theorem 1 path (Fig 1(b) data) only.
