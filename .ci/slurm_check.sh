@@ -169,7 +169,7 @@ done
 say "one-node cluster up: node $NODE ($CPUS CPUs, $MEM_MB MB), partition ci"
 
 # ---- (d, e) the runs: the same targets locally and through SLURM, and a job that fails on SLURM ---------------------
-copy_workflow() {  # like tests/conftest.py, plus the library: jobs import it from beside the Snakefile (PYTHONPATH)
+copy_workflow() {  # like tests/conftest.py, plus the library: the jobs import the copy beside the Snakefile
     mkdir -p "$1"
     cp "$REPO/Snakefile" "$1/"
     cp -r "$REPO/workflow" "$REPO/scripts" "$REPO/maxmargin" "$1/"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_workflow, snakemake
+from conftest import REPO, SNAKEMAKE, copy_workflow
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -123,15 +125,21 @@ def test_each_rule_env_holds_what_its_script_imports():
 
 @pytest.mark.slow
 def test_jobs_import_the_library_beside_the_snakefile(tmp_path):
-    # no `pip install -e .` in a rule's conda env: jobs find the library through the PYTHONPATH the Snakefile sets
+    # No `pip install -e .` in a rule's conda env, and Snakemake drops PYTHONPATH for conda jobs: a job's script finds
+    # the library through the sys.path Snakemake hands it, which holds the Snakefile's folder, ahead of any installed
+    # copy (here the .venv's editable install of another checkout)
     workdir = copy_workflow(tmp_path)
-    (workdir / "maxmargin").mkdir()
-    subprocess.run(["cp", "-r", *map(str, (REPO / "maxmargin").iterdir()), str(workdir / "maxmargin")], check=True)
+    shutil.copytree(REPO / "maxmargin", workdir / "maxmargin", ignore=shutil.ignore_patterns("__pycache__"))
     probe = workdir / "imported_from.txt"
-    with (workdir / "maxmargin" / "__init__.py").open("a") as init:
-        init.write(f"\nopen({str(probe)!r}, 'a').write(__file__ + '\\n')\n")
-    snakemake(workdir, "--", "results/tables/fig8.csv")
-    assert set(probe.read_text().split()) == {str(workdir / "maxmargin" / "__init__.py")}
+    with (workdir / "maxmargin" / "__init__.py").open("a") as init:  # records which copy each process imports
+        init.write(f"\nimport sys\nopen({str(probe)!r}, 'a').write(sys.argv[0] + ' ' + __file__ + '\\n')\n")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    cmd = [str(SNAKEMAKE), "--cores", "1", "--", "results/tables/fig8.csv"]
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    imports = dict(line.split() for line in probe.read_text().splitlines())
+    jobs = {script: module for script, module in imports.items() if "/.snakemake/scripts/" in script}
+    assert len(jobs) == 1 and set(imports.values()) == {str(workdir / "maxmargin" / "__init__.py")}, imports
 
 
 def test_config_docs_are_up_to_date():
