@@ -3,7 +3,8 @@
 # vit_train (workflow/config/ci_slurm.yaml) through workflow/profiles/slurm, one run after the other, each printing
 # `slurm_wall_s=<seconds> run=<name> submitted=<n> (<rule> x<n>, ...) local=<n> load="<loadavg>"`. Only the compute
 # rules may be submitted (the others are localrules), every SLURM log must be kept, and the tables must be identical to
-# a local run's; a job that fails on SLURM must make Snakemake fail, not hang. Needs root and apt-get (Debian's slurmctld, slurmd, slurm-client, munge); where SLURM
+# a local run's; a job that fails on SLURM must make Snakemake fail, not hang.
+# Needs root and apt-get (Debian's slurmctld, slurmd, slurm-client, munge); where SLURM
 # cannot be installed it prints "SKIP: <reason>" and exits 0. Every step is bounded in time; the daemons it starts are
 # stopped by pid on exit, also on failure.
 # Usage: .ci/slurm_check.sh   (after `make test` has built .venv; SLURM_CHECK_KEEP=1 keeps the runs' folders)
@@ -211,7 +212,8 @@ slurm_run() {  # slurm_run NAME TARGET...: TARGETS through the profile in $WORK/
     end=$EPOCHREALTIME
     rules="$(submitted_rules "$name")"
     echo "slurm_wall_s=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}') run=$name" \
-        "submitted=$(grep -c . <<<"$rules") ($(count_rules <<<"$rules")) local=$(grep -c '^localrule ' "$WORK/$name.log")" \
+        "submitted=$(grep -c . <<<"$rules") ($(count_rules <<<"$rules"))" \
+        "local=$(grep -c '^localrule ' "$WORK/$name.log")" \
         "load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
     if [[ $rc != 0 ]]; then
         show "$name" 60
@@ -222,7 +224,8 @@ slurm_run() {  # slurm_run NAME TARGET...: TARGETS through the profile in $WORK/
     local rule
     for rule in $(sort -u <<<"$rules"); do
         [[ "$COMPUTE_RULES" == *" $rule "* ]] \
-            || fail "run $name submitted rule $rule to SLURM: only$COMPUTE_RULES should go there (mark it localrule)"
+            || fail "run $name submitted rule $rule to SLURM, where only $(xargs <<<"$COMPUTE_RULES") belong" \
+                "(mark it localrule)"
     done
 }
 
@@ -272,7 +275,7 @@ n_tables="$(wc -l <"$WORK/local.tables")"
 n_jobs="$(cat "$WORK"/{census,regpath,vit}.log | grep -c 'has been submitted with SLURM jobid' || true)"
 # slurm-keep-successful-logs in the profile: every job's SLURM log stays
 n_logs="$(find "$WORK/slurm/.snakemake/slurm_logs" -name '*.log' | wc -l)"
-[[ "$n_logs" == "$n_jobs" ]] || fail "$n_jobs jobs went to SLURM but $n_logs SLURM logs are left in .snakemake/slurm_logs"
+[[ "$n_logs" == "$n_jobs" ]] || fail "$n_jobs jobs went to SLURM, but .snakemake/slurm_logs holds $n_logs SLURM logs"
 say "SLURM runs: $n_jobs jobs through sbatch, each SLURM log kept; $n_tables tables identical to the local run's"
 
 # ---- (e) the failing job failed the run, also after the profile's retry -----------------------------------------------
