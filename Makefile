@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make figures   builds every figure and table (creates .venv and installs the package when missing)
 #   make test      runs the test suite in the same environment
+# and: make report (HTML report), make gallery (README thumbnails), make lint, make config-docs (docs/config.md)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -27,7 +28,7 @@ LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 	     $(BIN)/snakemake --unlock --quiet >/dev/null 2>&1 || true; fi \
 	&& set -x &&
 
-.PHONY: all figures test lint report gallery clean-results
+.PHONY: all figures test lint report gallery config-docs clean-results
 # One recipe at a time (make -j report gallery): two locked recipes at once would refuse each other.
 .NOTPARALLEL:
 
@@ -51,6 +52,10 @@ report: figures
 # Small copies of the default run's figures for the README (docs/gallery/, committed).
 gallery: figures
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) gallery
+
+# docs/config.md from the schema and default.yaml, after either changes (tests/test_packaging.py checks it is current).
+config-docs: $(STAMP)
+	$(BIN)/python tools/config_docs.py docs/config.md
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

@@ -4,6 +4,9 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
+# Found beside this Snakefile, installed or not: Snakemake puts the Snakefile's folder on sys.path, and hands its
+# sys.path to every Python script it runs, also in a conda env of workflow/envs/ (which holds only the library's
+# dependencies: tests/test_packaging.py checks that a job imports this copy).
 from maxmargin.config import check_config
 
 min_version("9.0")
@@ -15,6 +18,10 @@ configfile: Path(workflow.basedir) / "workflow/config/default.yaml"
 
 validate(config, "workflow/schemas/config.schema.yaml")
 check_config(config)  # what the schema cannot say: every number finite
+
+
+# The landing page of `snakemake --report` (captions per file: workflow/report/*.rst).
+report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"

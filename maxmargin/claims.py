@@ -13,6 +13,7 @@ threshold, i.e. this many trials can neither confirm nor refute the claim. ``not
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -585,3 +586,31 @@ def claims_markdown(claims: pd.DataFrame) -> str:
     for row in claims[cols].itertuples(index=False):
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |")
     return "\n".join(lines) + "\n"
+
+
+# Verdict -> row colour of the HTML table, so that a claim that differs stands out in the report.
+_VERDICT_CLASSES = {"holds": "holds", "differs": "differs", "not run": "not-run"}
+_HTML_STYLE = (
+    "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse}"
+    " td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+    " tr.holds{background:#e6f4ea} tr.differs{background:#fce8e6} tr.not-run{background:#f1f3f4}"
+)
+
+
+def claims_html(claims: pd.DataFrame) -> str:
+    """The claims table as a standalone HTML page (the report displays HTML; a CSV is only offered as a download)."""
+    head = "".join(f"<th>{html.escape(col)}</th>" for col in COLUMNS)
+    body = [
+        f'<tr class="{_VERDICT_CLASSES.get(row.verdict, "")}">'
+        + "".join(f"<td>{html.escape(str(value))}</td>" for value in row)
+        + "</tr>"
+        for row in claims[COLUMNS].itertuples(index=False)
+    ]
+    return "\n".join(
+        [
+            f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Claims</title><style>{_HTML_STYLE}</style>',
+            f'</head><body>\n<table class="claims">\n<thead><tr>{head}</tr></thead>\n<tbody>',
+            *body,
+            "</tbody></table>\n</body></html>\n",
+        ]
+    )

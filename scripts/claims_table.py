@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from maxmargin.claims import claims_markdown, evaluate_claims
+from maxmargin.claims import claims_html, claims_markdown, evaluate_claims
 from maxmargin.io import atomic_path, rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
@@ -11,5 +11,7 @@ with rule_logging(snakemake) as log:
     write_csv(claims, snakemake.output.csv)
     with atomic_path(snakemake.output.md) as tmp:
         tmp.write_text(claims_markdown(claims))
+    with atomic_path(snakemake.output.html) as tmp:
+        tmp.write_text(claims_html(claims))
     for row in claims.itertuples():
         log.info("%-24s %-8s %s", row.claim_id, row.verdict, row.measured)

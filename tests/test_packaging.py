@@ -1,12 +1,26 @@
-"""environment.yml (the conda route) stays in step with pyproject.toml (the pip route)."""
+"""What a user installs: environment.yml and pyproject.toml in step, the rules' conda envs, the repository files."""
 
 from __future__ import annotations
 
+import ast
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
+import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, SNAKEMAKE, copy_workflow
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ENVS = REPO / "workflow" / "envs"
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+# Top-level import name -> distribution, for the modules the library and its scripts import
+DISTRIBUTIONS = {"sklearn": "scikit-learn", "PIL": "pillow", "yaml": "pyyaml"}
 
 
 def _split(requirement: str) -> tuple[str, str]:
@@ -14,12 +28,135 @@ def _split(requirement: str) -> tuple[str, str]:
     return name.lower().replace("_", "-"), spec.replace(" ", "")
 
 
+def env_requirements(path: Path) -> dict[str, str]:
+    """Package -> version spec of a conda env file (conda and pip entries alike, python and pip left out)."""
+    deps = yaml.safe_load(path.read_text())["dependencies"]
+    conda = [d.replace("=", "==", 1) if "==" not in d else d for d in deps if isinstance(d, str)]
+    pip = [p for d in deps if isinstance(d, dict) for p in d["pip"]]
+    return {
+        name: spec
+        for name, spec in map(_split, conda + [p for p in pip if not p.startswith("-")])
+        if name not in ("pip", "python")
+    }
+
+
+def rule_blocks() -> dict[str, str]:
+    """Rule name -> its text, for every rule that runs a script."""
+    blocks = {}
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"(?m)^(?=rule \w+:)", smk.read_text()):
+            name = re.match(r"rule (\w+):", block)
+            if name and "script:" in block:
+                blocks[name.group(1)] = block
+    return blocks
+
+
+def _directive(block: str, name: str) -> str:
+    return re.search(rf'^    {name}:\n        "([^"]+)"', block, re.MULTILINE).group(1)
+
+
+def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
+    """Top-level names of the non-library modules a file imports, following the library's own modules."""
+    seen = set() if seen is None else seen
+    if path in seen:
+        return set()
+    seen.add(path)
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        else:
+            continue
+        for module in modules:
+            if module.split(".")[0] != "maxmargin":
+                names.add(module.split(".")[0])
+                continue
+            parts = module.split(".")
+            for depth in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__, a/b/c
+                base = REPO.joinpath(*parts[:depth])
+                for candidate in (base / "__init__.py", base.with_suffix(".py")):
+                    if candidate.exists():
+                        names |= third_party_imports(candidate, seen)
+    return names - set(sys.stdlib_module_names) - {"snakemake"}
+
+
 def test_environment_yml_matches_pyproject():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    wanted = dict(_split(r) for r in project["dependencies"] + project["optional-dependencies"]["test"])
+    wanted = dict(_split(r) for r in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["test"])
     env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
     conda = [d for d in env if isinstance(d, str) and not d.startswith(("python=", "pip"))]
     pip = next(d["pip"] for d in env if isinstance(d, dict))
     listed = dict(_split(r) for r in conda + [p for p in pip if not p.startswith("-e")])
     assert listed == wanted
     assert "-e ." in pip
+
+
+def test_every_rule_uses_a_pinned_env_of_workflow_envs():
+    blocks = rule_blocks()
+    assert {"census_trials", "synthetic_experiment", "vit_train", "claims_table"} <= set(blocks)  # the rules were read
+    used = set()
+    for rule, block in blocks.items():
+        env = (REPO / "workflow" / "rules" / _directive(block, "conda")).resolve()
+        assert env.parent == ENVS and env.exists(), f"rule {rule}: conda env {env} is not a file of workflow/envs"
+        used.add(env)
+    assert used == set(ENVS.glob("*.yaml")), "an env file no rule uses"
+    ranges = {canonicalize_name(Requirement(r).name): Requirement(r).specifier for r in PROJECT["dependencies"]}
+    for env in used:
+        spec = yaml.safe_load(env.read_text())
+        assert "python=3.11" in spec["dependencies"] and "name" not in spec  # Snakemake names the env itself
+        # copied to .snakemake/conda/, a path (`-e .`) would point elsewhere; the workflow tools are not the jobs'
+        assert not any(p.startswith("-") for d in spec["dependencies"] if isinstance(d, dict) for p in d["pip"])
+        for name, pin in env_requirements(env).items():
+            assert pin.startswith("==") and name not in ("snakemake", "snakemake-executor-plugin-slurm"), name
+            assert name not in ranges or ranges[name].contains(pin[2:]), f"{env.name}: {name}{pin} not in pyproject"
+    core, torch = env_requirements(ENVS / "core.yaml"), env_requirements(ENVS / "torch.yaml")
+    assert core.items() <= torch.items()  # the same numpy etc. for every job
+
+
+def test_each_rule_env_holds_what_its_script_imports():
+    for rule, block in rule_blocks().items():
+        script = (REPO / "workflow" / "rules" / _directive(block, "script")).resolve()
+        env = env_requirements((REPO / "workflow" / "rules" / _directive(block, "conda")).resolve())
+        needed = {canonicalize_name(DISTRIBUTIONS.get(name, name)) for name in third_party_imports(script)}
+        assert "pandas" in needed  # the walk reached the library (maxmargin.io, which every script uses)
+        assert needed <= set(env), f"rule {rule} ({script.name}) imports {sorted(needed - set(env))}, not in its env"
+
+
+@pytest.mark.slow
+def test_jobs_import_the_library_beside_the_snakefile(tmp_path):
+    # No `pip install -e .` in a rule's conda env, and Snakemake drops PYTHONPATH for conda jobs: a job's script finds
+    # the library through the sys.path Snakemake hands it, which holds the Snakefile's folder, ahead of any installed
+    # copy (here the .venv's editable install of another checkout)
+    workdir = copy_workflow(tmp_path)
+    shutil.copytree(REPO / "maxmargin", workdir / "maxmargin", ignore=shutil.ignore_patterns("__pycache__"))
+    probe = workdir / "imported_from.txt"
+    with (workdir / "maxmargin" / "__init__.py").open("a") as init:  # records which copy each process imports
+        init.write(f"\nimport sys\nopen({str(probe)!r}, 'a').write(sys.argv[0] + ' ' + __file__ + '\\n')\n")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    cmd = [str(SNAKEMAKE), "--cores", "1", "--", "results/tables/fig8.csv"]
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    imports = dict(line.split() for line in probe.read_text().splitlines())
+    jobs = {script: module for script, module in imports.items() if "/.snakemake/scripts/" in script}
+    assert len(jobs) == 1 and set(imports.values()) == {str(workdir / "maxmargin" / "__init__.py")}, imports
+
+
+def test_config_docs_are_up_to_date():
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "config_docs.py"), "-"], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout == (REPO / "docs" / "config.md").read_text(), "docs/config.md is stale: run `make config-docs`"
+    for key in ("census.n_trials", "vit.train.lr", "regpath.radii.num", "vit_recipes.recipes[].lr"):
+        assert f"| `{key}` |" in proc.stdout
+
+
+def test_license_and_citation():
+    assert PROJECT["license"] == {"text": "MIT"}
+    assert (REPO / "LICENSE").read_text().startswith("MIT License\n")
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0" and citation["license"] == "MIT"
+    assert citation["version"] == PROJECT["version"]
+    paper = citation["preferred-citation"]
+    assert paper["title"] == "Max-Margin Token Selection in Attention Mechanism" and paper["year"] == 2023
+    assert [author["family-names"] for author in paper["authors"]] == ["Ataee Tarzanagh", "Li", "Zhang", "Oymak"]

@@ -96,7 +96,7 @@ rule census_trials:
     wildcard_constraints:
         d="|".join(str(d) for d in CENSUS_DIMS),
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         settings=CENSUS_SETTINGS,
     script:
@@ -115,7 +115,7 @@ rule census_budget_trials:
         d="|".join(str(d) for d in CENSUS_BUDGET["dims"]),
         n_iter="|".join(str(k) for k in CENSUS_BUDGET["n_iter"]),
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         settings=lambda wildcards: {**CENSUS_SETTINGS, "n_iter": int(wildcards.n_iter)},
     script:
@@ -135,7 +135,7 @@ rule census_grid_cell:
         T="|".join(str(k) for k in CENSUS_GRID["T"]),
         d="|".join(str(k) for k in CENSUS_GRID["dims"]),
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         settings=lambda wildcards: {
             **CENSUS_SETTINGS,
@@ -172,7 +172,7 @@ rule census_gather:
         results_path("benchmarks/census_gather/census.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         by=["d"],
         confidence=CENSUS["confidence"],
@@ -199,7 +199,7 @@ rule census_budget_gather:
         results_path("benchmarks/census_budget_gather/census_budget.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         by=["d", "n_iter"],
         confidence=CENSUS["confidence"],
@@ -226,7 +226,7 @@ rule census_grid_gather:
         results_path("benchmarks/census_grid_gather/census_grid.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         by=["n", "T", "d"],
         confidence=CENSUS["confidence"],
@@ -252,7 +252,7 @@ rule census_histogram:
         results_path("benchmarks/census_histogram/fig9b.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         dims=CENSUS_HIST_DIMS,
         bin_width=CENSUS["histogram"]["bin_width"],
@@ -284,7 +284,7 @@ rule plot_census:
         results_path("benchmarks/plot_census/{census_panel}.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     script:
         "../../scripts/census_plot.py"
 

@@ -25,15 +25,25 @@ rule claims_table:
         csv=report(
             results_path("tables/claims.csv"),
             caption="../report/claims.rst",
-            category="Claims",
+            category="1 Claims",
+            subcategory="Tables",
+            labels={"figure": "Claims table (CSV)", "type": "table"},
+        ),
+        html=report(
+            results_path("tables/claims.html"),
+            caption="../report/claims.rst",
+            category="1 Claims",
+            subcategory="Tables",
+            labels={"figure": "Claims table", "type": "table"},
         ),
         md=results_path("tables/claims.md"),
     log:
         results_path("logs/claims_table/claims.log"),
     benchmark:
         results_path("benchmarks/claims_table/claims.tsv")
+    localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         config=config,  # the notes quote the settings that were run
     script:
@@ -52,7 +62,7 @@ rule gallery_thumbnail:
         results_path("benchmarks/gallery_thumbnail/{figure}.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         width=lambda wildcards: registry.panel(wildcards.figure).gallery_width,
     script:
@@ -61,8 +71,7 @@ rule gallery_thumbnail:
 
 rule claims:
     input:
-        results_path("tables/claims.csv"),
-        results_path("tables/claims.md"),
+        rules.claims_table.output,
 
 
 rule gallery:
@@ -71,4 +80,4 @@ rule gallery:
     localrule: True
 
 
-ALL_TARGETS += [results_path("tables/claims.csv"), results_path("tables/claims.md")]
+ALL_TARGETS += [results_path(f"tables/claims.{ext}") for ext in ("csv", "html", "md")]

@@ -17,7 +17,7 @@ rule regpath_instance:
     benchmark:
         results_path("benchmarks/regpath_instance/{regpath_instance}.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     params:
         # The regpath config as keyword arguments of maxmargin.experiments.regpath.regpath_table; the GD runs
         # belong to the Theorem 1 path (Fig 1(b) data) only.
@@ -64,7 +64,7 @@ rule regpath_table:
     benchmark:
         results_path("benchmarks/regpath_table/regpath.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     script:
         "../../scripts/regpath_table.py"
 
@@ -86,7 +86,7 @@ rule plot_regpath:
     benchmark:
         results_path("benchmarks/plot_regpath/regpath.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     script:
         "../../scripts/regpath_plot.py"
 
@@ -104,7 +104,7 @@ rule lemma1_table:
     benchmark:
         results_path("benchmarks/lemma1_table/lemma1.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     params:
         settings=config["regpath"]["lemma1"],
     script:

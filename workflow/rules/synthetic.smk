@@ -14,7 +14,7 @@ rule synthetic_experiment:
         results_path("benchmarks/synthetic_experiment/{experiment}.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         settings=experiment_settings,
         data=experiment_data,
@@ -44,7 +44,7 @@ rule plot_synthetic:
         results_path("benchmarks/plot_synthetic/{panel}.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     params:
         plots=config["plots"],
         caption=lambda wildcards: registry.caption(wildcards.panel, config),
@@ -73,7 +73,7 @@ rule directions_table:
         results_path("benchmarks/directions_table/directions.tsv")
     localrule: True
     conda:
-        "../../environment.yml"
+        "../envs/core.yaml"
     script:
         "../../scripts/gather_directions.py"
 

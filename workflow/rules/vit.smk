@@ -37,7 +37,7 @@ rule vit_train:
     benchmark:
         results_path("benchmarks/vit_train/vit.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     threads: 2
     resources:
         gpu=VIT["resources"]["gpu"],
@@ -67,7 +67,7 @@ rule vit_fig6:
     benchmark:
         results_path("benchmarks/vit_fig6/fig6.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     params:
         epochs=VIT["plots"]["fig6_epochs"],
     script:
@@ -91,7 +91,7 @@ rule vit_fig7:
     benchmark:
         results_path("benchmarks/vit_fig7/fig7.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     script:
         "../../scripts/vit_plot.py"
 
@@ -118,7 +118,7 @@ rule vit_pilot:
     benchmark:
         results_path("benchmarks/vit_pilot/pilot.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     threads: 2
     resources:
         gpu=VIT["resources"]["gpu"],
@@ -142,7 +142,7 @@ rule vit_recipe_train:
     wildcard_constraints:
         recipe="|".join(RECIPES),
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     threads: 2
     resources:
         gpu=VIT["resources"]["gpu"],
@@ -170,7 +170,7 @@ rule vit_recipes_table:
     benchmark:
         results_path("benchmarks/vit_recipes_table/vit_recipes.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     script:
         "../../scripts/vit_recipes_table.py"
 
@@ -191,7 +191,7 @@ rule vit_recipes_plot:
     benchmark:
         results_path("benchmarks/vit_recipes_plot/vit_recipes.tsv")
     conda:
-        "../../environment.yml"
+        "../envs/torch.yaml"
     script:
         "../../scripts/vit_recipes_plot.py"
 

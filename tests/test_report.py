@@ -1,0 +1,74 @@
+"""The HTML report of a small full run: landing text, the claims table as an HTML table, every figure embedded."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO, copy_workflow, snakemake
+
+CI_CONFIG = "workflow/config/ci_slurm.yaml"
+RESULTS = yaml.safe_load((REPO / CI_CONFIG).read_text())["results"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """A copy of the workflow after `all` on the CI config and `--report report.html`."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("report"))
+    snakemake(workdir, "--configfile", CI_CONFIG)
+    snakemake(workdir, "--configfile", CI_CONFIG, "--report", "report.html")
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def report(run) -> str:
+    return (run / "report.html").read_text()
+
+
+def _embedded(report: str, filename: str) -> bytes:
+    """The bytes of a file the report embeds as a data URI."""
+    match = re.search(rf"data:[\w/+.-]+;charset=[\w-]+;filename={re.escape(filename)};base64,([A-Za-z0-9+/=]+)", report)
+    assert match, f"{filename} is not embedded in the report"
+    return base64.b64decode(match.group(1))
+
+
+def _json_var(report: str, name: str) -> dict:
+    """A JavaScript `var NAME = {...};` of the report, parsed."""
+    start = report.index(f"var {name} = {{") + len(f"var {name} = ")  # the report's bundled libraries have others
+    return json.JSONDecoder().raw_decode(report, start)[0]
+
+
+def test_landing_page_introduces_the_run(report):
+    assert "Start with the claims table" in report  # workflow/report/workflow.rst, through `report:` in the Snakefile
+    assert f"{RESULTS}/" in report  # its Jinja read the results root from the config
+
+
+def test_claims_table_is_an_html_table_with_every_claim(run, report):
+    claims = pd.read_csv(run / RESULTS / "tables" / "claims.csv")
+    page = _embedded(report, "claims.html").decode()
+    rows = re.findall(r'<tr class="([\w-]+)">(.*?)</tr>', page)
+    assert len(rows) == len(claims) > 0
+    for (css, cells), claim in zip(rows, claims.itertuples(), strict=True):
+        values = re.findall(r"<td>(.*?)</td>", cells)
+        assert html.unescape(values[0]) == claim.claim_id and html.unescape(values[5]) == claim.verdict
+        assert css == claim.verdict.replace(" ", "-")  # the verdict colours the row
+    # filed where a reader starts, with the labels the report lists files by
+    categories = _json_var(report, "categories")
+    path = f"{RESULTS}/tables/claims.html"
+    assert path in categories["1 Claims"]["Tables"]
+    assert _json_var(report, "results")[path]["labels"] == {"figure": "Claims table", "type": "table"}
+
+
+def test_every_figure_of_the_run_is_in_the_report(run, report):
+    figures = sorted((run / RESULTS / "figures").glob("*.png"))
+    assert len(figures) >= 17  # Figures 1-10 (6, 7 from the ViT) and the regularization paths
+    for png in figures:
+        assert _embedded(report, png.name) == png.read_bytes(), png.name
