@@ -10,23 +10,23 @@ import torch
 from conftest import snakemake
 from scipy.optimize import minimize, minimize_scalar
 
+from maxmargin.core.ball import ball_kkt_residual, solve_on_balls
 from maxmargin.core.gd import cosine, gradient_descent
+from maxmargin.core.logspace import log_excess_risk, log_joint_risk
 from maxmargin.core.model import Gradient, keys, model_output, risk, token_scores
 from maxmargin.core.svm import att_svm, p_relax, v_svm
-from maxmargin.experiments import instances as I
-from maxmargin.experiments.regpath import (
-    ball_kkt_residual,
-    grad_W,
-    lemma1_check,
-    log_excess_risk,
-    log_joint_risk,
-    regularization_path_joint,
-    regularization_path_p,
-    solve_on_balls,
-)
+from maxmargin.experiments import instances
+from maxmargin.experiments.lemma1 import grad_W, lemma1_check
+from maxmargin.experiments.regpath import regularization_path_joint, regularization_path_p
 
-GMM_1B = att_svm(I.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
-LMM_1B = att_svm(I.fig1b().K, np.array([1])).direction  # (1, 0, 0)
+
+def solver(**settings):
+    """The path solver's settings: the default config's n_iter and tol, with candidates None unless given."""
+    return {"candidates": None, "n_iter": 3000, "tol": 1e-10, **settings}
+
+
+GMM_1B = att_svm(instances.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
+LMM_1B = att_svm(instances.fig1b().K, np.array([1])).direction  # (1, 0, 0)
 
 
 # --- objectives in log space ---------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ def mp_excess(K, gamma, p, loss, dps=60):
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential"])
 def test_log_excess_risk_matches_the_risk_and_mpmath(loss):
-    inst = I.fig1c(0)
+    inst = instances.fig1c(0)
     K, gamma = inst.K, inst.gamma
     rng = np.random.default_rng(0)
     p = rng.normal(size=(5, 3))
@@ -61,7 +61,7 @@ def test_log_excess_risk_matches_the_risk_and_mpmath(loss):
 
 
 def test_log_joint_risk_matches_the_risk_and_survives_underflow():
-    inst = I.fig3("b")
+    inst = instances.fig3("b")
     rng = np.random.default_rng(1)
     v, p = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
     L = np.log(np.logaddexp(0, -inst.Y * model_output(inst.X, inst.K, v, p)).mean(-1))
@@ -98,7 +98,7 @@ def test_solver_reaches_the_minimiser_of_a_linear_objective_from_any_start():
     c = np.array([1.0, 2.0, -2.0])
     rng = np.random.default_rng(0)
     x0 = rng.normal(size=(16, 3)) * rng.uniform(0.1, 5, size=(16, 1))
-    sol = solve_on_balls(linear_gradient(c), [project(x0, 5.0)], [5.0], tol=1e-12)
+    sol = solve_on_balls(linear_gradient(c), [project(x0, 5.0)], [5.0], n_iter=3000, tol=1e-12)
     np.testing.assert_allclose(sol.x[0], np.tile(-5 * c / 3, (16, 1)), atol=1e-9)
     assert sol.kkt_residual.max() <= 1e-12
 
@@ -114,7 +114,7 @@ def project(x, R):
 @pytest.mark.parametrize("R", [1.0, 3.0, 10.0])
 def test_path_matches_a_brute_force_search_on_the_circle(R):
     # Fig. 1(b): the softmax sees only the key plane, so p(R) = R (cos t, sin t, 0); grid the circle, then refine.
-    inst = I.fig1b()
+    inst = instances.fig1b()
     on_circle = lambda t: R * np.stack([np.cos(t), np.sin(t), np.zeros_like(t)], -1)  # noqa: E731
     grid = np.linspace(-np.pi, np.pi, 200_001)
     t0 = grid[np.argmin(risk(inst.K, inst.gamma, on_circle(grid)))]
@@ -124,7 +124,7 @@ def test_path_matches_a_brute_force_search_on_the_circle(R):
         method="bounded",
         options={"xatol": 1e-12},
     )
-    path = regularization_path_p(inst.K, inst.gamma, np.array([R]), n_random=8, seed=1)
+    path = regularization_path_p(inst.K, inst.gamma, np.array([R]), "logistic", **solver(n_random=8, seed=1))
     p = path.p[0]
     assert np.linalg.norm(p) == pytest.approx(R, rel=1e-12) and path.active_p[0]
     assert np.arctan2(p[1], p[0]) == pytest.approx(fine.x, abs=1e-6)
@@ -138,7 +138,7 @@ def test_path_matches_a_brute_force_search_on_the_circle(R):
 
 def test_joint_optimum_matches_a_brute_force_search_on_the_torus():
     # Fig. 3(b), r = R = 1.5: grid both circles (the constraints are active), then refine with Nelder-Mead.
-    inst = I.fig3("b")
+    inst = instances.fig3("b")
     R = 1.5
 
     def L(tv, tp):
@@ -156,7 +156,9 @@ def test_joint_optimum_matches_a_brute_force_search_on_the_torus():
         method="Nelder-Mead",
         options={"xatol": 1e-11, "fatol": 1e-16, "maxiter": 4000},
     )
-    path = regularization_path_joint(inst.X, inst.Y, inst.K, np.array([R]), n_random=8, seed=3)
+    path = regularization_path_joint(
+        inst.X, inst.Y, inst.K, np.array([R]), "logistic", **solver(candidates=(), n_random=8, seed=3)
+    )
     v, p = path.v[0], path.p[0]
     assert path.active_v[0] and path.active_p[0]
     assert np.arctan2(v[1], v[0]) == pytest.approx(fine.x[0], abs=1e-5)
@@ -176,9 +178,9 @@ RADII = np.geomspace(0.5, 100.0, 10)
 
 
 def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lmm():
-    inst = I.fig1b()
+    inst = instances.fig1b()
     # Random starts only: the solver is not handed the answer.
-    path = regularization_path_p(inst.K, inst.gamma, RADII, n_random=8, seed=0)
+    path = regularization_path_p(inst.K, inst.gamma, RADII, "logistic", **solver(n_random=8, seed=0))
     assert np.all(path.kkt_residual <= 1e-10) and np.all(path.active_p)
     cos_gmm = cosine(path.p[-1], GMM_1B)
     assert cos_gmm > 1 - 1e-9  # measured: 1 - 1.1e-11 at R = 100
@@ -188,7 +190,9 @@ def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lm
     assert cosine(traj.p_final, LMM_1B) > 0.999  # measured: 0.99990 at ||p|| = 108
     assert cosine(traj.p_final, GMM_1B) < 0
     # A constrained local optimum near the LMM exists at R = 100, with a higher risk than the path's.
-    with_lmm = regularization_path_p(inst.K, inst.gamma, RADII[-1:], candidates=LMM_1B[None], n_random=0)
+    with_lmm = regularization_path_p(
+        inst.K, inst.gamma, RADII[-1:], "logistic", **solver(n_random=0, seed=0, candidates=LMM_1B[None])
+    )
     ends = with_lmm.ends_p[0]
     local = int(np.argmax(cosine(ends, LMM_1B)))
     assert cosine(ends[local], LMM_1B) > 1 - 1e-9 and with_lmm.ends_kkt_residual[0, local] <= 1e-10
@@ -197,8 +201,10 @@ def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lm
 
 @pytest.mark.parametrize("variant", ["a", "b"])
 def test_theorems5_and_6_joint_path_goes_to_v_mm_and_p_relax(variant):
-    inst = I.fig3(variant)
-    path = regularization_path_joint(inst.X, inst.Y, inst.K, RADII, n_random=6, seed=0)
+    inst = instances.fig3(variant)
+    path = regularization_path_joint(
+        inst.X, inst.Y, inst.K, RADII, "logistic", **solver(candidates=(), n_random=6, seed=0)
+    )
     assert np.all(path.kkt_residual <= 1e-10) and np.all(path.active_p) and np.all(path.active_v)
     alpha = path.selected[-1]
     np.testing.assert_array_equal(alpha, [1, 1, 1])
@@ -230,9 +236,9 @@ def test_grad_W_closed_form_matches_autograd():
 
 
 def test_lemma1_gd_on_W_stays_on_u_p_transpose():
-    inst = I.fig1c(0)
+    inst = instances.fig1c(0)
     u = np.array([1.0, -2.0, 0.5])
-    chk = lemma1_check(inst.X, inst.Y, inst.v, u, np.array([0.3, -0.2, 0.5]), eta=0.1, n_iter=300)
+    chk = lemma1_check(inst.X, inst.Y, inst.v, u, np.array([0.3, -0.2, 0.5]), eta=0.1, n_iter=300, loss="logistic")
     assert chk.max_deviation < 1e-10  # measured ~2e-15
     assert chk.grad_deviation.max() < 1e-12
     np.testing.assert_allclose(chk.risk_W, chk.risk_p, rtol=1e-12)
@@ -252,8 +258,8 @@ SMALL = {
         "radii": {"min": 0.5, "max": 20.0, "num": 5},
         "n_random": 2,
         "gd": {"n_iter": 100},
-        "lemma1": {"n_iter": 40, "instances": ["fig1b", "fig1c"]},
-    }
+    },
+    "lemma1": {"n_iter": 40, "instances": ["fig1b", "fig1c"]},
 }
 
 

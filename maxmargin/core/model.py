@@ -93,6 +93,14 @@ def attention(K: Array, p: Array) -> Array:
     return np.exp(log_softmax(np.einsum("...ntd,...d->...nt", K, p)))
 
 
+def selected_tokens(K: Array, p: Array) -> NDArray[np.int64]:
+    """alpha_i = argmax_t (K_i p)_t, the token the softmax selects as ||p|| grows (Section 2), shape (..., n).
+
+    Taken on the logits, not on S(K_i p): a saturated softmax rounds several entries to the same float.
+    """
+    return np.einsum("...ntd,...d->...nt", np.asarray(K), np.asarray(p)).argmax(axis=-1)
+
+
 def log_non_selected_mass(K: Array, p: Array) -> Array:
     """log(1 - max_t S(K_i p)_t) per input, accurate when 1 - s is far below float64 epsilon.
 

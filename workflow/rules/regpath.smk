@@ -1,10 +1,20 @@
-# Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6) and the Lemma 1 check (GD on W vs GD on p).
+# Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6). Lemma 1 has its own rule file (lemma1.smk).
 
 REGPATH_INSTANCES = ["fig1b", "fig3a", "fig3b"]
 
 
 wildcard_constraints:
     regpath_instance="|".join(REGPATH_INSTANCES),
+
+
+def regpath_settings(wildcards):
+    """The regpath config as keyword arguments of maxmargin.experiments.regpath.regpath_table.
+
+    The GD runs belong to the Theorem 1 path (Fig 1(b) data) only.
+    """
+    settings = {key: value for key, value in config["regpath"].items() if key not in ("instances", "gd")}
+    settings["gd"] = config["regpath"]["gd"] if wildcards.regpath_instance == "fig1b" else None
+    return settings
 
 
 rule regpath_instance:
@@ -19,26 +29,14 @@ rule regpath_instance:
     conda:
         "../../environment.yml"
     params:
-        # The regpath config as keyword arguments of maxmargin.experiments.regpath.regpath_table; the GD runs
-        # belong to the Theorem 1 path (Fig 1(b) data) only.
-        settings=lambda wildcards: {
-            **{
-                key: value
-                for key, value in config["regpath"].items()
-                if key not in ("instances", "lemma1", "gd")
-            },
-            "gd": (
-                config["regpath"]["gd"]
-                if wildcards.regpath_instance == "fig1b"
-                else None
-            ),
-        },
+        settings=regpath_settings,
     script:
         "../../scripts/regpath_path.py"
 
 
 rule regpath_table:
     """Gather the regularization paths of every instance into one table."""
+    localrule: True
     input:
         path=expand(
             results_path("runs/regpath/{regpath_instance}.csv"),
@@ -52,12 +50,16 @@ rule regpath_table:
         path=report(
             results_path("tables/regpath.csv"),
             caption="../report/regpath.rst",
-            category="Tables",
+            category="4 Regularization paths and Lemma 1",
+            subcategory="Tables",
+            labels={"figure": "Regularization paths", "type": "table"},
         ),
         compare=report(
             results_path("tables/regpath_compare.csv"),
             caption="../report/regpath.rst",
-            category="Tables",
+            category="4 Regularization paths and Lemma 1",
+            subcategory="Tables",
+            labels={"figure": "Regularization paths: GD and local optima", "type": "table"},
         ),
     log:
         results_path("logs/regpath_table/regpath.log"),
@@ -71,6 +73,7 @@ rule regpath_table:
 
 rule plot_regpath:
     """Draw the cosine of each normalized path with each max-margin direction against R."""
+    localrule: True
     input:
         path=results_path("tables/regpath.csv"),
         compare=results_path("tables/regpath_compare.csv"),
@@ -79,7 +82,9 @@ rule plot_regpath:
         png=report(
             results_path("figures/regpath.png"),
             caption="../report/regpath.rst",
-            category="Regularization paths",
+            category="4 Regularization paths and Lemma 1",
+            subcategory="Regularization paths",
+            labels={"figure": "Regularization paths", "type": "figure"},
         ),
     log:
         results_path("logs/plot_regpath/regpath.log"),
@@ -91,26 +96,6 @@ rule plot_regpath:
         "../../scripts/regpath_plot.py"
 
 
-rule lemma1_table:
-    """Lemma 1: GD on W (autograd) and GD on p from W(0) = u p(0)^T / ||u||^2 stay on W(t) = u p(t)^T / ||u||^2."""
-    output:
-        report(
-            results_path("tables/lemma1.csv"),
-            caption="../report/lemma1.rst",
-            category="Tables",
-        ),
-    log:
-        results_path("logs/lemma1_table/lemma1.log"),
-    benchmark:
-        results_path("benchmarks/lemma1_table/lemma1.tsv")
-    conda:
-        "../../environment.yml"
-    params:
-        settings=config["regpath"]["lemma1"],
-    script:
-        "../../scripts/regpath_lemma1.py"
-
-
 rule regpath:
     input:
         results_path("figures/regpath.pdf"),
@@ -119,17 +104,11 @@ rule regpath:
         results_path("tables/regpath_compare.csv"),
 
 
-rule lemma1:
-    input:
-        results_path("tables/lemma1.csv"),
-
-
 ALL_TARGETS += [
     results_path("figures/regpath.pdf"),
     results_path("figures/regpath.png"),
     results_path("tables/regpath.csv"),
     results_path("tables/regpath_compare.csv"),
-    results_path("tables/lemma1.csv"),
 ] + expand(
     results_path("runs/regpath/{regpath_instance}{suffix}.csv"),
     regpath_instance=config["regpath"]["instances"],
