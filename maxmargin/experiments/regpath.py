@@ -561,7 +561,9 @@ def regpath_table(
     from ``gd["starts"]``, with R = ||p(t)||) and Theorems 5-6 on the Fig. 3(a)/(b) data (``fig3a``,
     ``fig3b``: kinds p_mm, p_relax for p_R and v_mm for v_r, with r = R, for the tokens selected at the
     largest R). ``method`` is ``path`` (the constrained optimum), ``local`` (other KKT points, by
-    token selection) or ``gd``.
+    token selection: on the Fig. 1(b) data the local optimum near the LMM, from R ~ 20 on) or ``gd``. The
+    workflow writes the ``path`` rows to results/tables/regpath.csv and the ``local`` and ``gd`` rows, what the
+    path is compared with, to results/tables/regpath_compare.csv.
     """
     radii = _check_radii(radii)
     solver = {"n_random": n_random, "seed": seed, "n_iter": n_iter, "tol": tol}
