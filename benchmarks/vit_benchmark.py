@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 import yaml
+from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
 
 from maxmargin.experiments.vit import ModelSettings, TrainSettings, build_vit, make_optimizer, resolve_device
@@ -129,7 +129,7 @@ def training_throughput(model_settings: ModelSettings, train_settings: TrainSett
 
     def step() -> None:
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=timing.bf16):
-            loss = F.cross_entropy(forward(x).float(), y)
+            loss = functional.cross_entropy(forward(x).float(), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from maxmargin.experiments.vit.settings import DataSettings
 
@@ -208,7 +208,7 @@ def augment(x: torch.Tensor, generator: torch.Generator, pad: int = 4) -> torch.
     b, _, h, w = x.shape
     off = torch.randint(0, 2 * pad + 1, (2, b), generator=generator).to(x.device)
     flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
-    xp = F.pad(x, (pad, pad, pad, pad))
+    xp = functional.pad(x, (pad, pad, pad, pad))
     rows = off[0][:, None] + torch.arange(h, device=x.device)
     cols = off[1][:, None] + torch.arange(w, device=x.device)
     cols = torch.where(flip[:, None], cols.flip(-1), cols)

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional
 
 from maxmargin.experiments.vit.checkpoint import (
     CHECKPOINT_FORMAT,
@@ -75,7 +75,7 @@ class _Evaluator:
             yb = y[i : i + self.batch].to(self.device)
             with self.autocast():
                 logits = self.forward(xb).float()
-            loss += float(F.cross_entropy(logits, yb, reduction="sum"))
+            loss += float(functional.cross_entropy(logits, yb, reduction="sum"))
             correct += int((logits.argmax(-1) == yb).sum())
         self.model.train()
         return loss / len(x), correct / len(x)
@@ -215,7 +215,7 @@ class _Trainer:
                 yb = self.y_train[idx]
                 with self.ev.autocast():
                     logits = self.forward(xb)
-                    loss = F.cross_entropy(logits.float(), yb)
+                    loss = functional.cross_entropy(logits.float(), yb)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if ts.grad_clip > 0:
