@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import json
 import pickle
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -462,3 +464,10 @@ def test_cached_training_is_reused_by_another_work_directory(tmp_path: Path, mon
     assert not (second / "results/logs/vit_train/vit.log").exists()  # no training job ran there
     for table in ("vit_metrics.csv", "vit_metrics.json"):
         assert (second / "results/tables" / table).read_bytes() == (first / "results/tables" / table).read_bytes()
+
+
+def test_the_figures_read_files_without_torch() -> None:
+    # Issue 12: maxmargin.figures.vit labels its plots from the tables; importing it must not pull torch in.
+    code = "import sys, maxmargin.figures.vit; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert proc.stdout.strip() == "False"

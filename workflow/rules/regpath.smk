@@ -1,6 +1,6 @@
 # Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6). Lemma 1 has its own rule file (lemma1.smk).
 
-REGPATH_INSTANCES = ["fig1b", "fig3a", "fig3b"]
+from maxmargin.experiments.regpath import REGPATH_INSTANCES
 
 
 wildcard_constraints:
