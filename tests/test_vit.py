@@ -471,3 +471,37 @@ def test_the_figures_read_files_without_torch() -> None:
     code = "import sys, maxmargin.figures.vit; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert proc.stdout.strip() == "False"
+
+
+def schema_disagreements(schema: dict, value: object, path: str) -> list[str]:
+    """Keys whose schema ``default`` differs from default.yaml's value, or that default.yaml lacks."""
+    found = []
+    if "default" in schema and schema["default"] != {} and schema["default"] != value:
+        found.append(f"{path}: schema {schema['default']!r}, default.yaml {value!r}")
+    for key, sub in schema.get("properties", {}).items():
+        if isinstance(value, dict) and key in value:
+            found += schema_disagreements(sub, value[key], f"{path}.{key}")
+        elif "default" in sub:
+            found.append(f"{path}.{key}: missing from default.yaml")
+    return found
+
+
+@pytest.mark.parametrize("section", ["regpath", "lemma1", "vit", "vit_recipes"])
+def test_schema_defaults_agree_with_default_yaml(section: str) -> None:
+    # Issue 12: the config is the one source of defaults; where the schema repeats one, it must be the same value.
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())["properties"][section]
+    config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())[section]
+    assert schema_disagreements(schema, config, section) == []
+
+
+def test_vit_settings_take_every_value_from_the_config() -> None:
+    # Issue 12: TrainSettings() used to mean SGD for 10 epochs while the config said Adam for 60.
+    classes = (ModelSettings, DataSettings, TrainSettings, ProbeSettings, vit.GuardSettings, VitSettings)
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, field.name
+    settings = VitSettings.from_config(DEFAULT_VIT)
+    assert dataclasses.asdict(settings.train) == DEFAULT_VIT["train"]
+    assert dataclasses.asdict(settings.model) == DEFAULT_VIT["model"]
+    with pytest.raises(KeyError, match="probe"):
+        VitSettings.from_config({key: value for key, value in DEFAULT_VIT.items() if key != "probe"})
