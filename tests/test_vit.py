@@ -496,7 +496,7 @@ def test_schema_defaults_agree_with_default_yaml(section: str) -> None:
 
 def test_vit_settings_take_every_value_from_the_config() -> None:
     # Issue 12: TrainSettings() used to mean SGD for 10 epochs while the config said Adam for 60.
-    classes = (ModelSettings, DataSettings, TrainSettings, ProbeSettings, vit.GuardSettings, VitSettings)
+    classes = (vit.ModelSettings, DataSettings, vit.TrainSettings, vit.ProbeSettings, vit.GuardSettings, VitSettings)
     for cls in classes:
         for field in dataclasses.fields(cls):
             assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, field.name
