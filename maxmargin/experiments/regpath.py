@@ -20,6 +20,7 @@ import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -543,6 +544,16 @@ def _fig3_rows(instance: str, radii: Array, loss: LossName, **solver: int | floa
     return _path_record(path).rows(instance, "path", "path", refs)
 
 
+def regpath_table_settings(regpath: dict[str, Any], instance: str) -> dict[str, Any]:
+    """The config's ``regpath`` block as keyword arguments of :func:`regpath_table` for one instance.
+
+    The radii stay a ``{min, max, num}`` grid (:func:`radius_grid`); the GD runs belong to the Theorem 1 path
+    (Fig. 1(b) data) only.
+    """
+    settings = {key: value for key, value in regpath.items() if key not in ("instances", "gd")}
+    return {**settings, "gd": regpath["gd"] if instance == "fig1b" else None}
+
+
 def regpath_table(
     instance: str,
     *,
@@ -583,6 +594,7 @@ __all__ = [
     "multistart_path",
     "radius_grid",
     "regpath_table",
+    "regpath_table_settings",
     "regularization_path_joint",
     "regularization_path_p",
 ]

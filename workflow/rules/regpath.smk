@@ -1,20 +1,10 @@
 # Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6). Lemma 1 has its own rule file (lemma1.smk).
 
-from maxmargin.experiments.regpath import REGPATH_INSTANCES
+from maxmargin.experiments.regpath import REGPATH_INSTANCES, regpath_table_settings
 
 
 wildcard_constraints:
     regpath_instance="|".join(REGPATH_INSTANCES),
-
-
-def regpath_settings(wildcards):
-    """The regpath config as keyword arguments of maxmargin.experiments.regpath.regpath_table.
-
-    The GD runs belong to the Theorem 1 path (Fig 1(b) data) only.
-    """
-    settings = {key: value for key, value in config["regpath"].items() if key not in ("instances", "gd")}
-    settings["gd"] = config["regpath"]["gd"] if wildcards.regpath_instance == "fig1b" else None
-    return settings
 
 
 rule regpath_instance:
@@ -29,14 +19,15 @@ rule regpath_instance:
     conda:
         "../../environment.yml"
     params:
-        settings=regpath_settings,
+        settings=lambda wildcards: regpath_table_settings(
+            config["regpath"], wildcards.regpath_instance
+        ),
     script:
         "../../scripts/regpath_path.py"
 
 
 rule regpath_table:
     """Gather the regularization paths of every instance into one table."""
-    localrule: True
     input:
         path=expand(
             results_path("runs/regpath/{regpath_instance}.csv"),
@@ -59,12 +50,16 @@ rule regpath_table:
             caption="../report/regpath.rst",
             category="4 Regularization paths and Lemma 1",
             subcategory="Tables",
-            labels={"figure": "Regularization paths: GD and local optima", "type": "table"},
+            labels={
+                "figure": "Regularization paths: GD and local optima",
+                "type": "table",
+            },
         ),
     log:
         results_path("logs/regpath_table/regpath.log"),
     benchmark:
         results_path("benchmarks/regpath_table/regpath.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     script:
@@ -73,7 +68,6 @@ rule regpath_table:
 
 rule plot_regpath:
     """Draw the cosine of each normalized path with each max-margin direction against R."""
-    localrule: True
     input:
         path=results_path("tables/regpath.csv"),
         compare=results_path("tables/regpath_compare.csv"),
@@ -90,6 +84,7 @@ rule plot_regpath:
         results_path("logs/plot_regpath/regpath.log"),
     benchmark:
         results_path("benchmarks/plot_regpath/regpath.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     script:

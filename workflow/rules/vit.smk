@@ -37,7 +37,6 @@ rule vit_train:
     package's source into the cache key. No `benchmark:`, which Snakemake forbids on a cacheable rule: the run's
     times are the metrics' train_seconds / epoch_seconds, and its log has a line per epoch.
     """
-    cache: VIT["cache"]
     output:
         multiext(
             f"{VIT_RUN}/vit",
@@ -47,6 +46,7 @@ rule vit_train:
         ),
     log:
         results_path("logs/vit_train/vit.log"),
+    cache: VIT["cache"]
     conda:
         "../../environment.yml"
     threads: 2
@@ -64,7 +64,6 @@ rule vit_train:
 
 rule vit_metrics_table:
     """The run's metrics table and its JSON sidecar, copied byte for byte into the tables folder."""
-    localrule: True
     input:
         metrics=rules.vit_train.output.metrics,
         sidecar=rules.vit_train.output.sidecar,
@@ -75,6 +74,7 @@ rule vit_metrics_table:
         results_path("logs/vit_metrics_table/vit_metrics.log"),
     benchmark:
         results_path("benchmarks/vit_metrics_table/vit_metrics.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     script:
@@ -83,7 +83,6 @@ rule vit_metrics_table:
 
 rule vit_fig6:
     """Figure 6: the fixed test image and its [CLS] attention map at the configured epochs."""
-    localrule: True
     input:
         maps=rules.vit_train.output.maps,
         metrics=rules.vit_metrics_table.output.metrics,
@@ -101,6 +100,7 @@ rule vit_fig6:
         results_path("logs/vit_fig6/fig6.log"),
     benchmark:
         results_path("benchmarks/vit_fig6/fig6.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
@@ -111,7 +111,6 @@ rule vit_fig6:
 
 rule vit_fig7:
     """Figure 7: soft-sparsity (left axis) and ||W||_F (right axis) against epoch."""
-    localrule: True
     input:
         metrics=rules.vit_metrics_table.output.metrics,
         sidecar=rules.vit_metrics_table.output.sidecar,
@@ -128,6 +127,7 @@ rule vit_fig7:
         results_path("logs/vit_fig7/fig7.log"),
     benchmark:
         results_path("benchmarks/vit_fig7/fig7.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     script:
@@ -199,7 +199,6 @@ rule vit_recipe_train:
 
 rule vit_recipes_table:
     """The recipe study's table: every recipe's metrics per epoch."""
-    localrule: True
     input:
         expand(results_path("runs/vit_recipes/{recipe}.csv"), recipe=RECIPES),
     output:
@@ -208,6 +207,7 @@ rule vit_recipes_table:
         results_path("logs/vit_recipes_table/vit_recipes.log"),
     benchmark:
         results_path("benchmarks/vit_recipes_table/vit_recipes.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     script:
@@ -216,7 +216,6 @@ rule vit_recipes_table:
 
 rule vit_recipes_plot:
     """Test accuracy, soft-sparsity and ||W||_F against epoch, one line per recipe."""
-    localrule: True
     input:
         rules.vit_recipes_table.output[0],
     output:
@@ -232,6 +231,7 @@ rule vit_recipes_plot:
         results_path("logs/vit_recipes_plot/vit_recipes.log"),
     benchmark:
         results_path("benchmarks/vit_recipes_plot/vit_recipes.tsv")
+    localrule: True
     conda:
         "../../environment.yml"
     params:
