@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import mpmath
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-import yaml
-from conftest import snakemake
+from conftest import DEFAULT_CONFIG, snakemake
 from scipy.optimize import minimize, minimize_scalar
 
+from maxmargin.claims import evaluate_claims
 from maxmargin.core.ball import ball_kkt_residual, solve_on_balls
 from maxmargin.core.gd import cosine, gradient_descent
 from maxmargin.core.logspace import log_excess_risk, log_joint_risk
@@ -20,14 +18,19 @@ from maxmargin.core.model import Gradient, keys, model_output, risk, token_score
 from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances
 from maxmargin.experiments.lemma1 import grad_W, lemma1_check
-from maxmargin.experiments.regpath import radius_grid, regpath_table, regularization_path_joint, regularization_path_p
-
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "workflow" / "config" / "default.yaml"
+from maxmargin.experiments.regpath import (
+    radius_grid,
+    regpath_table,
+    regpath_table_settings,
+    regularization_path_joint,
+    regularization_path_p,
+)
 
 
 def solver(**settings):
     """The path solver's settings: the default config's n_iter and tol, with candidates None unless given."""
-    return {"candidates": None, "n_iter": 3000, "tol": 1e-10, **settings}
+    config = DEFAULT_CONFIG["regpath"]
+    return {"candidates": None, "n_iter": config["n_iter"], "tol": config["tol"], **settings}
 
 
 GMM_1B = att_svm(instances.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
@@ -252,10 +255,9 @@ def circle_local_minima(inst, R, half_width=0.6, n=1201):
 def test_fig1b_local_optimum_near_the_lmm_is_reported_in_the_compare_rows():
     # Issue 13, part 5: the local minimiser near the LMM (found independently at R ~ 20, cosine 0.9997) is in the
     # `local` rows, which the workflow writes to regpath_compare.csv, not regpath.csv.
-    cfg = yaml.safe_load(DEFAULT_CONFIG.read_text())["regpath"]
-    radii = radius_grid(**cfg["radii"])
-    settings = {k: v for k, v in cfg.items() if k not in ("instances", "radii", "gd")}
-    table = regpath_table("fig1b", radii=radii, gd=None, **settings)
+    settings = {**regpath_table_settings(DEFAULT_CONFIG["regpath"], "fig1b"), "gd": None}
+    radii = radius_grid(**settings.pop("radii"))
+    table = regpath_table("fig1b", radii=radii, **settings)
     local = table[(table["method"] == "local") & (table["kind"] == "lmm")]
     assert set(local["run"]) == {"tokens [1]"} and (local["selected"] == "[1]").all()
     first = local.loc[local["R"].idxmin()]
@@ -359,3 +361,12 @@ def test_bad_regpath_config_stops_with_the_key_named(workflow_dir, config, expec
     proc = snakemake(workflow_dir, "-n", "regpath", config=config, check=False)
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
+
+
+def test_lemma1_claim_reads_the_max_deviation_column_by_name():
+    # Issue 12: the claim used to take the first column whose name contained "deviation" or "max".
+    table = pd.DataFrame({"max_grad_deviation": [0.5], "relative_max_deviation": [0.5], "max_deviation": [2e-15]})
+    claim = evaluate_claims({"lemma1": table}, DEFAULT_CONFIG).set_index("claim_id").loc["lemma1"]
+    assert claim["verdict"] == "holds" and "2.0e-15" in claim["measured"]
+    broken = evaluate_claims({"lemma1": table.assign(max_deviation=[1e-3])}, DEFAULT_CONFIG)
+    assert broken.set_index("claim_id").loc["lemma1", "verdict"] == "differs"
