@@ -19,18 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 import yaml
+from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
 
 from maxmargin.experiments.vit import ModelSettings, TrainSettings, build_vit, make_optimizer, resolve_device
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "GH200": 989.0, "A100": 312.0}  # dense bf16
-H100_PEAK_TFLOPS = 989.0
 CIFAR10_TRAIN, CIFAR10_TEST = 50_000, 10_000
 
 
@@ -90,7 +90,7 @@ def device_peak(device: torch.device, override_tflops: float | None) -> tuple[fl
     return cpu_matmul_peak(), "measured float32 matmul peak of this CPU"
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=Path, default=REPO / "workflow/config/paper.yaml")
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
@@ -102,32 +102,34 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=None, help="peak FLOP/s of the device, in TFLOP/s")
     ap.add_argument("--assumed-mfu", type=float, default=0.35, help="MFU assumed for the H100 time estimate")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
-    args = ap.parse_args()
+    return ap.parse_args()
 
-    cfg = paper_vit_config(args.config)
-    model_settings = ModelSettings(**cfg["model"])
-    train_settings = TrainSettings(**cfg["train"])
-    device = resolve_device(args.device)
-    gpu = device.type == "cuda"
-    batch = args.batch_size or (train_settings.batch_size if gpu else 2)
-    steps = args.steps or (20 if gpu else 2)
-    warmup = args.warmup if args.warmup is not None else (5 if gpu else 1)
-    bf16 = gpu if args.bf16 is None else args.bf16
 
-    fwd_flops, train_flops = count_flops(model_settings)
-    analytic = analytic_flops(model_settings)
-    peak, peak_source = device_peak(device, args.peak_tflops)
+@dataclass(frozen=True)
+class TimedSteps:
+    """How the training steps were timed: device, batch, number of warm-up and timed steps, bf16, compile."""
 
+    device: torch.device
+    batch: int
+    steps: int
+    warmup: int
+    bf16: bool
+    compile: bool
+
+
+def training_throughput(model_settings: ModelSettings, train_settings: TrainSettings, timing: TimedSteps) -> float:
+    """Images per second of full training steps (forward, backward, optimiser step) on random images."""
+    device, gpu = timing.device, timing.device.type == "cuda"
     torch.manual_seed(0)
     model = build_vit(model_settings).to(device).train()
     optimizer = make_optimizer(model.parameters(), train_settings)
-    forward = torch.compile(model) if args.compile else model
-    x = torch.randn(batch, 3, model_settings.img_size, model_settings.img_size, device=device)
-    y = torch.randint(0, model_settings.num_classes, (batch,), device=device)
+    forward = torch.compile(model) if timing.compile else model
+    x = torch.randn(timing.batch, 3, model_settings.img_size, model_settings.img_size, device=device)
+    y = torch.randint(0, model_settings.num_classes, (timing.batch,), device=device)
 
     def step() -> None:
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
-            loss = F.cross_entropy(forward(x).float(), y)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=timing.bf16):
+            loss = functional.cross_entropy(forward(x).float(), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -136,64 +138,97 @@ def main() -> None:
         if gpu:
             torch.cuda.synchronize(device)
 
-    for _ in range(warmup):
+    for _ in range(timing.warmup):
         step()
     sync()
     t0 = time.perf_counter()
-    for _ in range(steps):
+    for _ in range(timing.steps):
         step()
     sync()
-    seconds = time.perf_counter() - t0
-    images_per_s = batch * steps / seconds
-    mfu = images_per_s * train_flops / peak
+    return timing.batch * timing.steps / (time.perf_counter() - t0)
 
-    epochs = train_settings.epochs
-    n_eval = CIFAR10_TEST + min(cfg["probe"]["n_images"], CIFAR10_TEST)  # test pass + probe pass per epoch
-    paper_flops = epochs * (CIFAR10_TRAIN * train_flops + n_eval * fwd_flops) + CIFAR10_TRAIN * fwd_flops
-    h100_hours = paper_flops / (H100_PEAK_TFLOPS * 1e12 * args.assumed_mfu) / 3600
+
+def paper_run_flops(cfg: dict, fwd_flops: float, train_flops: float) -> float:
+    """FLOPs of the configured run on CIFAR-10: every epoch trains on the training set and evaluates the test set
+    and the probe; epoch 0 adds one forward pass over the training set."""
+    n_eval = CIFAR10_TEST + min(cfg["probe"]["n_images"], CIFAR10_TEST)
+    epochs = cfg["train"]["epochs"]
+    return epochs * (CIFAR10_TRAIN * train_flops + n_eval * fwd_flops) + CIFAR10_TRAIN * fwd_flops
+
+
+def print_summary(result: dict, model_settings: ModelSettings) -> None:
+    m = model_settings
+    print(
+        f"device            {result['device']}  (batch {result['batch_size']}, {result['steps']} timed steps, "
+        f"bf16 {result['bf16']}, compile {result['compile']}, {result['optimizer']})"
+    )
+    print(
+        f"model             ViT {m.embed_dim}-d, depth {m.depth}, {m.num_heads} heads, patch {m.patch_size} on "
+        f"{m.img_size}x{m.img_size}"
+    )
+    print(
+        f"FLOPs / image     {result['gflops_per_image_forward']:.1f} G forward, "
+        f"{result['gflops_per_image_train']:.1f} G forward+backward "
+        f"(analytic {result['gflops_per_image_train_analytic']:.1f} G)"
+    )
+    print(f"throughput        {result['images_per_s']:.2f} images/s = {result['achieved_tflops']:.3f} TFLOP/s")
+    print(
+        f"MFU               {100 * result['mfu']:.1f}% of {result['peak_tflops']:.2f} TFLOP/s ({result['peak_source']})"
+    )
+    print(
+        f"paper run         {result['paper_epochs']} epochs x {CIFAR10_TRAIN} images + evaluation = "
+        f"{result['paper_run_pflops'] / 1e3:.2f} EFLOP"
+    )
+    print(
+        f"expected time     {result['h100_estimated_hours']:.1f} h on one H100 at "
+        f"{100 * result['h100_assumed_mfu']:.0f}% MFU ({GPU_PEAK_TFLOPS['H100']:.0f} TFLOP/s dense bf16); "
+        f"{result['this_device_estimated_hours']:.1f} h on this device at the measured rate"
+    )
+
+
+def main() -> None:
+    args = parse_args()
+    cfg = paper_vit_config(args.config)
+    model_settings = ModelSettings(**cfg["model"])
+    train_settings = TrainSettings(**cfg["train"])
+    device = resolve_device(args.device)
+    gpu = device.type == "cuda"
+    timing = TimedSteps(
+        device=device,
+        batch=args.batch_size or (train_settings.batch_size if gpu else 2),
+        steps=args.steps or (20 if gpu else 2),
+        warmup=args.warmup if args.warmup is not None else (5 if gpu else 1),
+        bf16=gpu if args.bf16 is None else args.bf16,
+        compile=args.compile,
+    )
+    fwd_flops, train_flops = count_flops(model_settings)
+    peak, peak_source = device_peak(device, args.peak_tflops)
+    images_per_s = training_throughput(model_settings, train_settings, timing)
+    paper_flops = paper_run_flops(cfg, fwd_flops, train_flops)
+    h100_rate = GPU_PEAK_TFLOPS["H100"] * 1e12 * args.assumed_mfu
     result = {
         "device": torch.cuda.get_device_name(device) if gpu else f"cpu ({torch.get_num_threads()} threads)",
         "model": cfg["model"],
         "optimizer": train_settings.optimizer,
-        "batch_size": batch,
-        "steps": steps,
-        "bf16": bf16,
-        "compile": args.compile,
+        "batch_size": timing.batch,
+        "steps": timing.steps,
+        "bf16": timing.bf16,
+        "compile": timing.compile,
         "gflops_per_image_forward": fwd_flops / 1e9,
         "gflops_per_image_train": train_flops / 1e9,
-        "gflops_per_image_train_analytic": analytic / 1e9,
+        "gflops_per_image_train_analytic": analytic_flops(model_settings) / 1e9,
         "images_per_s": images_per_s,
         "achieved_tflops": images_per_s * train_flops / 1e12,
         "peak_tflops": peak / 1e12,
         "peak_source": peak_source,
-        "mfu": mfu,
+        "mfu": images_per_s * train_flops / peak,
         "paper_run_pflops": paper_flops / 1e15,
-        "paper_epochs": epochs,
+        "paper_epochs": train_settings.epochs,
         "h100_assumed_mfu": args.assumed_mfu,
-        "h100_estimated_hours": h100_hours,
+        "h100_estimated_hours": paper_flops / h100_rate / 3600,
         "this_device_estimated_hours": paper_flops / (images_per_s * train_flops) / 3600,
     }
-    print(
-        f"device            {result['device']}  (batch {batch}, {steps} timed steps, bf16 {bf16}, "
-        f"compile {args.compile}, {train_settings.optimizer})"
-    )
-    print(
-        f"model             ViT {model_settings.embed_dim}-d, depth {model_settings.depth}, "
-        f"{model_settings.num_heads} heads, patch {model_settings.patch_size} on {model_settings.img_size}x"
-        f"{model_settings.img_size}"
-    )
-    print(
-        f"FLOPs / image     {fwd_flops / 1e9:.1f} G forward, {train_flops / 1e9:.1f} G forward+backward "
-        f"(analytic {analytic / 1e9:.1f} G)"
-    )
-    print(f"throughput        {images_per_s:.2f} images/s = {result['achieved_tflops']:.3f} TFLOP/s")
-    print(f"MFU               {100 * mfu:.1f}% of {peak / 1e12:.2f} TFLOP/s ({peak_source})")
-    print(f"paper run         {epochs} epochs x {CIFAR10_TRAIN} images + evaluation = {paper_flops / 1e18:.2f} EFLOP")
-    print(
-        f"expected time     {h100_hours:.1f} h on one H100 at {100 * args.assumed_mfu:.0f}% MFU "
-        f"({989.0:.0f} TFLOP/s dense bf16); {result['this_device_estimated_hours']:.1f} h on this device "
-        "at the measured rate"
-    )
+    print_summary(result, model_settings)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
 

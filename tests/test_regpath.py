@@ -7,26 +7,34 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import snakemake
+from conftest import DEFAULT_CONFIG, snakemake
 from scipy.optimize import minimize, minimize_scalar
 
+from maxmargin.claims import evaluate_claims
+from maxmargin.core.ball import ball_kkt_residual, solve_on_balls
 from maxmargin.core.gd import cosine, gradient_descent
+from maxmargin.core.logspace import log_excess_risk, log_joint_risk
 from maxmargin.core.model import Gradient, keys, model_output, risk, token_scores
 from maxmargin.core.svm import att_svm, p_relax, v_svm
-from maxmargin.experiments import instances as I
+from maxmargin.experiments import instances
+from maxmargin.experiments.lemma1 import grad_W, lemma1_check
 from maxmargin.experiments.regpath import (
-    ball_kkt_residual,
-    grad_W,
-    lemma1_check,
-    log_excess_risk,
-    log_joint_risk,
+    radius_grid,
+    regpath_table,
+    regpath_table_settings,
     regularization_path_joint,
     regularization_path_p,
-    solve_on_balls,
 )
 
-GMM_1B = att_svm(I.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
-LMM_1B = att_svm(I.fig1b().K, np.array([1])).direction  # (1, 0, 0)
+
+def solver(**settings):
+    """The path solver's settings: the default config's n_iter and tol, with candidates None unless given."""
+    config = DEFAULT_CONFIG["regpath"]
+    return {"candidates": None, "n_iter": config["n_iter"], "tol": config["tol"], **settings}
+
+
+GMM_1B = att_svm(instances.fig1b().K, np.array([0])).direction  # (-0.1, 1, 0) / ||.||
+LMM_1B = att_svm(instances.fig1b().K, np.array([1])).direction  # (1, 0, 0)
 
 
 # --- objectives in log space ---------------------------------------------------------------------------------
@@ -48,7 +56,7 @@ def mp_excess(K, gamma, p, loss, dps=60):
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential"])
 def test_log_excess_risk_matches_the_risk_and_mpmath(loss):
-    inst = I.fig1c(0)
+    inst = instances.fig1c(0)
     K, gamma = inst.K, inst.gamma
     rng = np.random.default_rng(0)
     p = rng.normal(size=(5, 3))
@@ -61,7 +69,7 @@ def test_log_excess_risk_matches_the_risk_and_mpmath(loss):
 
 
 def test_log_joint_risk_matches_the_risk_and_survives_underflow():
-    inst = I.fig3("b")
+    inst = instances.fig3("b")
     rng = np.random.default_rng(1)
     v, p = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
     L = np.log(np.logaddexp(0, -inst.Y * model_output(inst.X, inst.K, v, p)).mean(-1))
@@ -98,7 +106,7 @@ def test_solver_reaches_the_minimiser_of_a_linear_objective_from_any_start():
     c = np.array([1.0, 2.0, -2.0])
     rng = np.random.default_rng(0)
     x0 = rng.normal(size=(16, 3)) * rng.uniform(0.1, 5, size=(16, 1))
-    sol = solve_on_balls(linear_gradient(c), [project(x0, 5.0)], [5.0], tol=1e-12)
+    sol = solve_on_balls(linear_gradient(c), [project(x0, 5.0)], [5.0], n_iter=3000, tol=1e-12)
     np.testing.assert_allclose(sol.x[0], np.tile(-5 * c / 3, (16, 1)), atol=1e-9)
     assert sol.kkt_residual.max() <= 1e-12
 
@@ -114,7 +122,7 @@ def project(x, R):
 @pytest.mark.parametrize("R", [1.0, 3.0, 10.0])
 def test_path_matches_a_brute_force_search_on_the_circle(R):
     # Fig. 1(b): the softmax sees only the key plane, so p(R) = R (cos t, sin t, 0); grid the circle, then refine.
-    inst = I.fig1b()
+    inst = instances.fig1b()
     on_circle = lambda t: R * np.stack([np.cos(t), np.sin(t), np.zeros_like(t)], -1)  # noqa: E731
     grid = np.linspace(-np.pi, np.pi, 200_001)
     t0 = grid[np.argmin(risk(inst.K, inst.gamma, on_circle(grid)))]
@@ -124,7 +132,7 @@ def test_path_matches_a_brute_force_search_on_the_circle(R):
         method="bounded",
         options={"xatol": 1e-12},
     )
-    path = regularization_path_p(inst.K, inst.gamma, np.array([R]), n_random=8, seed=1)
+    path = regularization_path_p(inst.K, inst.gamma, np.array([R]), "logistic", **solver(n_random=8, seed=1))
     p = path.p[0]
     assert np.linalg.norm(p) == pytest.approx(R, rel=1e-12) and path.active_p[0]
     assert np.arctan2(p[1], p[0]) == pytest.approx(fine.x, abs=1e-6)
@@ -138,7 +146,7 @@ def test_path_matches_a_brute_force_search_on_the_circle(R):
 
 def test_joint_optimum_matches_a_brute_force_search_on_the_torus():
     # Fig. 3(b), r = R = 1.5: grid both circles (the constraints are active), then refine with Nelder-Mead.
-    inst = I.fig3("b")
+    inst = instances.fig3("b")
     R = 1.5
 
     def L(tv, tp):
@@ -156,7 +164,9 @@ def test_joint_optimum_matches_a_brute_force_search_on_the_torus():
         method="Nelder-Mead",
         options={"xatol": 1e-11, "fatol": 1e-16, "maxiter": 4000},
     )
-    path = regularization_path_joint(inst.X, inst.Y, inst.K, np.array([R]), n_random=8, seed=3)
+    path = regularization_path_joint(
+        inst.X, inst.Y, inst.K, np.array([R]), "logistic", **solver(candidates=(), n_random=8, seed=3)
+    )
     v, p = path.v[0], path.p[0]
     assert path.active_v[0] and path.active_p[0]
     assert np.arctan2(v[1], v[0]) == pytest.approx(fine.x[0], abs=1e-5)
@@ -176,9 +186,9 @@ RADII = np.geomspace(0.5, 100.0, 10)
 
 
 def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lmm():
-    inst = I.fig1b()
+    inst = instances.fig1b()
     # Random starts only: the solver is not handed the answer.
-    path = regularization_path_p(inst.K, inst.gamma, RADII, n_random=8, seed=0)
+    path = regularization_path_p(inst.K, inst.gamma, RADII, "logistic", **solver(n_random=8, seed=0))
     assert np.all(path.kkt_residual <= 1e-10) and np.all(path.active_p)
     cos_gmm = cosine(path.p[-1], GMM_1B)
     assert cos_gmm > 1 - 1e-9  # measured: 1 - 1.1e-11 at R = 100
@@ -188,7 +198,9 @@ def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lm
     assert cosine(traj.p_final, LMM_1B) > 0.999  # measured: 0.99990 at ||p|| = 108
     assert cosine(traj.p_final, GMM_1B) < 0
     # A constrained local optimum near the LMM exists at R = 100, with a higher risk than the path's.
-    with_lmm = regularization_path_p(inst.K, inst.gamma, RADII[-1:], candidates=LMM_1B[None], n_random=0)
+    with_lmm = regularization_path_p(
+        inst.K, inst.gamma, RADII[-1:], "logistic", **solver(n_random=0, seed=0, candidates=LMM_1B[None])
+    )
     ends = with_lmm.ends_p[0]
     local = int(np.argmax(cosine(ends, LMM_1B)))
     assert cosine(ends[local], LMM_1B) > 1 - 1e-9 and with_lmm.ends_kkt_residual[0, local] <= 1e-10
@@ -197,8 +209,10 @@ def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lm
 
 @pytest.mark.parametrize("variant", ["a", "b"])
 def test_theorems5_and_6_joint_path_goes_to_v_mm_and_p_relax(variant):
-    inst = I.fig3(variant)
-    path = regularization_path_joint(inst.X, inst.Y, inst.K, RADII, n_random=6, seed=0)
+    inst = instances.fig3(variant)
+    path = regularization_path_joint(
+        inst.X, inst.Y, inst.K, RADII, "logistic", **solver(candidates=(), n_random=6, seed=0)
+    )
     assert np.all(path.kkt_residual <= 1e-10) and np.all(path.active_p) and np.all(path.active_v)
     alpha = path.selected[-1]
     np.testing.assert_array_equal(alpha, [1, 1, 1])
@@ -211,6 +225,55 @@ def test_theorems5_and_6_joint_path_goes_to_v_mm_and_p_relax(variant):
         np.testing.assert_allclose(relax.direction, pmm.direction, atol=1e-12)  # Theorem 5: p_relax = p_mm
     else:
         assert cosine(path.p[-1], pmm.direction) < 0.99  # Theorem 6: not p_mm (measured 0.9816)
+
+
+def circle_local_minima(inst, R, half_width=0.6, n=1201):
+    """Angles t of the local minima of L(R (cos t, sin t, 0)) around the LMM direction (1, 0, 0).
+
+    Strict minima on a float64 grid of step 1e-3, each refined to a root of dL/dt in 50-digit arithmetic (the
+    risk is too flat there for a float64 1-D search: it stops 9e-5 rad off).
+    """
+    t = np.linspace(-half_width, half_width, n)
+    values = risk(inst.K, inst.gamma, R * np.stack([np.cos(t), np.sin(t), np.zeros_like(t)], -1))
+    grid_minima = t[1:-1][(values[1:-1] < values[:-2]) & (values[1:-1] < values[2:])]
+    radius = mpmath.mpf(float(R))
+
+    def mp_risk(angle):
+        p = [radius * mpmath.cos(angle), radius * mpmath.sin(angle), 0]
+        total = mpmath.mpf(0)
+        for keys_i, scores_i in zip(inst.K, inst.gamma, strict=True):
+            z = [mpmath.fsum(mpmath.mpf(k[j]) * p[j] for j in range(3)) for k in keys_i]
+            weights = [mpmath.exp(zt - max(z)) for zt in z]
+            u = mpmath.fsum(w * mpmath.mpf(g) for w, g in zip(weights, scores_i, strict=True)) / mpmath.fsum(weights)
+            total += mpmath.log1p(mpmath.exp(-u))
+        return total / len(inst.K)
+
+    with mpmath.workdps(50):
+        return np.array([float(mpmath.findroot(lambda a: mpmath.diff(mp_risk, a), t0)) for t0 in grid_minima])
+
+
+def test_fig1b_local_optimum_near_the_lmm_is_reported_in_the_compare_rows():
+    # Issue 13, part 5: the local minimiser near the LMM (found independently at R ~ 20, cosine 0.9997) is in the
+    # `local` rows, which the workflow writes to regpath_compare.csv, not regpath.csv.
+    settings = {**regpath_table_settings(DEFAULT_CONFIG["regpath"], "fig1b"), "gd": None}
+    radii = radius_grid(**settings.pop("radii"))
+    table = regpath_table("fig1b", radii=radii, **settings)
+    local = table[(table["method"] == "local") & (table["kind"] == "lmm")]
+    assert set(local["run"]) == {"tokens [1]"} and (local["selected"] == "[1]").all()
+    first = local.loc[local["R"].idxmin()]
+    # Reported from the first grid radius past ~16 on (measured: R = 19.94, cosine with the LMM 0.99965) and at
+    # every larger R, always a KKT point with a higher risk than the path's at the same R.
+    assert 19.0 < first["R"] < 20.0 and first["cosine"] == pytest.approx(0.99965, abs=5e-5)
+    np.testing.assert_array_equal(np.sort(local["R"].to_numpy()), radii[radii >= first["R"]])
+    assert (local["kkt_residual"] <= settings["local_tol"]).all()
+    path = table[(table["method"] == "path") & (table["kind"] == "lmm")].set_index("R")
+    assert (local["log_excess_loss"].to_numpy() > path.loc[local["R"], "log_excess_loss"].to_numpy()).all()
+    # Independently, a scan of the circle: no local minimum near the LMM at the grid radius before (R = 15.84),
+    # one at R = 19.94 whose 50-digit angle matches the reported cosine (measured: to 5e-12).
+    before = radii[radii < first["R"]][-1]
+    assert circle_local_minima(instances.fig1b(), before).size == 0
+    (angle,) = circle_local_minima(instances.fig1b(), first["R"])
+    assert np.cos(angle) == pytest.approx(first["cosine"], abs=1e-10)
 
 
 # --- Lemma 1 -----------------------------------------------------------------------------------------------
@@ -230,9 +293,9 @@ def test_grad_W_closed_form_matches_autograd():
 
 
 def test_lemma1_gd_on_W_stays_on_u_p_transpose():
-    inst = I.fig1c(0)
+    inst = instances.fig1c(0)
     u = np.array([1.0, -2.0, 0.5])
-    chk = lemma1_check(inst.X, inst.Y, inst.v, u, np.array([0.3, -0.2, 0.5]), eta=0.1, n_iter=300)
+    chk = lemma1_check(inst.X, inst.Y, inst.v, u, np.array([0.3, -0.2, 0.5]), eta=0.1, n_iter=300, loss="logistic")
     assert chk.max_deviation < 1e-10  # measured ~2e-15
     assert chk.grad_deviation.max() < 1e-12
     np.testing.assert_allclose(chk.risk_W, chk.risk_p, rtol=1e-12)
@@ -252,8 +315,8 @@ SMALL = {
         "radii": {"min": 0.5, "max": 20.0, "num": 5},
         "n_random": 2,
         "gd": {"n_iter": 100},
-        "lemma1": {"n_iter": 40, "instances": ["fig1b", "fig1c"]},
-    }
+    },
+    "lemma1": {"n_iter": 40, "instances": ["fig1b", "fig1c"]},
 }
 
 
@@ -298,3 +361,12 @@ def test_bad_regpath_config_stops_with_the_key_named(workflow_dir, config, expec
     proc = snakemake(workflow_dir, "-n", "regpath", config=config, check=False)
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr
+
+
+def test_lemma1_claim_reads_the_max_deviation_column_by_name():
+    # Issue 12: the claim used to take the first column whose name contained "deviation" or "max".
+    table = pd.DataFrame({"max_grad_deviation": [0.5], "relative_max_deviation": [0.5], "max_deviation": [2e-15]})
+    claim = evaluate_claims({"lemma1": table}, DEFAULT_CONFIG).set_index("claim_id").loc["lemma1"]
+    assert claim["verdict"] == "holds" and "2.0e-15" in claim["measured"]
+    broken = evaluate_claims({"lemma1": table.assign(max_deviation=[1e-3])}, DEFAULT_CONFIG)
+    assert broken.set_index("claim_id").loc["lemma1", "verdict"] == "differs"

@@ -1,4 +1,4 @@
-"""Tests of maxmargin.experiments.vit (Section 4, Figures 6-7): data loading, the [CLS] probe, the metrics, resume, the DAG."""
+"""Tests of maxmargin.experiments.vit (Section 4, Figures 6-7): data, the [CLS] probe, the metrics, resume, the DAG."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import json
 import pickle
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import REPO, snakemake
+from conftest import REPO, copy_workflow, snakemake
 from snakemake.utils import validate
 from timm.models.vision_transformer import VisionTransformer
 from torchvision.datasets import CIFAR10
@@ -24,15 +26,18 @@ from maxmargin.experiments.vit import (
     DataSettings,
     DataUnavailableError,
     ImageData,
-    ModelSettings,
-    ProbeSettings,
-    TrainSettings,
     VitSettings,
 )
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 WALL_CLOCK = ["train_seconds", "epoch_seconds"]  # the only columns that differ between identical runs
 TINY_MODEL = {"patch_size": 8, "embed_dim": 16, "depth": 2, "num_heads": 2, "mlp_ratio": 2.0}
+DEFAULT_VIT = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
+
+
+def data_settings(**overrides: object) -> DataSettings:
+    """The default config's data settings over the whole (tiny) data set (n_train = n_test = 0), overridden."""
+    return DataSettings(**{**DEFAULT_VIT["data"], "n_train": 0, "n_test": 0, **overrides})
 
 
 def md5(path: Path) -> str:
@@ -84,14 +89,14 @@ def tiny_cifar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, d
 
 def test_cifar10_loads_through_torchvision(tiny_cifar: tuple[Path, dict[str, np.ndarray]]) -> None:
     root, arrays = tiny_cifar
-    data = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False))
+    data = vit.load_image_data(data_settings(root=str(root), download=False, fallback=False), 0)
     assert data.name == "cifar10" and data.classes == CLASSES and data.note == ""
     assert data.x_train.shape == (20, 3, 32, 32) and data.x_train.dtype == torch.uint8
     expected = np.concatenate([arrays[f"data_batch_{i}"] for i in range(1, 6)]).reshape(-1, 3, 32, 32)
     np.testing.assert_array_equal(data.x_train.numpy(), expected)  # channel c, row h, column w of each row
     np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
     np.testing.assert_array_equal(data.y_test.numpy(), arrays["test_batch_labels"])
-    sub = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False, n_train=7, n_test=2))
+    sub = vit.load_image_data(data_settings(root=str(root), download=False, fallback=False, n_train=7, n_test=2), 0)
     assert len(sub.x_train) == 7 and len(sub.x_test) == 2
 
 
@@ -104,7 +109,7 @@ def test_archive_placed_by_hand_is_extracted_offline(tmp_path: Path, tiny_cifar,
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(src / CIFAR10.base_folder, arcname=CIFAR10.base_folder)
     monkeypatch.setattr(CIFAR10, "tgz_md5", md5(archive))
-    data = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False))
+    data = vit.load_image_data(data_settings(root=str(root), download=False, fallback=False), 0)
     assert data.name == "cifar10"
     np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
 
@@ -135,7 +140,7 @@ def test_corrupt_archive_is_reported_as_corrupt_not_missing(tmp_path: Path, monk
     archive, expected = truncated_archive(tmp_path, monkeypatch)
     settings = DataSettings(**{**paper_vit_config()["data"], "root": str(archive.parent), "download": False})
     with pytest.raises(DataUnavailableError, match="corrupt") as err:
-        vit.load_image_data(settings)
+        vit.load_image_data(settings, 0)
     message = str(err.value)
     assert str(archive.resolve()) in message and "md5 checksum" in message and "not available" not in message
     assert f"has md5 {md5(archive)}, expected {expected}" in message and md5(archive) != expected
@@ -147,7 +152,7 @@ def test_corrupt_batch_is_reported_by_name(tiny_cifar: tuple[Path, dict[str, np.
     expected = md5(batch)
     batch.write_bytes(batch.read_bytes()[:-100])
     with pytest.raises(DataUnavailableError, match="corrupt") as err:
-        vit.load_image_data(DataSettings(root=str(root), download=False, fallback=False))
+        vit.load_image_data(data_settings(root=str(root), download=False, fallback=False), 0)
     assert f"{batch.resolve()} has md5 {md5(batch)}, expected {expected}" in str(err.value)
     assert "data_batch_1" not in str(err.value)  # the intact batches are not blamed
 
@@ -158,7 +163,7 @@ def test_quick_fallback_warning_reaches_stderr(
 ) -> None:
     """In a Snakemake job the ``maxmargin`` logger writes only to the rule's log; the fallback must show on stderr."""
     root = truncated_archive(tmp_path, monkeypatch)[0].parent if damage == "corrupt" else tmp_path / "empty"
-    data = vit.load_image_data(DataSettings(root=str(root), download=False, fallback=True, n_test=10))
+    data = vit.load_image_data(data_settings(root=str(root), download=False, fallback=True, n_test=10), 0)
     assert data.name == vit.DIGITS_NAME and "fallback" in data.note
     err = capfd.readouterr().err
     assert "WARNING" in err and "fallback" in err and str(root.resolve()) in err
@@ -185,7 +190,8 @@ def paper_vit_config() -> dict:
 
 def test_paper_config_refuses_to_fall_back(tmp_path: Path) -> None:
     cfg = paper_vit_config()
-    assert cfg["model"] == {"patch_size": 2, "embed_dim": 768, "depth": 12, "num_heads": 12, "mlp_ratio": 4.0}
+    paper_model = {"patch_size": 2, "embed_dim": 768, "depth": 12, "num_heads": 12, "mlp_ratio": 4.0}
+    assert cfg["model"] == {**paper_model, "img_size": 32, "num_classes": 10}
     assert cfg["train"]["epochs"] == 400 and cfg["resources"]["gpu"] == 1
     # the recipe the study picked (docs/vit.md): Adam after a warm-up, clipped, then a fixed rate, no decay
     assert (cfg["train"]["optimizer"], cfg["train"]["schedule"], cfg["train"]["weight_decay"]) == (
@@ -198,14 +204,14 @@ def test_paper_config_refuses_to_fall_back(tmp_path: Path) -> None:
     empty = tmp_path / "no_cifar"
     data = DataSettings(**{**cfg["data"], "root": str(empty), "download": False})  # no network in tests
     with pytest.raises(DataUnavailableError, match="cifar-10-python.tar.gz") as err:
-        vit.load_image_data(data)
+        vit.load_image_data(data, 0)
     assert str(empty.resolve()) in str(err.value)
     assert not settings.data.fallback
 
 
 def test_quick_config_falls_back_to_digits_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("WARNING", logger="maxmargin"):
-        data = vit.load_image_data(DataSettings(root=str(tmp_path), download=False, fallback=True, n_test=50))
+        data = vit.load_image_data(data_settings(root=str(tmp_path), download=False, fallback=True, n_test=50), 0)
     assert data.name == vit.DIGITS_NAME and "fallback" in data.note and "fallback" in caplog.text
     assert data.x_train.shape == (1437, 3, 32, 32) and len(data.x_test) == 50
     assert set(data.y_train.tolist()) == set(range(10))
@@ -274,13 +280,18 @@ def test_key_query_frobenius_by_hand() -> None:
 
 
 def tiny_settings(epochs: int, **train: object) -> VitSettings:
-    return VitSettings(
-        model=ModelSettings(**TINY_MODEL),
-        data=DataSettings(),
-        train=TrainSettings(
-            **{"optimizer": "adam", "lr": 3e-3, "epochs": epochs, "batch_size": 16, "device": "cpu", **train}
-        ),
-        probe=ProbeSettings(n_images=8, image_index=1),
+    """A tiny ViT on the CPU: the default config's settings with a small model, probe and batch."""
+    return VitSettings.from_config(
+        {
+            **DEFAULT_VIT,
+            "model": {**DEFAULT_VIT["model"], **TINY_MODEL},
+            "data": {**DEFAULT_VIT["data"], "augment": False},
+            "train": {
+                **DEFAULT_VIT["train"],
+                **{"optimizer": "adam", "lr": 3e-3, "epochs": epochs, "batch_size": 16, "device": "cpu", **train},
+            },
+            "probe": {"n_images": 8, "image_index": 1},
+        }
     )
 
 
@@ -298,15 +309,15 @@ def comparable(result: vit.TrainResult) -> pd.DataFrame:
 
 def kill_at_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
     """Make the next run die (as on SIGINT) while it trains ``epoch``, after the checkpoint of ``epoch - 1``."""
-    train_epoch = vit._Trainer.train_epoch
+    train_epoch = vit.training._Trainer.train_epoch
 
-    def dying(self: vit._Trainer, e: int) -> tuple[float, float]:
+    def dying(self: vit.training._Trainer, e: int) -> tuple[float, float]:
         if e == epoch:
-            monkeypatch.setattr(vit._Trainer, "train_epoch", train_epoch)
+            monkeypatch.setattr(vit.training._Trainer, "train_epoch", train_epoch)
             raise KeyboardInterrupt
         return train_epoch(self, e)
 
-    monkeypatch.setattr(vit._Trainer, "train_epoch", dying)
+    monkeypatch.setattr(vit.training._Trainer, "train_epoch", dying)
 
 
 @pytest.mark.parametrize("optimizer,augment,schedule", [("adam", False, "cosine"), ("sgd", True, "constant")])
@@ -314,7 +325,7 @@ def test_killed_and_resumed_run_equals_uninterrupted(
     tmp_path: Path, tiny_data: ImageData, optimizer: str, augment: bool, schedule: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = tiny_settings(3, optimizer=optimizer, schedule=schedule, warmup_epochs=1.0, grad_clip=1.0)
-    settings = VitSettings(s.model, DataSettings(augment=augment), s.train, s.probe)
+    settings = dataclasses.replace(s, data=dataclasses.replace(s.data, augment=augment))
     whole = vit.train_vit(settings, tiny_data, tmp_path / "a.pt")
     assert whole.info["resumed_from_epoch"] is None
     kill_at_epoch(monkeypatch, 3)
@@ -344,7 +355,7 @@ def test_checkpoint_of_other_code_is_ignored(tmp_path: Path, tiny_data: ImageDat
     state = {"format": vit.CHECKPOINT_FORMAT, "fingerprint": s.fingerprint(tiny_data.identity), "finished": False}
     vit.save_checkpoint(tmp_path / "k.pt", state)
     assert vit.load_checkpoint(tmp_path / "k.pt", s.fingerprint(tiny_data.identity)) == state
-    monkeypatch.setattr(vit, "code_fingerprint", lambda: "changed-code")
+    monkeypatch.setattr(vit.settings, "code_fingerprint", lambda: "changed-code")
     assert vit.load_checkpoint(tmp_path / "k.pt", s.fingerprint(tiny_data.identity)) is None
 
 
@@ -364,7 +375,7 @@ def test_learning_guard_warns_at_chance(tmp_path: Path, tiny_data: ImageData) ->
     assert vit.check_learning(rows, vit.GuardSettings(after_epochs=2, margin=0.01), 10) is None
     assert vit.check_learning(rows, vit.GuardSettings(after_epochs=3, margin=0.05), 10) is None
     s = tiny_settings(1)  # random labels: test accuracy stays near chance
-    s = VitSettings(s.model, s.data, s.train, s.probe, vit.GuardSettings(after_epochs=1, margin=0.9))
+    s = dataclasses.replace(s, guard=vit.GuardSettings(after_epochs=1, margin=0.9))
     with pytest.warns(vit.LearningStalledWarning, match="not learning"):
         vit.train_vit(s, tiny_data, tmp_path / "g.pt")
 
@@ -404,17 +415,18 @@ def test_save_result_files(tmp_path: Path, tiny_data: ImageData) -> None:
         assert f["maps"].shape == (2, 16) and f["image"].shape == (32, 32, 3) and list(f["grid"]) == [4, 4]
 
 
+TINY_RUN = {
+    "model": TINY_MODEL,
+    "data": {"root": "data/none", "download": False, "n_train": 96, "n_test": 48},
+    "train": {"epochs": 2, "batch_size": 32},
+    "probe": {"n_images": 16, "image_index": 3},
+    "plots": {"fig6_epochs": [0, 1, 2]},
+}
+
+
 @pytest.mark.slow
 def test_fig6_fig7_end_to_end(workflow_dir: Path) -> None:
-    config = {
-        "vit": {
-            "model": TINY_MODEL,
-            "data": {"root": "data/none", "download": False, "n_train": 96, "n_test": 48},
-            "train": {"epochs": 2, "batch_size": 32},
-            "probe": {"n_images": 16, "image_index": 3},
-            "plots": {"fig6_epochs": [0, 1, 2]},
-        }
-    }
+    config = {"vit": TINY_RUN}
     snakemake(workflow_dir, "fig6", "fig7", config=config)
     for name in ("fig6", "fig7"):
         for ext in ("pdf", "png"):
@@ -430,3 +442,68 @@ def test_fig6_fig7_end_to_end(workflow_dir: Path) -> None:
     assert "resuming from" not in (workflow_dir / "results/logs/vit_train/vit.log").read_text()
     again = pd.read_csv(workflow_dir / "results/tables/vit_metrics.csv")
     pd.testing.assert_frame_equal(again.drop(columns=WALL_CLOCK), metrics.drop(columns=WALL_CLOCK))
+
+
+@pytest.mark.slow
+def test_cached_training_is_reused_by_another_work_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 11, point 6: with vit.cache (paper.yaml) and --cache, a second work directory takes the trained run from
+    # SNAKEMAKE_OUTPUT_CACHE instead of training again, and its tables are the first one's, byte for byte.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("SNAKEMAKE_OUTPUT_CACHE", str(cache))
+    config = {"vit": {**TINY_RUN, "cache": True}}
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        copy_workflow(folder)
+    trained = snakemake(first, "fig7", "--cache", config=config)
+    assert "Moving output file" in trained.stdout + trained.stderr
+    assert len(list(cache.iterdir())) == 3  # metrics, sidecar, maps: one multiext
+    reused = snakemake(second, "fig7", "--cache", config=config)
+    assert "from cache" in reused.stdout + reused.stderr
+    log = second / "results/logs/vit_train/vit.log"  # Snakemake may create it, but nothing trained there
+    assert "epoch 0" not in (log.read_text() if log.exists() else "")
+    assert "epoch 0" in (first / "results/logs/vit_train/vit.log").read_text()
+    for table in ("vit_metrics.csv", "vit_metrics.json"):
+        assert (second / "results/tables" / table).read_bytes() == (first / "results/tables" / table).read_bytes()
+
+
+def test_the_figures_read_files_without_torch() -> None:
+    # Issue 12: maxmargin.figures.vit labels its plots from the tables; importing it must not pull torch in.
+    code = "import sys, maxmargin.figures.vit; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert proc.stdout.strip() == "False"
+
+
+def schema_disagreements(schema: dict, value: object, path: str) -> list[str]:
+    """Keys whose schema ``default`` differs from default.yaml's value, or that default.yaml lacks."""
+    found = []
+    if "default" in schema and schema["default"] != {} and schema["default"] != value:
+        found.append(f"{path}: schema {schema['default']!r}, default.yaml {value!r}")
+    for key, sub in schema.get("properties", {}).items():
+        if isinstance(value, dict) and key in value:
+            found += schema_disagreements(sub, value[key], f"{path}.{key}")
+        elif "default" in sub:
+            found.append(f"{path}.{key}: missing from default.yaml")
+    return found
+
+
+@pytest.mark.parametrize("section", ["regpath", "lemma1", "vit", "vit_recipes"])
+def test_schema_defaults_agree_with_default_yaml(section: str) -> None:
+    # Issue 12: the config is the one source of defaults; where the schema repeats one, it must be the same value.
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())["properties"][section]
+    config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())[section]
+    assert schema_disagreements(schema, config, section) == []
+
+
+def test_vit_settings_take_every_value_from_the_config() -> None:
+    # Issue 12: TrainSettings() used to mean SGD for 10 epochs while the config said Adam for 60.
+    classes = (vit.ModelSettings, DataSettings, vit.TrainSettings, vit.ProbeSettings, vit.GuardSettings, VitSettings)
+    for cls in classes:
+        for field in dataclasses.fields(cls):
+            assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, field.name
+    settings = VitSettings.from_config(DEFAULT_VIT)
+    assert dataclasses.asdict(settings.train) == DEFAULT_VIT["train"]
+    assert dataclasses.asdict(settings.model) == DEFAULT_VIT["model"]
+    with pytest.raises(KeyError, match="probe"):
+        VitSettings.from_config({key: value for key, value in DEFAULT_VIT.items() if key != "probe"})

@@ -125,3 +125,11 @@ def cosine(a: Array, b: Array) -> Array:
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+def record_iterations(n_iter: int, dense: int = 1000, n_log: int = 200) -> Array:
+    """Iterations kept in the tables: all of the first ``dense``, then ``n_log`` log-spaced ones up to ``n_iter``."""
+    if n_iter <= dense:
+        return np.arange(n_iter + 1)
+    tail = np.unique(np.geomspace(dense, n_iter, n_log).astype(int))
+    return np.unique(np.concatenate([np.arange(dense + 1), tail, [n_iter]]))

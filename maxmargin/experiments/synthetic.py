@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from maxmargin import registry
-from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd
+from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd, record_iterations
 from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output, selected_tokens
 from maxmargin.core.svm import (
     SVMResult,
@@ -72,14 +72,6 @@ def softmax_saturation(K: Array, p: Array) -> Array:
 def saturation_gap(K: Array, p: Array) -> Array:
     """1 - (mean_i max_t S(K_i p)_t), computed without cancellation (Appendix E's saturation test)."""
     return np.exp(log_non_selected_mass(K, p)).mean(axis=-1)
-
-
-def record_iterations(n_iter: int, dense: int = 1000, n_log: int = 200) -> Array:
-    """Iterations kept in the tables: all of the first ``dense``, then ``n_log`` log-spaced ones."""
-    if n_iter <= dense:
-        return np.arange(n_iter + 1)
-    tail = np.unique(np.geomspace(dense, n_iter, n_log).astype(int))
-    return np.unique(np.concatenate([np.arange(dense + 1), tail, [n_iter]]))
 
 
 def _p_frame(figure: str, labels: Sequence[str], traj: Trajectory, K: Array, dense: int = 1000) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Figures 6 and 7 of the ViT experiment, drawn only from the outputs of :func:`maxmargin.experiments.vit.train_vit`.
+"""Figures 6 and 7 of the ViT experiment, drawn only from the files that rule vit_train writes (no torch).
 
 Paper: Section 4 ("Real experiments"). Figure 6: a test image and the [CLS] attention map of the last layer
 (averaged over heads, over the patch grid) at several epochs. Figure 7: soft-sparsity d_nnz(s)/T and ||W||_F of
@@ -11,12 +11,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
-from maxmargin.experiments.vit import soft_sparsity
-from maxmargin.figures import style as P
+from maxmargin.figures import style
 from maxmargin.figures.style import plt
 
 MAP_CMAP = "viridis"
@@ -41,14 +39,16 @@ def _footnote(fig: Figure, text: str) -> None:
     height_pt = fig.get_figheight() * 72.0
     bottom = (text.count("\n") + 1) * 7.5 / height_pt + 0.01
     fig.get_layout_engine().set(rect=(0.0, bottom, 1.0, 1.0 - bottom))
-    P.annotate_source(fig, text)
+    style.annotate_source(fig, text)
 
 
-def fig6(maps: dict[str, np.ndarray], sidecar: dict[str, Any], epochs: list[int]) -> Figure:
+def draw_figure6(
+    maps: dict[str, np.ndarray], metrics: pd.DataFrame, sidecar: dict[str, Any], epochs: list[int]
+) -> Figure:
     """Figure 6: (a) the input image, (b-...) its head-averaged [CLS] attention map at ``epochs``.
 
     Each map is drawn over the patch grid with its own colour scale (0 to its maximum); the label under it is
-    the map's soft-sparsity d_nnz(s)/T.
+    the map's soft-sparsity d_nnz(s)/T, the ``soft_sparsity_image`` column of the metrics table.
     """
     available = maps["epochs"]
     missing = [e for e in epochs if e not in set(available.tolist())]
@@ -61,7 +61,7 @@ def fig6(maps: dict[str, np.ndarray], sidecar: dict[str, Any], epochs: list[int]
     classes = sidecar.get("classes") or []
     label = int(maps["label"])
     n = len(epochs) + 1
-    with P.paper_style():
+    with style.paper_style():
         fig = plt.figure(figsize=(1.55 * n, 2.5), layout="constrained")
         axes = fig.subplots(1, n)
         axes[0].imshow(maps["image"], interpolation="nearest")
@@ -71,7 +71,8 @@ def fig6(maps: dict[str, np.ndarray], sidecar: dict[str, Any], epochs: list[int]
             s = maps["maps"][int(np.flatnonzero(available == epoch)[0])]
             ax.imshow(s.reshape(grid), cmap=MAP_CMAP, vmin=0.0, vmax=float(s.max()), interpolation="nearest")
             ax.set_title(f"({chr(ord('a') + k)}) Epoch {epoch}", fontsize=8)
-            ax.set_xlabel(f"$d_{{nnz}}/T$ = {float(soft_sparsity(torch.from_numpy(s))):.3f}", fontsize=7)
+            sparsity = float(metrics.loc[metrics["epoch"] == epoch, "soft_sparsity_image"].iloc[0])
+            ax.set_xlabel(f"$d_{{nnz}}/T$ = {sparsity:.3f}", fontsize=7)
         for ax in axes:
             ax.set_xticks([])
             ax.set_yticks([])
@@ -80,14 +81,14 @@ def fig6(maps: dict[str, np.ndarray], sidecar: dict[str, Any], epochs: list[int]
     return fig
 
 
-def fig7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
+def draw_figure7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
     """Figure 7: soft-sparsity d_nnz(s)/T (red, left axis, in [0, 1]) and ||W||_F (blue, right axis) per epoch."""
-    with P.paper_style():
-        fig, ax = P.new_axes((4.6, 3.5))
+    with style.paper_style():
+        fig, ax = style.new_axes((4.6, 3.5))
         ax.plot(
             metrics["epoch"],
             metrics["soft_sparsity"],
-            color=P.COLORS["p"],
+            color=style.COLORS["p"],
             lw=1.6,
             label="soft-sparsity $d_{nnz}(s)/T$ (probe mean)",
         )
@@ -95,21 +96,21 @@ def fig7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
             ax.plot(
                 metrics["epoch"],
                 metrics["soft_sparsity_image"],
-                color=P.COLORS["p"],
+                color=style.COLORS["p"],
                 lw=1.0,
                 alpha=0.4,
                 label="soft-sparsity (Figure 6 image)",
             )
         ax.set_ylim(0.0, 1.05)
         ax.set_xlabel("Epoch")
-        ax.set_ylabel("Sparsity level $d_{nnz}(s)/T$", color=P.COLORS["p"])
-        ax.tick_params(axis="y", colors=P.COLORS["p"])
+        ax.set_ylabel("Sparsity level $d_{nnz}(s)/T$", color=style.COLORS["p"])
+        ax.tick_params(axis="y", colors=style.COLORS["p"])
         right = ax.twinx()
         right.plot(
-            metrics["epoch"], metrics["w_frobenius"], color=P.COLORS["v"], lw=1.6, label="$\\|W\\|_F$ (last layer)"
+            metrics["epoch"], metrics["w_frobenius"], color=style.COLORS["v"], lw=1.6, label="$\\|W\\|_F$ (last layer)"
         )
-        right.set_ylabel("$\\|W\\|_F$", color=P.COLORS["v"])
-        right.tick_params(axis="y", colors=P.COLORS["v"])
+        right.set_ylabel("$\\|W\\|_F$", color=style.COLORS["v"])
+        right.tick_params(axis="y", colors=style.COLORS["v"])
         right.spines["right"].set_visible(True)
         right.grid(False)
         right.set_ylim(bottom=0.0)
@@ -127,15 +128,15 @@ RECIPE_PANELS = (
 )
 
 
-def recipes_figure(table: pd.DataFrame) -> Figure:
+def draw_recipes(table: pd.DataFrame, num_classes: int) -> Figure:
     """The recipe study: test accuracy, soft-sparsity and ||W||_F against epoch, one line per recipe.
 
-    Chance accuracy (1 / number of classes) is the dashed line of the first panel: a recipe near it has not learned,
+    Chance accuracy (1 / ``num_classes``) is the dashed line of the first panel: a recipe near it has not learned,
     whatever its attention does. ||W||_F is drawn relative to its initial value on a log scale, so that a flat 1.0
     (SGD) and a jump to several times it (Adam at a high rate) both stay readable.
     """
     table = table.assign(w_growth=table["w_frobenius"] / table.groupby("recipe")["w_frobenius"].transform("first"))
-    with P.paper_style():
+    with style.paper_style():
         fig = plt.figure(figsize=(11.0, 3.4), layout="constrained")
         axes = fig.subplots(1, len(RECIPE_PANELS))
         for recipe, runs in table.groupby("recipe", sort=False):
@@ -144,11 +145,11 @@ def recipes_figure(table: pd.DataFrame) -> Figure:
         for ax, (_, title) in zip(axes, RECIPE_PANELS, strict=True):
             ax.set_xlabel("Epoch")
             ax.set_title(title, fontsize=9)
-        axes[0].axhline(0.1, color="k", ls="--", lw=0.8, label="chance (10 classes)")
+        axes[0].axhline(1.0 / num_classes, color="k", ls="--", lw=0.8, label=f"chance ({num_classes} classes)")
         axes[1].set_ylim(0.0, 1.05)
         axes[-1].set_yscale("log")
         for axis in (axes[-1].yaxis.set_major_formatter, axes[-1].yaxis.set_minor_formatter):
             axis(FormatStrFormatter("%.3g"))
         axes[0].legend(fontsize=6, loc="best")
-        P.annotate_source(fig, f"data: {', '.join(sorted(set(table['dataset'])))}")
+        style.annotate_source(fig, f"data: {', '.join(sorted(set(table['dataset'])))}")
     return fig

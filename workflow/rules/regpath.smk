@@ -1,6 +1,6 @@
-# Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6) and the Lemma 1 check (GD on W vs GD on p).
+# Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6). Lemma 1 has its own rule file (lemma1.smk).
 
-REGPATH_INSTANCES = ["fig1b", "fig3a", "fig3b"]
+from maxmargin.experiments.regpath import REGPATH_INSTANCES, regpath_table_settings
 
 
 wildcard_constraints:
@@ -19,20 +19,9 @@ rule regpath_instance:
     conda:
         "../envs/torch.yaml"
     params:
-        # The regpath config as keyword arguments of maxmargin.experiments.regpath.regpath_table; the GD runs
-        # belong to the Theorem 1 path (Fig 1(b) data) only.
-        settings=lambda wildcards: {
-            **{
-                key: value
-                for key, value in config["regpath"].items()
-                if key not in ("instances", "lemma1", "gd")
-            },
-            "gd": (
-                config["regpath"]["gd"]
-                if wildcards.regpath_instance == "fig1b"
-                else None
-            ),
-        },
+        settings=lambda wildcards: regpath_table_settings(
+            config["regpath"], wildcards.regpath_instance
+        ),
     script:
         "../../scripts/regpath_path.py"
 
@@ -52,17 +41,25 @@ rule regpath_table:
         path=report(
             results_path("tables/regpath.csv"),
             caption="../report/regpath.rst",
-            category="Tables",
+            category="4 Regularization paths and Lemma 1",
+            subcategory="Tables",
+            labels={"figure": "Regularization paths", "type": "table"},
         ),
         compare=report(
             results_path("tables/regpath_compare.csv"),
             caption="../report/regpath.rst",
-            category="Tables",
+            category="4 Regularization paths and Lemma 1",
+            subcategory="Tables",
+            labels={
+                "figure": "Regularization paths: GD and local optima",
+                "type": "table",
+            },
         ),
     log:
         results_path("logs/regpath_table/regpath.log"),
     benchmark:
         results_path("benchmarks/regpath_table/regpath.tsv")
+    localrule: True
     conda:
         "../envs/core.yaml"
     script:
@@ -79,36 +76,19 @@ rule plot_regpath:
         png=report(
             results_path("figures/regpath.png"),
             caption="../report/regpath.rst",
-            category="Regularization paths",
+            category="4 Regularization paths and Lemma 1",
+            subcategory="Regularization paths",
+            labels={"figure": "Regularization paths", "type": "figure"},
         ),
     log:
         results_path("logs/plot_regpath/regpath.log"),
     benchmark:
         results_path("benchmarks/plot_regpath/regpath.tsv")
+    localrule: True
     conda:
         "../envs/core.yaml"
     script:
         "../../scripts/regpath_plot.py"
-
-
-rule lemma1_table:
-    """Lemma 1: GD on W (autograd) and GD on p from W(0) = u p(0)^T / ||u||^2 stay on W(t) = u p(t)^T / ||u||^2."""
-    output:
-        report(
-            results_path("tables/lemma1.csv"),
-            caption="../report/lemma1.rst",
-            category="Tables",
-        ),
-    log:
-        results_path("logs/lemma1_table/lemma1.log"),
-    benchmark:
-        results_path("benchmarks/lemma1_table/lemma1.tsv")
-    conda:
-        "../envs/torch.yaml"
-    params:
-        settings=config["regpath"]["lemma1"],
-    script:
-        "../../scripts/regpath_lemma1.py"
 
 
 rule regpath:
@@ -119,17 +99,11 @@ rule regpath:
         results_path("tables/regpath_compare.csv"),
 
 
-rule lemma1:
-    input:
-        results_path("tables/lemma1.csv"),
-
-
 ALL_TARGETS += [
     results_path("figures/regpath.pdf"),
     results_path("figures/regpath.png"),
     results_path("tables/regpath.csv"),
     results_path("tables/regpath_compare.csv"),
-    results_path("tables/lemma1.csv"),
 ] + expand(
     results_path("runs/regpath/{regpath_instance}{suffix}.csv"),
     regpath_instance=config["regpath"]["instances"],

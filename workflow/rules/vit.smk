@@ -1,6 +1,7 @@
 # ViT on CIFAR-10 (Section 4 "Real experiments"): [CLS] attention maps (Figure 6), soft-sparsity and ||W||_F (Figure 7).
 # The quick scale (default.yaml) runs on a CPU; workflow/config/paper.yaml is the paper scale (one GPU).
 
+from maxmargin.experiments.vit import code_fingerprint
 from maxmargin.experiments.vit_study import recipe_config
 
 VIT = config["vit"]
@@ -16,26 +17,36 @@ if max(VIT["plots"]["fig6_epochs"]) > VIT["train"]["epochs"]:
         f"vit.plots.fig6_epochs {VIT['plots']['fig6_epochs']} goes past vit.train.epochs = {VIT['train']['epochs']}"
     )
 
+VIT_SETTINGS = {key: VIT[key] for key in ("model", "data", "train", "probe", "guard")}
+
 ALL_TARGETS += [f for files in VIT_FIGURES.values() for f in files] + [
     results_path("tables/vit_metrics.csv"),
     results_path("tables/vit_metrics.json"),
-    f"{VIT_RUN}/attention_maps.npz",
+    f"{VIT_RUN}/vit_metrics.csv",
+    f"{VIT_RUN}/vit_metrics.json",
+    f"{VIT_RUN}/vit_attention_maps.npz",
 ]
 
 
 rule vit_train:
     """Train the ViT, logging test accuracy, soft-sparsity, ||W||_F and the Figure 6 maps after every epoch.
 
-    The checkpoint (not a declared output, so a failed or killed job keeps it) lets a rerun resume.
+    The checkpoint (not a declared output, so a failed or killed job keeps it) lets a rerun resume. With
+    `vit.cache` (paper.yaml) the run is cacheable between work directories (`--cache` with SNAKEMAKE_OUTPUT_CACHE
+    set; docs/vit.md): its outputs form one multiext, as Snakemake's cache requires, and `code` puts the ViT
+    package's source into the cache key. No `benchmark:`, which Snakemake forbids on a cacheable rule: the run's
+    times are the metrics' train_seconds / epoch_seconds, and its log has a line per epoch.
     """
     output:
-        metrics=results_path("tables/vit_metrics.csv"),
-        sidecar=results_path("tables/vit_metrics.json"),
-        maps=f"{VIT_RUN}/attention_maps.npz",
+        multiext(
+            f"{VIT_RUN}/vit",
+            metrics="_metrics.csv",
+            sidecar="_metrics.json",
+            maps="_attention_maps.npz",
+        ),
     log:
         results_path("logs/vit_train/vit.log"),
-    benchmark:
-        results_path("benchmarks/vit_train/vit.tsv")
+    cache: VIT["cache"]
     conda:
         "../envs/torch.yaml"
     threads: 2
@@ -44,56 +55,83 @@ rule vit_train:
         runtime=VIT["resources"]["runtime"],
         mem_mb=VIT["resources"]["mem_mb"],
     params:
-        settings={key: VIT[key] for key in ("model", "data", "train", "probe", "guard")},
+        settings=VIT_SETTINGS,
         checkpoint=f"{VIT_RUN}/checkpoint.pt",
+        code=code_fingerprint(),
     script:
         "../../scripts/vit_train.py"
+
+
+rule vit_metrics_table:
+    """The run's metrics table and its JSON sidecar, copied byte for byte into the tables folder."""
+    input:
+        metrics=rules.vit_train.output.metrics,
+        sidecar=rules.vit_train.output.sidecar,
+    output:
+        metrics=results_path("tables/vit_metrics.csv"),
+        sidecar=results_path("tables/vit_metrics.json"),
+    log:
+        results_path("logs/vit_metrics_table/vit_metrics.log"),
+    benchmark:
+        results_path("benchmarks/vit_metrics_table/vit_metrics.tsv")
+    localrule: True
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../../scripts/vit_metrics_table.py"
 
 
 rule vit_fig6:
     """Figure 6: the fixed test image and its [CLS] attention map at the configured epochs."""
     input:
         maps=rules.vit_train.output.maps,
-        sidecar=rules.vit_train.output.sidecar,
+        metrics=rules.vit_metrics_table.output.metrics,
+        sidecar=rules.vit_metrics_table.output.sidecar,
     output:
         pdf=VIT_FIGURES["fig6"][0],
         png=report(
             VIT_FIGURES["fig6"][1],
             caption="../report/fig6.rst",
-            category="ViT on CIFAR-10",
+            category="5 ViT (Figures 6-7)",
+            subcategory="Figure 6",
+            labels={"figure": "Figure 6", "type": "figure"},
         ),
     log:
         results_path("logs/vit_fig6/fig6.log"),
     benchmark:
         results_path("benchmarks/vit_fig6/fig6.tsv")
+    localrule: True
     conda:
-        "../envs/torch.yaml"
+        "../envs/core.yaml"
     params:
         epochs=VIT["plots"]["fig6_epochs"],
     script:
-        "../../scripts/vit_plot.py"
+        "../../scripts/vit_fig6.py"
 
 
 rule vit_fig7:
     """Figure 7: soft-sparsity (left axis) and ||W||_F (right axis) against epoch."""
     input:
-        metrics=rules.vit_train.output.metrics,
-        sidecar=rules.vit_train.output.sidecar,
+        metrics=rules.vit_metrics_table.output.metrics,
+        sidecar=rules.vit_metrics_table.output.sidecar,
     output:
         pdf=VIT_FIGURES["fig7"][0],
         png=report(
             VIT_FIGURES["fig7"][1],
             caption="../report/fig7.rst",
-            category="ViT on CIFAR-10",
+            category="5 ViT (Figures 6-7)",
+            subcategory="Figure 7",
+            labels={"figure": "Figure 7", "type": "figure"},
         ),
     log:
         results_path("logs/vit_fig7/fig7.log"),
     benchmark:
         results_path("benchmarks/vit_fig7/fig7.tsv")
+    localrule: True
     conda:
-        "../envs/torch.yaml"
+        "../envs/core.yaml"
     script:
-        "../../scripts/vit_plot.py"
+        "../../scripts/vit_fig7.py"
 
 
 rule fig6:
@@ -124,7 +162,7 @@ rule vit_pilot:
         gpu=VIT["resources"]["gpu"],
         mem_mb=VIT["resources"]["mem_mb"],
     params:
-        settings={key: VIT[key] for key in ("model", "data", "train", "probe", "guard")},
+        settings=VIT_SETTINGS,
         pilot_epochs=VIT["pilot"]["epochs"],
         checkpoint=results_path("runs/vit_pilot/checkpoint.pt"),
     script:
@@ -169,6 +207,7 @@ rule vit_recipes_table:
         results_path("logs/vit_recipes_table/vit_recipes.log"),
     benchmark:
         results_path("benchmarks/vit_recipes_table/vit_recipes.tsv")
+    localrule: True
     conda:
         "../envs/torch.yaml"
     script:
@@ -184,14 +223,19 @@ rule vit_recipes_plot:
         png=report(
             results_path("figures/vit_recipes.png"),
             caption="../report/vit_recipes.rst",
-            category="ViT on CIFAR-10",
+            category="5 ViT (Figures 6-7)",
+            subcategory="Recipe study",
+            labels={"figure": "ViT recipe study", "type": "figure"},
         ),
     log:
         results_path("logs/vit_recipes_plot/vit_recipes.log"),
     benchmark:
         results_path("benchmarks/vit_recipes_plot/vit_recipes.tsv")
+    localrule: True
     conda:
-        "../envs/torch.yaml"
+        "../envs/core.yaml"
+    params:
+        num_classes=VIT["model"]["num_classes"],
     script:
         "../../scripts/vit_recipes_plot.py"
 

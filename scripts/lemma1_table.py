@@ -1,6 +1,6 @@
 """Snakemake script: Lemma 1, GD on W against GD on p (rule lemma1_table)."""
 
-from maxmargin.experiments.regpath import lemma1_table
+from maxmargin.experiments.lemma1 import lemma1_table
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:

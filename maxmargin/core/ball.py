@@ -1,0 +1,167 @@
+"""Projected normalized gradient on products of Euclidean balls, with the KKT check of the ball constraint.
+
+Paper: the constraint ||p|| <= R of eq. (2) and ||v|| <= r, ||p|| <= R of Theorems 5-6. The problems are
+nonconvex and, at large radii, the risk of two nearby points differs far below float64 resolution
+(e^{-R gap}), so a line search on the risk would stall. The solver therefore uses gradient *directions* only
+(:class:`maxmargin.core.model.Gradient` keeps them exact at any norm) and halves its step whenever the
+projected gradient reverses: a bisection along the sphere towards the KKT point
+grad + mu x = 0, mu >= 0, mu (||x|| - R) = 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from maxmargin.core.model import Array, Gradient
+
+ON_SPHERE_RTOL = 1e-12  # a point within this relative distance of the sphere is on it
+
+
+def project_ball(x: Array, radius: float | Array) -> Array:
+    """Euclidean projection onto the ball ||x|| <= radius (last axis)."""
+    x = np.asarray(x, dtype=np.float64)
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    radius = np.asarray(radius, dtype=np.float64)[..., None] if np.ndim(radius) else radius
+    return np.where(norm > radius, x * (radius / np.where(norm > 0, norm, 1.0)), x)
+
+
+def _radial_split(x: Array, direction: Array) -> tuple[Array, Array, Array, Array]:
+    """||x||, x/||x||, and the radial component <g, x/||x||> and tangential part g_perp of a direction g."""
+    norm = np.linalg.norm(x, axis=-1)
+    unit = x / np.where(norm > 0, norm, 1.0)[..., None]
+    radial = (direction * unit).sum(-1)
+    return norm, unit, radial, direction - radial[..., None] * unit
+
+
+def ball_kkt_residual(x: Array, gradient: Gradient, radius: float) -> tuple[Array, Array]:
+    """KKT residual of min_{||x|| <= radius} L at x, and whether the constraint is active.
+
+    KKT: grad L(x) + mu x = 0, mu >= 0, mu (||x|| - radius) = 0. On the sphere the residual is
+    relative, ||g_perp|| / ||g|| + max(0, <g, x> / (||g|| ||x||)) (the component of the gradient
+    orthogonal to x, plus a wrong-signed multiplier); inside the ball it is radius * ||g||, which is
+    scale-free when ``gradient`` is the gradient of log(L - inf L) (:func:`maxmargin.core.logspace.log_gradient`):
+    the relative change of the excess risk across the ball. A gradient exactly zero gives 0.
+    """
+    direction, zero = gradient.direction()
+    norm, _, radial, tangential = _radial_split(x, direction)
+    on = norm >= radius * (1.0 - ON_SPHERE_RTOL)
+    with np.errstate(under="ignore", over="ignore"):
+        gnorm = np.linalg.norm(gradient.scaled, axis=-1) * np.exp(np.where(zero, 0.0, gradient.log_scale))
+    res = np.where(on, np.linalg.norm(tangential, axis=-1) + np.maximum(radial, 0.0), radius * gnorm)
+    return np.where(zero, 0.0, res), on
+
+
+@dataclass(frozen=True)
+class BallSolve:
+    """End points of a batched projected-gradient solve on a product of balls.
+
+    ``x`` holds one (B, k_b) array per block; ``kkt_residual`` is (n_blocks, B); ``active`` likewise;
+    ``iterations`` is (B,), the iteration at which each start met the tolerance (or the budget).
+    """
+
+    x: list[Array]
+    kkt_residual: Array
+    active: NDArray[np.bool_]
+    iterations: NDArray[np.int64]
+
+
+@dataclass
+class _BlockState:
+    """One block of the iterate: the point, its Rprop step (an angle on the sphere) and its previous move."""
+
+    x: Array
+    step: Array
+    move: Array
+
+
+def _step_block(block: _BlockState, gradient: Gradient, radius: float, running: Array, max_step: float) -> None:
+    """One Rprop-style projected normalized-gradient move of one block (in place), for the running starts.
+
+    On the sphere with the gradient pointing outwards (the constraint binds), x rotates by the angle ``step``
+    along the tangential descent direction; otherwise x <- Proj(x - step R g/||g||). The step grows by 1.2
+    while successive moves agree and halves when they reverse.
+    """
+    direction, zero = gradient.direction()
+    norm, unit, radial, tangential = _radial_split(block.x, direction)
+    on = (norm >= radius * (1.0 - ON_SPHERE_RTOL)) & (radial < 0)
+    tnorm = np.linalg.norm(tangential, axis=-1)
+    tangent = tangential / np.where(tnorm > 0, tnorm, 1.0)[:, None]
+    move = np.where(on[:, None], tangent, direction)
+    agree = (move * block.move).sum(-1)
+    step = np.where(
+        agree < 0, 0.5 * block.step, np.where(agree > 0, np.minimum(1.2 * block.step, max_step), block.step)
+    )
+    rotated = radius * (np.cos(step)[:, None] * unit - np.sin(step)[:, None] * tangent)
+    inner = project_ball(block.x - (step * radius)[:, None] * direction, radius)
+    update = running & ~zero & ~((tnorm == 0) & on)
+    block.x = np.where(update[:, None], np.where(on[:, None], rotated, inner), block.x)
+    block.step = np.where(running, step, block.step)
+    block.move = np.where(running[:, None], move, block.move)
+
+
+def solve_on_balls(
+    gradients: Callable[[list[Array]], list[Gradient]],
+    x0: Sequence[Array],
+    radii: Sequence[float],
+    *,
+    n_iter: int,
+    tol: float,
+    step: float = 1e-3,
+    max_step: float = 0.5,
+    min_step: float = 1e-16,
+) -> BallSolve:
+    """Minimise L over the product of balls ||x_b|| <= radii[b] from a batch of starts.
+
+    Constraint of eq. (2) and of Theorems 5-6. Each block moves by its normalized gradient
+    (:func:`_step_block`); the step starts small (``step``, so that a start inside a narrow basin, e.g. the LMM
+    cone, stays in it) and adapts like Rprop, so the iteration bisects towards the KKT point using gradient
+    directions only. A start stops once every block is on its sphere with KKT residual
+    (:func:`ball_kkt_residual`) below ``tol``, or its steps fall below ``min_step``. ``gradients`` should return
+    the gradient of log(L - inf L) (same direction as grad L) so that interior residuals are scale-free.
+    """
+    n_starts = np.shape(x0[0])[0]
+    blocks = [_BlockState(np.array(x, dtype=np.float64), np.full(n_starts, step), np.zeros(np.shape(x))) for x in x0]
+    running = np.ones(n_starts, dtype=bool)
+    iterations = np.full(n_starts, n_iter, dtype=np.int64)
+    residual = np.zeros((len(blocks), n_starts))
+    active = np.zeros((len(blocks), n_starts), dtype=bool)
+    for it in range(n_iter + 1):
+        grads = gradients([block.x for block in blocks])
+        for b, (block, gradient, radius) in enumerate(zip(blocks, grads, radii, strict=True)):
+            residual[b], active[b] = ball_kkt_residual(block.x, gradient, radius)
+        # Inside the ball the risk can be flat to e^{-R gap} (a plateau, not a minimum), so only the
+        # on-sphere KKT test or a collapsed step ends a start.
+        steps = np.array([block.step for block in blocks])
+        done = np.all((residual <= tol) & active, axis=0) | np.all(steps < min_step, axis=0)
+        iterations[running & done] = it
+        running &= ~done
+        if not running.any() or it == n_iter:
+            break
+        for block, gradient, radius in zip(blocks, grads, radii, strict=True):
+            _step_block(block, gradient, radius, running, max_step)
+    return BallSolve(x=[block.x for block in blocks], kkt_residual=residual, active=active, iterations=iterations)
+
+
+def span_basis(vectors: Array, rtol: float = 1e-12) -> Array:
+    """Orthonormal basis (d, k) of the span of the given vectors (rows of a (..., d) array).
+
+    The risk depends on p only through K_i p up to a shift per input, i.e. through its component in
+    span{k_it - k_is}; on v only through span{x_it}. Components outside only spend norm budget, so
+    the constrained optimum lies in these subspaces (and the search runs there).
+    """
+    rows = np.asarray(vectors, dtype=np.float64).reshape(-1, np.shape(vectors)[-1])
+    _, singular, right = np.linalg.svd(rows, full_matrices=False)
+    rank = int(np.sum(singular > rtol * max(singular.max(initial=0.0), 1e-300)))
+    return right[:rank].T
+
+
+def key_difference_basis(K: Array) -> Array:
+    """Basis of span{k_it - k_i0}: the directions of p the softmax sees (Section 2)."""
+    return span_basis(np.asarray(K)[:, 1:, :] - np.asarray(K)[:, :1, :])
+
+
+__all__ = ["BallSolve", "ball_kkt_residual", "key_difference_basis", "project_ball", "solve_on_balls", "span_basis"]

@@ -1,0 +1,89 @@
+"""Risks in log space, exact where the risk itself has rounded to its infimum.
+
+Paper: (ERM) with a fixed head (eq. (2)) and with a trained head (Theorems 5-6). At large ||p|| the softmax
+saturates and L(p) - inf L is of order e^{-||p|| gap}, far below float64 resolution next to L itself; these
+functions return log(L - inf L) directly, so that two candidates keep their order (and a gradient its scale)
+at any norm. Used by the regularization paths (:mod:`maxmargin.experiments.regpath`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from maxmargin.core.model import Array, Gradient, LossName, check_loss, log_softmax, token_scores
+
+
+def _log_excess_at(log_delta: Array, c: Array, loss: LossName) -> Array:
+    """log(l(c - delta) - l(c)) for delta = exp(log_delta) >= 0, exact down to delta ~ 1e-300 and beyond.
+
+    Paper: Assumption A (l strictly decreasing, so the excess is positive for delta > 0).
+    """
+    log_delta = np.asarray(log_delta, dtype=np.float64)
+    tiny = log_delta < -600.0  # delta below ~1e-261: first order in delta is exact to float64
+    with np.errstate(divide="ignore", under="ignore", over="ignore"):
+        delta = np.exp(np.where(tiny, 0.0, log_delta))
+        if loss == "logistic":
+            log_sig = -np.logaddexp(0.0, c)  # log sigma(-c) = log(-l'(c))
+            direct = np.log(np.log1p(np.expm1(delta) * np.exp(log_sig)))
+            return np.where(tiny, log_delta + log_sig, direct)
+        if loss == "exponential":
+            return np.where(tiny, log_delta - c, np.log(np.expm1(delta)) - c)
+        return log_delta
+
+
+def log_excess_risk(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Array:
+    """log(L(p) - L*) with L* = 1/n sum_i l(max_t gamma_it), the infimum of L over p.
+
+    Paper: (ERM) with fixed v and eq. (2). L* is approached only as ||p|| -> infinity along a
+    direction selecting optimal tokens (Definition 1); the excess is computed from
+    delta_i = sum_t S(K_i p)_t (gamma_i,opt - gamma_it) >= 0 by a log-sum-exp over positive
+    terms, so it stays exact when L(p) itself has rounded to L*.
+    """
+    check_loss(loss)
+    logs = log_softmax(np.einsum("...ntd,...d->...nt", K, p))
+    gamma = np.broadcast_to(gamma, logs.shape)
+    best_score = gamma.max(axis=-1)
+    gap = best_score[..., None] - gamma
+    with np.errstate(divide="ignore"):
+        log_delta = logsumexp(np.where(gap > 0, logs + np.log(np.where(gap > 0, gap, 1.0)), -np.inf), axis=-1)
+    per_input = _log_excess_at(log_delta, best_score, loss)
+    return logsumexp(per_input, axis=-1) - np.log(per_input.shape[-1])
+
+
+def _log_loss(u: Array, loss: LossName) -> Array:
+    """log l(u) for the logistic and exponential losses, finite for every finite u."""
+    u = np.asarray(u, dtype=np.float64)
+    if loss == "exponential":
+        return -u
+    with np.errstate(under="ignore"):
+        big = u > 30.0
+        safe = np.where(big, 0.0, u)
+        return np.where(big, -u + np.log1p(-0.5 * np.exp(-np.abs(u))), np.log(np.logaddexp(0.0, -safe)))
+
+
+def log_joint_risk(X: Array, Y: Array, K: Array, v: Array, p: Array, loss: LossName = "logistic") -> Array:
+    """log L(v, p), computed in log space (the risk underflows once r * margin exceeds ~745).
+
+    Paper: (ERM), Section 3; the infimum of L(v, p) is 0 on separable data, so this is the log excess.
+    """
+    check_loss(loss)
+    if loss == "correlation":
+        raise ValueError("the joint risk is not positive for the correlation loss; use logistic or exponential")
+    attention = np.exp(log_softmax(np.einsum("...ntd,...d->...nt", K, p)))
+    margins = (attention * token_scores(X, Y, v)).sum(axis=-1)
+    per_input = _log_loss(margins, loss)
+    return logsumexp(per_input, axis=-1) - np.log(per_input.shape[-1])
+
+
+def log_gradient(gradient: Gradient, log_value: Array, basis: Array) -> Gradient:
+    """The gradient of log(value), grad value / value, in the coordinates of an orthonormal ``basis`` (d, k).
+
+    With ``value`` = L - inf L this is the scale-free gradient whose norm times R is the relative change of the
+    excess risk across a ball of radius R: the scale that the KKT residual of
+    :func:`maxmargin.core.ball.ball_kkt_residual` reads inside the ball.
+    """
+    return Gradient(gradient.scaled @ basis, gradient.log_scale - log_value)
+
+
+__all__ = ["log_excess_risk", "log_gradient", "log_joint_risk"]

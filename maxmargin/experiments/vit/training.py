@@ -1,0 +1,326 @@
+"""The ViT training loop: epochs, per-epoch measurements (logged to the rule's log), checkpoints and resume.
+
+Paper: Section 4, Figures 6 and 7: the model is trained with a fixed learning rate (SGD with momentum, Adam or
+AdamW), and the metrics of every epoch are measured from epoch 0 (the initialisation) on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+from maxmargin.experiments.vit.checkpoint import (
+    CHECKPOINT_FORMAT,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from maxmargin.experiments.vit.data import ImageData, augment, normalize
+from maxmargin.experiments.vit.model import (
+    build_vit,
+    cls_attention,
+    key_query_frobenius,
+    patch_attention,
+    patch_grid,
+    soft_sparsity,
+)
+from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
+from maxmargin.experiments.vit.results import TrainResult
+from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
+
+log = logging.getLogger("maxmargin")
+
+
+class _Evaluator:
+    """Loss/accuracy passes and the probe, batched, under the configured autocast."""
+
+    def __init__(
+        self, model: nn.Module, forward: Callable, data: ImageData, settings: VitSettings, device: torch.device
+    ) -> None:
+        self.model, self.forward, self.device, self.settings = model, forward, device, settings
+        self.mean, self.std = data.mean.to(device), data.std.to(device)
+        self.batch = 2 * settings.train.batch_size
+        n_probe = min(settings.probe.n_images, len(data.x_test))
+        idx = settings.probe.image_index
+        if not 0 <= idx < len(data.x_test):
+            raise ValueError(f"probe.image_index {idx} outside the {len(data.x_test)} test images")
+        # The fixed Figure 6 image first, then the probe set.
+        self.probe_x = normalize(
+            torch.cat([data.x_test[idx : idx + 1], data.x_test[:n_probe]]).to(device), self.mean, self.std
+        )
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.settings.train.bf16)
+
+    @torch.no_grad()
+    def loss_acc(self, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+        self.model.eval()
+        loss, correct = 0.0, 0
+        for i in range(0, len(x), self.batch):
+            xb = normalize(x[i : i + self.batch].to(self.device), self.mean, self.std)
+            yb = y[i : i + self.batch].to(self.device)
+            with self.autocast():
+                logits = self.forward(xb).float()
+            loss += float(functional.cross_entropy(logits, yb, reduction="sum"))
+            correct += int((logits.argmax(-1) == yb).sum())
+        self.model.train()
+        return loss / len(x), correct / len(x)
+
+    def probe(self) -> tuple[float, float, np.ndarray, float]:
+        """Mean soft-sparsity and [CLS] self-entry over the probe set; the fixed image's map and self-entry."""
+        rows = cls_attention(self.model, self.probe_x, self.batch)  # (1 + n, H, 1 + T)
+        s = patch_attention(rows)
+        self_entry = rows.mean(dim=1)[:, 0]
+        sparsity = soft_sparsity(s[1:])
+        return (float(sparsity.mean()), float(self_entry[1:].mean()), s[0].double().cpu().numpy(), float(self_entry[0]))
+
+
+def _progress(total: int, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty(), file=sys.stderr)
+
+
+@dataclass
+class _History:
+    """The per-epoch record of a run: metrics rows, the Figure 6 maps and [CLS] self-entries of the fixed image."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    maps: list[np.ndarray] = field(default_factory=list)
+    selfs: list[float] = field(default_factory=list)
+
+    def append(self, measured: tuple[dict[str, Any], np.ndarray, float]) -> None:
+        row, fixed_map, fixed_self = measured
+        self.rows.append(row)
+        self.maps.append(fixed_map)
+        self.selfs.append(fixed_self)
+
+
+class _Trainer:
+    """One ViT run: model, optimiser, schedule and evaluator on one device; epochs, measurements, checkpoints."""
+
+    def __init__(self, settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> None:
+        ts = self.ts = settings.train
+        self.settings, self.data, self.checkpoint = settings, data, checkpoint
+        self.device = resolve_device(ts.device)
+        torch.manual_seed(ts.seed)
+        self.model = build_vit(settings.model).to(self.device)
+        self.optimizer = make_optimizer(self.model.parameters(), ts)
+        self.n_batches = math.ceil(len(data.x_train) / ts.batch_size)
+        self.scheduler = make_scheduler(self.optimizer, ts, self.n_batches)
+        self.forward: Callable = torch.compile(self.model) if ts.compile else self.model
+        self.generator = torch.Generator().manual_seed(ts.seed + 1)  # shuffling and augmentation
+        self.ev = _Evaluator(self.model, self.forward, data, settings, self.device)
+        self.x_train, self.y_train = data.x_train.to(self.device), data.y_train.to(self.device)
+        self.fingerprint = settings.fingerprint(data.identity)
+        self.history = _History()
+
+    def measure(
+        self, epoch: int, train_loss: float, train_acc: float, t0: float, train_seconds: float
+    ) -> tuple[dict[str, Any], np.ndarray, float]:
+        """Test accuracy, probe and ||W||_F after ``epoch``; ``t0`` is when the epoch started."""
+        _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
+        sparsity, self_mean, fixed_map, fixed_self = self.ev.probe()
+        row = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            "train_acc": train_acc,
+            "test_acc": test_acc,
+            "soft_sparsity": sparsity,
+            "soft_sparsity_image": float(soft_sparsity(torch.from_numpy(fixed_map))),
+            "w_frobenius": key_query_frobenius(self.model),
+            "cls_self_attention": self_mean,
+            "lr": self.optimizer.param_groups[0]["lr"],
+            "dataset": self.data.name,
+            "train_seconds": train_seconds,
+            "epoch_seconds": time.perf_counter() - t0,
+        }
+        log.info(
+            "epoch %d: train loss %.4f acc %.3f, test acc %.3f, soft-sparsity %.4f, ||W||_F %.3f (%.1fs)",
+            epoch,
+            train_loss,
+            train_acc,
+            test_acc,
+            sparsity,
+            row["w_frobenius"],
+            row["epoch_seconds"],
+        )
+        return row, fixed_map, fixed_self
+
+    def save(self, epoch: int) -> None:
+        """Checkpoint after ``epoch`` (one file, replaced atomically); the last row's time then includes the write."""
+        t0 = time.perf_counter()
+        h = self.history
+        save_checkpoint(
+            self.checkpoint,
+            {
+                "format": CHECKPOINT_FORMAT,
+                "fingerprint": self.fingerprint,
+                "settings": self.settings.to_dict(),
+                "epoch": epoch,
+                "finished": epoch >= self.ts.epochs,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "rng": rng_state(self.generator),
+                "metrics": h.rows,
+                "maps": torch.from_numpy(np.stack(h.maps)),
+                "cls_self": torch.tensor(h.selfs),
+            },
+        )
+        h.rows[-1]["epoch_seconds"] += time.perf_counter() - t0
+
+    def resume(self) -> int | None:
+        """Load an unfinished checkpoint of this run; the epoch it resumes from, or None for a fresh start."""
+        state = load_checkpoint(self.checkpoint, self.fingerprint)
+        if state is None:
+            return None
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"], self.generator)
+        self.history = _History(list(state["metrics"]), list(state["maps"].numpy()), list(state["cls_self"].tolist()))
+        log.info("resuming from %s at epoch %d", self.checkpoint, int(state["epoch"]))
+        return int(state["epoch"])
+
+    def train_epoch(self, epoch: int) -> tuple[float, float]:
+        """One pass over the shuffled training set; the mean loss and accuracy of its mini-batches.
+
+        Loss and accuracy accumulate on the device and are read back once per epoch: no host sync per step.
+        """
+        ts, device = self.ts, self.device
+        order = torch.randperm(len(self.x_train), generator=self.generator).to(device)
+        loss_sum, correct = torch.zeros((), device=device), torch.zeros((), device=device, dtype=torch.int64)
+        self.model.train()
+        with _progress(self.n_batches, f"epoch {epoch}/{ts.epochs}") as bar:
+            for i in range(self.n_batches):
+                idx = order[i * ts.batch_size : (i + 1) * ts.batch_size]
+                xb = normalize(self.x_train[idx], self.ev.mean, self.ev.std)
+                if self.settings.data.augment:
+                    xb = augment(xb, self.generator)
+                yb = self.y_train[idx]
+                with self.ev.autocast():
+                    logits = self.forward(xb)
+                    loss = functional.cross_entropy(logits.float(), yb)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if ts.grad_clip > 0:
+                    nn.utils.clip_grad_norm_(self.model.parameters(), ts.grad_clip)
+                self.optimizer.step()
+                self.scheduler.step()
+                loss_sum += loss.detach() * len(idx)
+                correct += (logits.detach().argmax(-1) == yb).sum()
+                bar.update()
+        n = len(self.x_train)
+        return float(loss_sum) / n, int(correct) / n
+
+
+def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes: int) -> str | None:
+    """A warning when test accuracy is still within ``guard.margin`` of chance after ``guard.after_epochs`` epochs.
+
+    A ViT that learned nothing can still concentrate its attention and grow ||W||_F (issue: Adam at 3e-3 at width
+    768), so Figure 7 alone does not show that the model learned.
+    """
+    chance = 1.0 / num_classes
+    due = [r for r in rows if r["epoch"] == guard.after_epochs]
+    if not due or due[0]["test_acc"] >= chance + guard.margin:
+        return None
+    return (
+        f"after {guard.after_epochs} epochs the ViT's test accuracy is {due[0]['test_acc']:.3f}, within "
+        f"{guard.margin:g} of chance ({chance:.3f}): it is not learning, and its Figure 7 would not mean "
+        "anything; see docs/vit.md for recipes that learn"
+    )
+
+
+def train_vit(settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> TrainResult:
+    """Train the ViT, measuring the [CLS] attention after every epoch (paper: Section 4, Figures 6-7).
+
+    Epoch 0 is the initialisation (its train loss/accuracy is a full pass over the training set; later epochs
+    report the running mean over the epoch's mini-batches). A checkpoint (model, optimiser, schedule, RNG states,
+    metrics so far, settings) is written atomically after every epoch; a rerun of an unfinished run with the same
+    settings, data and code resumes from it and gives the same metrics on the CPU. A finished run's checkpoint is
+    never resumed: a rerun trains again from epoch 0.
+    """
+    t_start = time.perf_counter()
+    run = _Trainer(settings, data, checkpoint)
+    resumed = run.resume()
+    if resumed is None:
+        t0 = time.perf_counter()
+        train_loss, train_acc = run.ev.loss_acc(data.x_train, data.y_train)
+        run.history.append(run.measure(0, train_loss, train_acc, t0, 0.0))
+        run.save(0)
+    for epoch in range(len(run.history.rows), settings.train.epochs + 1):
+        t0 = time.perf_counter()
+        train_loss, train_acc = run.train_epoch(epoch)
+        run.history.append(run.measure(epoch, train_loss, train_acc, t0, time.perf_counter() - t0))
+        if not math.isfinite(train_loss):
+            raise FloatingPointError(f"training diverged at epoch {epoch} (loss {train_loss})")
+        run.save(epoch)
+        if (message := check_learning(run.history.rows[-1:], settings.guard, settings.model.num_classes)) is not None:
+            log.warning(message)
+            warnings.warn(message, LearningStalledWarning, stacklevel=2)
+    return _result(run, resumed, time.perf_counter() - t_start)
+
+
+class LearningStalledWarning(UserWarning):
+    """The ViT's test accuracy stays at chance (see :func:`check_learning`)."""
+
+
+def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
+    """The :class:`TrainResult` of a finished run, with the sidecar's description of what was measured."""
+    data, h, idx = run.data, run.history, run.settings.probe.image_index
+    info = {
+        "dataset": data.name,
+        "dataset_note": data.note,
+        "classes": data.classes,
+        "n_train": len(data.x_train),
+        "n_test": len(data.x_test),
+        "n_probe": len(run.ev.probe_x) - 1,
+        "device": str(run.device),
+        "device_name": torch.cuda.get_device_name(run.device) if run.device.type == "cuda" else "cpu",
+        "torch_threads": torch.get_num_threads(),
+        "optimizer": run.ts.optimizer,
+        "n_parameters": sum(p.numel() for p in run.model.parameters()),
+        "patch_tokens": int(h.maps[0].shape[0]),
+        "resumed_from_epoch": resumed,
+        "seconds_this_call": seconds,
+        "fingerprint": run.fingerprint,
+        "peak_memory_mb": peak_memory_mb(run.device),
+        "soft_sparsity": "mean over the probe images of (||s||_1^2/||s||_2^2)/T, s = last-layer [CLS] attention "
+        "averaged over heads, [CLS] self-entry dropped and renormalised over the T patch tokens",
+        "soft_sparsity_image": "the same for the single Figure 6 test image",
+        "w_frobenius": "||sum_h W_Q,h^T W_K,h||_F of the last block's qkv weight (= ||W_Q^T W_K||_F), "
+        "without the 1/sqrt(d_head) scale and the biases",
+    }
+    return TrainResult(
+        metrics=h.rows,
+        maps=np.stack(h.maps),
+        cls_self=np.asarray(h.selfs),
+        image=data.x_test[idx].permute(1, 2, 0).numpy().copy(),
+        label=int(data.y_test[idx]),
+        grid=patch_grid(run.model),
+        info=info,
+    )
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak memory of this process: the GPU's allocator peak on CUDA, else the resident set's high-water mark."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux

@@ -1,0 +1,16 @@
+"""Snakemake script: draw Figure 7 (rule vit_fig7) from the ViT run's metrics and sidecar."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from maxmargin.figures.style import save_figure
+from maxmargin.figures.vit import draw_figure7
+from maxmargin.io import rule_logging
+
+with rule_logging(snakemake) as log:
+    sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
+    fig = draw_figure7(pd.read_csv(snakemake.input.metrics), sidecar)
+    save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig7"})
+    log.info("drew fig7 (dataset %s)", sidecar["dataset"])
