@@ -19,23 +19,6 @@ CHECK = REPO / ".ci" / "slurm_check.sh"
 # The only rules whose jobs go to SLURM (.ci/slurm_check.sh fails a run that submits another one); every other rule
 # that runs a script is `localrule: True`.
 COMPUTE_RULES = set(re.search(r'^COMPUTE_RULES="([^"]*)"', CHECK.read_text(), re.MULTILINE).group(1).split())
-# Rules that other branches mark `localrule: True` (census, regpath/ViT, synthetic); drop this set at the merge.
-NOT_YET_LOCAL = {
-    "census_gather",
-    "census_histogram",
-    "plot_fig9a",
-    "plot_fig9b",
-    "plot_fig10",
-    "synthetic_experiment",
-    "plot_synthetic",
-    "directions_table",
-    "regpath_table",
-    "plot_regpath",
-    "vit_fig6",
-    "vit_fig7",
-    "vit_recipes_table",
-    "vit_recipes_plot",
-}
 
 
 def run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -108,7 +91,7 @@ def test_only_compute_rules_are_submitted(rules):
             # a rule without script is an aggregate (fig1, all, ...): done in place, never a job of its own
             if name and "script:" in block and not re.search(r"^    localrule: True$", block, re.MULTILINE):
                 submitted.add(name.group(1))
-    assert submitted - NOT_YET_LOCAL == COMPUTE_RULES
+    assert submitted == COMPUTE_RULES
 
 
 def test_dry_run_through_the_profile_plans_each_job(workdir):
