@@ -1,4 +1,4 @@
-"""Tests of maxmargin.experiments.vit (Section 4, Figures 6-7): data, the [CLS] probe, the metrics, resume, the DAG."""
+"""Tests of maxmargin.experiments.vit (Section 4, Figures 6-7): data, the [CLS] probe, metrics, resume, the DAG."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from maxmargin.experiments.vit import (
     ImageData,
     VitSettings,
 )
+from maxmargin.io import rule_logging
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 WALL_CLOCK = ["train_seconds", "epoch_seconds"]  # the only columns that differ between identical runs
@@ -340,6 +341,21 @@ def test_killed_and_resumed_run_equals_uninterrupted(
     np.testing.assert_allclose(whole.maps.sum(axis=1), 1.0, atol=1e-6)
     np.testing.assert_array_equal(whole.image, tiny_data.x_test[1].permute(1, 2, 0).numpy())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt", "b.pt"]  # one checkpoint per run, the latest
+
+
+def test_a_resumed_runs_log_tells_the_whole_run(tmp_path: Path, tiny_data: ImageData, monkeypatch) -> None:
+    # Snakemake empties the rule log before each attempt; the resumed attempt replays the epochs it did not run
+    settings = tiny_settings(3)
+    kill_at_epoch(monkeypatch, 3)
+    with pytest.raises(KeyboardInterrupt):
+        vit.train_vit(settings, tiny_data, tmp_path / "c.pt")
+    monkeypatch.undo()
+    log = tmp_path / "attempt2.log"
+    with rule_logging(str(log)):
+        vit.train_vit(settings, tiny_data, tmp_path / "c.pt")
+    lines = [line for line in log.read_text().splitlines() if " epoch " in line and "train loss" in line]
+    assert [line.split(" epoch ")[1].split(":")[0] for line in lines] == ["0", "1", "2", "3"]
+    assert sum("(from the checkpoint)" in line for line in lines) == 3
 
 
 def test_a_finished_run_is_trained_again_not_resumed(tmp_path: Path, tiny_data: ImageData) -> None:

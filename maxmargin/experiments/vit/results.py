@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from maxmargin.experiments.vit.settings import VitSettings
-from maxmargin.io import atomic_path, write_csv
+from maxmargin.io import atomic_path, write_csv, write_npz
 
 METRIC_COLUMNS = [
     "epoch",
@@ -58,14 +58,13 @@ def save_result(
     sidecar = {"settings": settings.to_dict(), **result.info, "grid": list(result.grid), "label": result.label}
     with atomic_path(sidecar_path) as tmp:
         tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
-    with atomic_path(maps_path) as tmp, open(tmp, "wb") as fh:
-        np.savez(
-            fh,
-            epochs=np.arange(len(result.maps)),
-            maps=result.maps,
-            cls_self=result.cls_self,
-            image=result.image,
-            label=np.int64(result.label),
-            grid=np.asarray(result.grid),
-        )
+    maps = {
+        "epochs": np.arange(len(result.maps)),
+        "maps": result.maps,
+        "cls_self": result.cls_self,
+        "image": result.image,
+        "label": np.int64(result.label),
+        "grid": np.asarray(result.grid),
+    }
+    write_npz(maps, maps_path)
     return table

@@ -149,16 +149,7 @@ class _Trainer:
             "train_seconds": train_seconds,
             "epoch_seconds": time.perf_counter() - t0,
         }
-        log.info(
-            "epoch %d: train loss %.4f acc %.3f, test acc %.3f, soft-sparsity %.4f, ||W||_F %.3f (%.1fs)",
-            epoch,
-            train_loss,
-            train_acc,
-            test_acc,
-            sparsity,
-            row["w_frobenius"],
-            row["epoch_seconds"],
-        )
+        log.info("%s", epoch_line(row))
         return row, fixed_map, fixed_self
 
     def save(self, epoch: int) -> None:
@@ -194,6 +185,9 @@ class _Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"], self.generator)
         self.history = _History(list(state["metrics"]), list(state["maps"].numpy()), list(state["cls_self"].tolist()))
+        # Snakemake empties the rule log before each attempt: the resumed run's log still tells the whole run.
+        for row in self.history.rows:
+            log.info("%s (from the checkpoint)", epoch_line(row))
         log.info("resuming from %s at epoch %d", self.checkpoint, int(state["epoch"]))
         return int(state["epoch"])
 
@@ -227,6 +221,15 @@ class _Trainer:
                 bar.update()
         n = len(self.x_train)
         return float(loss_sum) / n, int(correct) / n
+
+
+def epoch_line(row: dict[str, Any]) -> str:
+    """The rule log's line for one epoch's metrics."""
+    return (
+        f"epoch {row['epoch']}: train loss {row['train_loss']:.4f} acc {row['train_acc']:.3f}, test acc "
+        f"{row['test_acc']:.3f}, soft-sparsity {row['soft_sparsity']:.4f}, ||W||_F {row['w_frobenius']:.3f} "
+        f"({row['epoch_seconds']:.1f}s)"
+    )
 
 
 def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes: int) -> str | None:
