@@ -52,6 +52,7 @@ report: figures
 # Small copies of the default run's figures for the README (docs/gallery/, committed).
 gallery: figures
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) gallery
+	$(BIN)/python tools/timings.py results/benchmarks docs/results/timings.md
 
 # docs/config.md from the schema and default.yaml, after either changes (tests/test_packaging.py checks it is current).
 config-docs: $(STAMP)

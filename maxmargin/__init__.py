@@ -1,0 +1,66 @@
+"""maxmargin: the maths and experiments of *Max-Margin Token Selection in Attention Mechanism* (NeurIPS 2023).
+
+Layers (imports point one way; tests/test_layers.py checks it):
+
+- :mod:`maxmargin.core`: the model f(X) = v^T X^T softmax(X W^T p), its exact gradients, gradient descent, the
+  SVM problems (ATT-SVM, p_relax, v-SVM), SVM-neighbours and the ball solver; numpy/scipy/cvxopt/sklearn only.
+- :mod:`maxmargin.experiments`: one module per experiment family (synthetic, census, regpath, lemma1, vit),
+  returning tables; :mod:`maxmargin.registry` declares every figure.
+- :mod:`maxmargin.figures`: the panels, drawn from tables only.
+- :mod:`maxmargin.io`, :mod:`maxmargin.provenance`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`: the pipeline.
+
+The names below are the public API. They are imported on first use, so ``import maxmargin`` stays cheap (no torch
+unless a ViT function is asked for).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "maxmargin.core.model": [
+        "token_scores",
+        "attention",
+        "selected_tokens",
+        "model_output",
+        "risk",
+        "grad_p",
+        "grad_v",
+        "Gradient",
+    ],
+    "maxmargin.core.gd": ["gradient_descent", "joint_normalized_gd", "Trajectory", "cosine"],
+    "maxmargin.core.svm": [
+        "att_svm",
+        "p_relax",
+        "v_svm",
+        "svm_neighbors",
+        "is_locally_optimal",
+        "is_globally_optimal",
+        "optimal_tokens",
+        "gmm_direction",
+        "classify_direction",
+        "SVMResult",
+    ],
+    "maxmargin.experiments.synthetic": ["run_experiment"],
+    "maxmargin.experiments.census": ["CensusSettings", "run_trials"],
+    "maxmargin.experiments.regpath": ["regularization_path_p", "regularization_path_joint", "regpath_table"],
+    "maxmargin.experiments.lemma1": ["lemma1_check", "lemma1_table"],
+    "maxmargin.experiments.vit": ["VitSettings", "train_vit", "soft_sparsity", "key_query_frobenius"],
+    "maxmargin.claims": ["evaluate_claims", "CLAIMS"],
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME_OF:
+        raise AttributeError(f"module 'maxmargin' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME_OF[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -339,7 +339,6 @@ def _lemma1(t: Tables) -> Measurement:
     return (f"max_t ||W(t) - u p(t)^T/||u||^2||_F = {dev:.1e}", _verdict(dev < 1e-9), "")
 
 
-
 def _vit_chance(cfg: Config) -> float:
     """Chance accuracy, 1 / ``vit.model.num_classes``."""
     return 1.0 / cfg["vit"]["model"]["num_classes"]
