@@ -590,11 +590,12 @@ def claims_markdown(claims: pd.DataFrame) -> str:
 
 
 # Verdict -> row colour of the HTML table, so that a claim that differs stands out in the report.
-_VERDICT_CLASSES = {"holds": "holds", "differs": "differs", "not run": "not-run"}
+_VERDICT_CLASSES = {verdict: verdict.replace(" ", "-") for verdict in VERDICTS}  # one per verdict, none missed
 _HTML_STYLE = (
     "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse}"
     " td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
-    " tr.holds{background:#e6f4ea} tr.differs{background:#fce8e6} tr.not-run{background:#f1f3f4}"
+    " tr.holds{background:#e6f4ea} tr.differs{background:#fce8e6} tr.inconclusive{background:#fef7e0}"
+    " tr.not-run{background:#f1f3f4}"
 )
 
 
@@ -602,7 +603,7 @@ def claims_html(claims: pd.DataFrame) -> str:
     """The claims table as a standalone HTML page (the report displays HTML; a CSV is only offered as a download)."""
     head = "".join(f"<th>{html.escape(col)}</th>" for col in COLUMNS)
     body = [
-        f'<tr class="{_VERDICT_CLASSES.get(row.verdict, "")}">'
+        f'<tr class="{_VERDICT_CLASSES[row.verdict]}">'
         + "".join(f"<td>{html.escape(str(value))}</td>" for value in row)
         + "</tr>"
         for row in claims[COLUMNS].itertuples(index=False)
