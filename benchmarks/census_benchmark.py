@@ -119,23 +119,23 @@ def peak_rss_mb() -> float:
     return max(own, children) / 1024.0
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the census")
     parser.add_argument("--n-trials", type=int, default=CONFIG["n_trials"])
     parser.add_argument("--n-iter", type=int, default=CONFIG["n_iter"])
     parser.add_argument("--naive-trials", type=int, default=5, help="trials per d for the straightforward way")
     parser.add_argument("--repeat", type=int, default=3, help="census runs (the best wall time is reported)")
-    args = parser.parse_args()
-    settings = default_settings(n_trials=args.n_trials, n_iter=args.n_iter)
-    dims = PAPER_DIMS
-    total = len(dims) * settings.n_trials
+    return parser.parse_args()
 
+
+def report_census(settings: CensusSettings, args: argparse.Namespace) -> tuple[float, pd.DataFrame]:
+    """Run the full census ``args.repeat`` times, print the best wall time, memory and per-d times."""
+    dims, total = PAPER_DIMS, len(PAPER_DIMS) * settings.n_trials
     runs = [full_census(settings, dims, args.workers) for _ in range(args.repeat)]
     walls = [w for w, _, _ in runs]
     wall, per_d, rows = min(runs, key=lambda r: r[0])
     assert all(r.equals(rows) for _, _, r in runs), "census rows differ between repeats"
-    peak_after_census = peak_rss_mb()
     print(
         f"full census: {len(dims)} dims x {settings.n_trials} trials x {settings.n_iter} iterations "
         f"(n={settings.n}, T={settings.T}) with {args.workers} worker(s), best of {args.repeat}"
@@ -144,35 +144,36 @@ def main() -> None:
         f"  wall time            {wall:8.2f} s   ({1e3 * wall / total:.3f} ms per trial; all runs: "
         f"{', '.join(f'{w:.2f}' for w in walls)} s)"
     )
-    print(f"  peak memory          {peak_after_census:8.0f} MB  (max RSS over the main process and the workers)")
+    print(f"  peak memory          {peak_rss_mb():8.0f} MB  (max RSS over the main process and the workers)")
     cpu = sum(t["cpu_s"] for t in per_d.values())
     print(f"  CPU time             {cpu:8.2f} s   (sum over the workers; wall on idle cores ~ CPU / workers)")
     print(f"  load average (1 min) {os.getloadavg()[0]:8.2f}     (other processes on the machine slow the wall time)")
     print("  per d, inside its worker (sampling is O(d); GD and classification do not depend on d):")
     for d in dims:
         print(f"    d = {d:4d}  wall {per_d[d]['wall_s']:5.2f} s  CPU {per_d[d]['cpu_s']:5.2f} s")
+    return wall, rows
 
+
+def report_straightforward(settings: CensusSettings, args: argparse.Namespace, wall: float, rows: pd.DataFrame) -> None:
+    """Time the notebook-style implementation on a few trials per d and compare it with the library's census."""
     import torch
 
     torch.set_num_threads(1)
-    naive, fast = [], rows.set_index(["d", "trial"])
+    total = len(PAPER_DIMS) * settings.n_trials
     start = time.perf_counter()
-    for d in dims:
-        for trial in range(args.naive_trials):
-            naive.append(naive_trial(settings, d, trial))
-    naive_wall = time.perf_counter() - start
-    n_naive = len(naive)
-    per_trial = naive_wall / n_naive
-    table = pd.DataFrame(naive).set_index(["d", "trial"])
+    naive = [naive_trial(settings, d, trial) for d in PAPER_DIMS for trial in range(args.naive_trials)]
+    per_trial = (time.perf_counter() - start) / len(naive)
+    table, fast = pd.DataFrame(naive).set_index(["d", "trial"]), rows.set_index(["d", "trial"])
     same = (table["class"] == fast.loc[table.index, "class"]).sum()
     both = table["saturated"] & fast.loc[table.index, "saturated"]
     print(
-        f"straightforward (torch module + SGD + cvxopt QP, one process), {n_naive} trials ({args.naive_trials} per d):"
+        f"straightforward (torch module + SGD + cvxopt QP, one process), {len(naive)} trials "
+        f"({args.naive_trials} per d):"
     )
     print(f"  per trial            {per_trial:8.3f} s")
     lib_corr = fast.loc[table.index[both], "corr"].mean()
     print(
-        f"  same class as the library on {same}/{n_naive} trials; mean corr over saturated trials "
+        f"  same class as the library on {same}/{len(naive)} trials; mean corr over saturated trials "
         f"{table.loc[both, 'corr'].mean():.5f} (library on the same trials: {lib_corr:.5f})"
     )
     projected = per_trial * total / args.workers
@@ -181,6 +182,13 @@ def main() -> None:
         f"ratio (straightforward / library): {projected / wall:8.0f}x  "
         f"(per trial: {per_trial:.3f} s vs {wall / total * args.workers * 1e3:.3f} ms of one core)"
     )
+
+
+def main() -> None:
+    args = parse_args()
+    settings = default_settings(n_trials=args.n_trials, n_iter=args.n_iter)
+    wall, rows = report_census(settings, args)
+    report_straightforward(settings, args, wall, rows)
     print(f"peak memory at exit    {peak_rss_mb():8.0f} MB")
 
 
