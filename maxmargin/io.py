@@ -131,7 +131,7 @@ def rule_logging(job: Any) -> Iterator[logging.Logger]:
     else:
         from maxmargin.provenance import snakemake_provenance
 
-        remove_stale_sidecars(getattr(job, "output", ()))
+        remove_stale_sidecars(job.output)
         log_path, token = job.log[0], _PROVENANCE.set(snakemake_provenance(job))
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a", encoding="utf-8") as log_file, _stderr_to(log_file):

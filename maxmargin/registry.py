@@ -214,6 +214,8 @@ PANELS: tuple[Panel, ...] = (
     Panel("fig9a", "fig9", "census", "Figure 9(a)"),
     Panel("fig9b", "fig9", "census", "Figure 9(b)"),
     Panel("fig10", "fig10", "census", "Figure 10"),
+    Panel("census_budget", "census_budget", "census", "Iteration budget", gallery=False),
+    Panel("census_grid", "census_grid", "census", "Phase diagram", gallery=False),
     Panel("regpath", "regpath", "regpath", "Regularization paths"),
     Panel("vit_recipes", "vit_recipes", "vit", "ViT recipe study", gallery_width=1200),
 )

@@ -147,6 +147,7 @@ def test_tables_written_in_a_rule_carry_provenance(tmp_path):
     job = types.SimpleNamespace(
         rule="demo",
         log=[str(tmp_path / "demo.log")],
+        output=[str(tmp_path / "t.csv")],
         wildcards={"d": "5"},
         params={"seed": 3},
         config={"census": {"seed": 3}},

@@ -19,7 +19,7 @@ CENSUS_SETTINGS = {
     if k not in ("dims", "histogram", "budget", "grid", "confidence")
 }
 
-# Figure panel -> the table it draws; figure target -> its panels.
+# Figure panel -> the table it draws. Panels, figure targets and report labels: the figure registry.
 CENSUS_PANELS = {
     "fig9a": "census_summary",
     "fig9b": "fig9b",
@@ -27,20 +27,7 @@ CENSUS_PANELS = {
     "census_budget": "census_budget",
     "census_grid": "census_grid",
 }
-CENSUS_FIGURES = {
-    "fig9": ["fig9a", "fig9b"],
-    "fig10": ["fig10"],
-    "census_budget": ["census_budget"],
-    "census_grid": ["census_grid"],
-}
-# Figure panel -> its report subcategory and label.
-CENSUS_REPORT = {
-    "fig9a": ("Figure 9", "Figure 9(a)"),
-    "fig9b": ("Figure 9", "Figure 9(b)"),
-    "fig10": ("Figure 10", "Figure 10"),
-    "census_budget": ("Iteration budget", "Iteration budget"),
-    "census_grid": ("Phase diagram", "Phase diagram"),
-}
+CENSUS_FIGURES = registry.figures_of("census")
 
 
 wildcard_constraints:
@@ -272,9 +259,11 @@ rule plot_census:
             results_path("figures/{census_panel}.png"),
             caption="../report/census.rst",
             category="3 Census (Figures 9-10)",
-            subcategory=lambda wildcards: CENSUS_REPORT[wildcards.census_panel][0],
+            subcategory=lambda wildcards: registry.panel(
+                wildcards.census_panel
+            ).figure_label,
             labels=lambda wildcards: {
-                "figure": CENSUS_REPORT[wildcards.census_panel][1],
+                "figure": registry.panel(wildcards.census_panel).label,
                 "type": "figure",
             },
         ),
