@@ -4,10 +4,12 @@ Layers (imports point one way; tests/test_layers.py checks it):
 
 - :mod:`maxmargin.core`: the model f(X) = v^T X^T softmax(X W^T p), its exact gradients, gradient descent, the
   SVM problems (ATT-SVM, p_relax, v-SVM), SVM-neighbours and the ball solver; numpy/scipy/cvxopt/sklearn only.
+- :mod:`maxmargin.registry`: every figure, table and synthetic experiment, declared once (plain data).
 - :mod:`maxmargin.experiments`: one module per experiment family (synthetic, census, regpath, lemma1, vit),
-  returning tables; :mod:`maxmargin.registry` declares every figure.
-- :mod:`maxmargin.figures`: the panels, drawn from tables only.
-- :mod:`maxmargin.io`, :mod:`maxmargin.provenance`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`: the pipeline.
+  returning tables; :mod:`maxmargin.figures`: the panels, drawn from tables only. Both import core and the
+  registry only.
+- :mod:`maxmargin.io`, :mod:`maxmargin.provenance`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`,
+  :mod:`maxmargin.pipeline` (the registry's names resolved): the pipeline; scripts and rule files on top.
 
 The names below are the public API. They are imported on first use, so ``import maxmargin`` stays cheap (no torch
 unless a ViT function is asked for).
@@ -42,9 +44,10 @@ _HOMES = {
         "classify_direction",
         "SVMResult",
     ],
-    "maxmargin.experiments.synthetic": ["run_experiment"],
+    "maxmargin.pipeline": ["run_experiment"],
     "maxmargin.experiments.census": ["CensusSettings", "run_trials"],
-    "maxmargin.experiments.regpath": ["regularization_path_p", "regularization_path_joint", "regpath_table"],
+    "maxmargin.core.regpath": ["regularization_path_p", "regularization_path_joint"],
+    "maxmargin.experiments.regpath": ["regpath_table"],
     "maxmargin.experiments.lemma1": ["lemma1_check", "lemma1_table"],
     "maxmargin.experiments.vit": ["VitSettings", "train_vit", "soft_sparsity", "key_query_frobenius"],
     "maxmargin.claims": ["evaluate_claims", "CLAIMS"],

@@ -76,6 +76,26 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         write_json(provenance, provenance_path(path))
 
 
+def save_figure(fig: Any, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
+    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance."""
+    import matplotlib.pyplot as plt
+
+    meta = dict(metadata or {})
+    provenance = current_provenance()
+    if provenance is not None:
+        meta["Provenance"] = json.dumps(provenance, sort_keys=True, default=str)
+    # No CreationDate: a forced rerun then writes a byte-identical PDF.
+    pdf_meta: dict[str, str | None] = {k: v for k, v in meta.items() if k in ("Title", "Author", "Subject", "Keywords")}
+    pdf_meta["CreationDate"] = None
+    if "Provenance" in meta:
+        pdf_meta["Keywords"] = meta["Provenance"]
+    with atomic_path(pdf) as tmp:
+        fig.savefig(tmp, format="pdf", metadata=pdf_meta)
+    with atomic_path(png) as tmp:
+        fig.savefig(tmp, format="png", metadata=meta or None)
+    plt.close(fig)
+
+
 def write_npz(arrays: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Write arrays as an ``.npz`` atomically and byte-reproducibly.
 
@@ -168,3 +188,22 @@ def _stderr_to(log_file: Any) -> Iterator[None]:
         logging.captureWarnings(False)
         sys.stderr.flush()
         sys.stderr = terminal
+
+
+def save_result(
+    result: Any,
+    settings: Any,
+    metrics_path: str | os.PathLike[str],
+    sidecar_path: str | os.PathLike[str],
+    maps_path: str | os.PathLike[str],
+) -> pd.DataFrame:
+    """Write a ViT run's metrics table, its JSON sidecar and its maps atomically (``TrainResult``, ``VitSettings``:
+    :mod:`maxmargin.experiments.vit`; the files: :func:`maxmargin.experiments.vit.results.result_tables`)."""
+    from maxmargin.experiments.vit.results import result_tables
+
+    table, sidecar, maps = result_tables(result, settings)
+    write_csv(table, metrics_path)
+    with atomic_path(sidecar_path) as tmp:
+        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
+    write_npz(maps, maps_path)
+    return table

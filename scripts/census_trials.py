@@ -5,7 +5,7 @@ from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
     d = int(snakemake.wildcards.d)
-    settings = CensusSettings(**snakemake.params.settings)
+    settings = CensusSettings.from_config(snakemake.params.census, **snakemake.params.changes)
     log.info("census d=%d with %s", d, settings)
     rows = run_trials(settings, d)  # one progress line per chunk of trials in the log
     write_csv(rows, snakemake.output[0])

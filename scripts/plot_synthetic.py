@@ -2,9 +2,8 @@
 
 import pandas as pd
 
-from maxmargin.figures.style import save_figure
-from maxmargin.figures.synthetic import draw_synthetic_panel
-from maxmargin.io import rule_logging
+from maxmargin.io import rule_logging, save_figure
+from maxmargin.pipeline import draw_synthetic_panel
 
 with rule_logging(snakemake) as log:
     panel = snakemake.wildcards.panel

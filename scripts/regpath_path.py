@@ -4,7 +4,8 @@ Writes the path (``method == "path"``: one row per R and max-margin direction) a
 compared with (GD runs and constrained local optima, ``method`` gd / local).
 """
 
-from maxmargin.experiments.regpath import radius_grid, regpath_table
+from maxmargin.core.regpath import radius_grid
+from maxmargin.experiments.regpath import regpath_table
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:

@@ -1,7 +1,7 @@
 """Snakemake script: run one synthetic experiment (rule synthetic_experiment) and write its tables."""
 
-from maxmargin.experiments.synthetic import run_experiment
 from maxmargin.io import rule_logging, write_csv
+from maxmargin.pipeline import run_experiment
 
 with rule_logging(snakemake) as log:
     name = snakemake.wildcards.experiment

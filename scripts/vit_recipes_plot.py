@@ -2,11 +2,10 @@
 
 import pandas as pd
 
-from maxmargin.figures.style import save_figure
-from maxmargin.figures.vit import draw_recipes
-from maxmargin.io import rule_logging
+from maxmargin.io import rule_logging, save_figure
+from maxmargin.pipeline import draw_table_panel
 
 with rule_logging(snakemake) as log:
-    fig = draw_recipes(pd.read_csv(snakemake.input[0]), snakemake.params.num_classes)
+    fig = draw_table_panel("vit_recipes", pd.read_csv(snakemake.input[0]), snakemake.params.num_classes)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin vit_recipes"})
     log.info("drew the recipe study")

@@ -2,8 +2,8 @@
 
 import torch
 
-from maxmargin.experiments.vit import VitSettings, load_image_data, save_result, train_vit
-from maxmargin.io import rule_logging
+from maxmargin.experiments.vit import VitSettings, load_image_data, train_vit
+from maxmargin.io import rule_logging, save_result
 
 with rule_logging(snakemake) as log:
     torch.set_num_threads(snakemake.threads)

@@ -11,8 +11,8 @@ from conftest import DEFAULT_CONFIG
 
 from maxmargin.claims import CLAIMS, VERDICTS, claims_markdown, evaluate_claims, interval_verdict
 from maxmargin.experiments.census_tables import PROPORTIONS, wilson_interval
-from maxmargin.experiments.synthetic import run_experiment
 from maxmargin.io import provenance_path, rule_logging, write_csv
+from maxmargin.pipeline import run_experiment
 
 
 def census_summary(pct_gmm, p_gap_negative=(0.0, 0.002, 0.004), pct_not_saturated=(60.0, 2.0, 0.0), n_trials=1000):

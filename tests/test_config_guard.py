@@ -8,7 +8,7 @@ import pytest
 from conftest import snakemake
 
 from maxmargin.config import check_config
-from maxmargin.experiments.synthetic import run_experiment
+from maxmargin.pipeline import run_experiment
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1.0e300])

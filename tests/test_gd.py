@@ -9,11 +9,13 @@ import pandas as pd
 import pytest
 from conftest import DEFAULT_CONFIG
 
+from maxmargin import registry
 from maxmargin.core.gd import cosine, gradient_descent, joint_normalized_gd
 from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances
 from maxmargin.experiments.instances import scored_tokens
-from maxmargin.experiments.synthetic import run_experiment
+from maxmargin.pipeline import run_experiment
+from maxmargin.registry import experiment_settings
 
 
 def test_theorem2_single_input_converges_to_gmm_from_every_start():
@@ -93,7 +95,7 @@ def test_zero_gradient_steps_are_skipped_and_counted():
 
 
 def test_batch_of_runs_equals_separate_runs():
-    inst = instances.fig1c()
+    inst = instances.fig1c(**DEFAULT_CONFIG["synthetic"]["data"]["fig1c"])
     p0 = instances.starts_on_circle(4, 2.0, 3)
     together = gradient_descent(inst.K, inst.gamma, p0, eta=0.1, n_iter=200, keep_path=False)
     for b in range(4):
@@ -108,8 +110,11 @@ def test_bad_step_size_is_rejected():
 
 
 def _gd_runs(name: str, settings: dict) -> pd.DataFrame:
-    """The gd_run rows of a registered experiment's directions table, indexed by their start (key plane)."""
-    table = run_experiment(name, settings, {}).directions
+    """The gd_run rows of a registered experiment's directions table, indexed by their start (key plane).
+
+    ``settings`` is the experiment's config block, read as the workflow reads it."""
+    config = {"synthetic": {registry.experiment(name).config: settings}}
+    table = run_experiment(name, experiment_settings(name, config), {}).directions
     runs = table[table["record"] == "gd_run"]
     return runs.assign(p0=[tuple(json.loads(x)[:2]) for x in runs["start"]]).set_index("p0")
 

@@ -15,16 +15,11 @@ from maxmargin.core.ball import ball_kkt_residual, solve_on_balls
 from maxmargin.core.gd import cosine, gradient_descent
 from maxmargin.core.logspace import log_excess_risk, log_joint_risk
 from maxmargin.core.model import Gradient, keys, model_output, risk, token_scores
+from maxmargin.core.regpath import radius_grid, regularization_path_joint, regularization_path_p
 from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances
 from maxmargin.experiments.lemma1 import grad_W, lemma1_check
-from maxmargin.experiments.regpath import (
-    radius_grid,
-    regpath_table,
-    regpath_table_settings,
-    regularization_path_joint,
-    regularization_path_p,
-)
+from maxmargin.experiments.regpath import regpath_table
 
 
 def solver(**settings):
@@ -255,7 +250,7 @@ def circle_local_minima(inst, R, half_width=0.6, n=1201):
 def test_fig1b_local_optimum_near_the_lmm_is_reported_in_the_compare_rows():
     # Issue 13, part 5: the local minimiser near the LMM (found independently at R ~ 20, cosine 0.9997) is in the
     # `local` rows, which the workflow writes to regpath_compare.csv, not regpath.csv.
-    settings = {**regpath_table_settings(DEFAULT_CONFIG["regpath"], "fig1b"), "gd": None}
+    settings = {k: v for k, v in DEFAULT_CONFIG["regpath"].items() if k not in ("instances", "gd")} | {"gd": None}
     radii = radius_grid(**settings.pop("radii"))
     table = regpath_table("fig1b", radii=radii, **settings)
     local = table[(table["method"] == "local") & (table["kind"] == "lmm")]

@@ -28,7 +28,7 @@ from maxmargin.experiments.vit import (
     ImageData,
     VitSettings,
 )
-from maxmargin.io import rule_logging
+from maxmargin.io import rule_logging, save_result
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 WALL_CLOCK = ["train_seconds", "epoch_seconds"]  # the only columns that differ between identical runs
@@ -422,7 +422,7 @@ def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: Imag
 def test_save_result_files(tmp_path: Path, tiny_data: ImageData) -> None:
     settings = tiny_settings(1)
     result = vit.train_vit(settings, tiny_data, tmp_path / "ck.pt")
-    table = vit.save_result(result, settings, tmp_path / "m.csv", tmp_path / "m.json", tmp_path / "maps.npz")
+    table = save_result(result, settings, tmp_path / "m.csv", tmp_path / "m.json", tmp_path / "maps.npz")
     assert list(pd.read_csv(tmp_path / "m.csv").columns) == vit.METRIC_COLUMNS == list(table.columns)
     sidecar = json.loads((tmp_path / "m.json").read_text())
     assert sidecar["optimizer"] == "adam" and sidecar["device"] == "cpu" and sidecar["dataset"] == "synthetic"

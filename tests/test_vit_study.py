@@ -9,6 +9,7 @@ from conftest import DEFAULT_CONFIG
 
 from maxmargin.experiments import vit_study
 from maxmargin.experiments.vit import TrainResult
+from maxmargin.experiments.vit.settings import recipe_config
 
 
 def test_recipe_merges_the_proxy_and_the_recipe_over_the_vit_block():
@@ -25,7 +26,7 @@ def test_recipe_merges_the_proxy_and_the_recipe_over_the_vit_block():
     full = vit_study.recipe_settings(vit, {**study, "proxy": False}, name)
     assert full.model.embed_dim == vit["model"]["embed_dim"] and full.data.n_train == vit["data"]["n_train"]
     with pytest.raises(ValueError, match="unknown vit_recipes recipe 'nope'"):
-        vit_study.recipe_config(vit, study, "nope")
+        recipe_config(vit, study, "nope")
 
 
 def test_pilot_projects_every_part_of_an_epoch():

@@ -68,12 +68,12 @@ def fig1b() -> Instance:
     return scored_tokens("fig1b", [[[-0.1, 1.0], [1.0, 0.0], [0.0, 0.0]]], [[1.0, 0.9, 0.0]])
 
 
-def fig1c(seed: int = 0, n: int = 3, T: int = 7, spread: float = 0.3) -> Instance:
+def fig1c(seed: int, n: int = 3, T: int = 7, spread: float = 0.3) -> Instance:
     """Figure 1(c): n = 3 inputs of T = 7 tokens; optimal score 1, others 0.5 (the paper's legend: "=0.5").
 
     Our construction (the paper gives no coordinates, nor how they were drawn): each input draws its optimal token
     around the centre (1.5, 2) and its T - 1 non-optimal tokens alternately around (0, 0)
-    and (2.5, 0), with Gaussian spread ``spread``.
+    and (2.5, 0), with Gaussian spread ``spread``. ``seed``: the config's ``synthetic.data.fig1c.seed``.
     """
     rng = np.random.default_rng(seed)
     centres = np.array([[1.5, 2.0], [0.0, 0.0], [2.5, 0.0]])

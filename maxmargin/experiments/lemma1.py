@@ -9,8 +9,9 @@ gradient code.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -137,24 +138,34 @@ def lemma1_check(
     )
 
 
-def _instance(name: str, seed: int) -> instances.Instance:
-    """The Fig. 1 instance ``name``; ``seed`` draws the Fig. 1(c) tokens."""
-    return {"fig1a": instances.fig1a, "fig1b": instances.fig1b, "fig1c": lambda: instances.fig1c(seed)}[name]()
+def _instance(name: str, data: Mapping[str, Mapping[str, Any]]) -> instances.Instance:
+    """The Fig. 1 instance ``name`` with its data parameters (the config's ``synthetic.data``: the Fig. 1(c) seed)."""
+    if name not in ("fig1a", "fig1b", "fig1c"):
+        raise ValueError(f"unknown Lemma 1 instance {name!r}; allowed: fig1a, fig1b, fig1c")
+    return getattr(instances, name)(**data.get(name, {}))
 
 
 def lemma1_table(
-    *, instances: Sequence[str], u: Sequence[float], eta: float, n_iter: int, seed: int, loss: LossName
+    *,
+    instances: Sequence[str],
+    u: Sequence[float],
+    eta: float,
+    n_iter: int,
+    seed: int,
+    loss: LossName,
+    data: Mapping[str, Mapping[str, Any]],
 ) -> pd.DataFrame:
     """Lemma 1 on each instance's data (X, Y, v): max_t ||W(t) - u p(t)^T/||u||^2||_F for GD on W and on p.
 
-    p(0) is drawn from N(0, I) with ``seed`` (one draw per instance, in order); ``seed`` also draws the
-    Fig. 1(c) tokens. One row per instance (``LEMMA1_COLUMNS``).
+    p(0) is drawn from N(0, I) with ``seed`` (one draw per instance, in order); ``data`` holds each data set's
+    parameters (the config's ``synthetic.data``: the Fig. 1(c) tokens are those of Figures 1(c) and 4). One row
+    per instance (``LEMMA1_COLUMNS``).
     """
     rng = np.random.default_rng(seed)
     u = np.asarray(u, dtype=np.float64)
     rows = []
     for name in instances:
-        inst = _instance(name, seed)
+        inst = _instance(name, data)
         n, T, d = inst.X.shape
         if u.shape != (d,):
             raise ValueError(f"u has {u.size} entries but the {name} tokens have d = {d}")

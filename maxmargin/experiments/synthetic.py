@@ -4,22 +4,21 @@ Paper: Sections 2-4 and Appendix E. Every experiment returns an :class:`Experime
 ``trajectories`` (one row per run and recorded iteration), ``tokens`` (the data, in the key
 plane the paper draws) and ``directions`` (every max-margin direction computed, and every GD
 run's start and final cosine with the direction theory predicts for it). Which experiment runs which function on
-which data set, with which block of the config, is declared in the figure registry (:mod:`maxmargin.registry`).
+which data set, with which block of the config, is declared in the figure registry (:mod:`maxmargin.registry`)
+and run by :func:`maxmargin.pipeline.run_experiment`.
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from maxmargin import registry
+from maxmargin.core.directions import MAX_ENUMERATED, max_margin_directions
 from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd, record_iterations
 from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output, selected_tokens
 from maxmargin.core.svm import (
@@ -33,9 +32,6 @@ from maxmargin.core.svm import (
 )
 from maxmargin.experiments import instances
 from maxmargin.experiments.instances import Instance
-
-# Every GMM and LMM of an instance is found by enumerating its T^n token choices when there are at most this many.
-MAX_ENUMERATED = 64
 
 DIRECTION_COLUMNS = [
     "figure",
@@ -154,24 +150,6 @@ def _directions(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame.drop_duplicates(subset=["figure", "record", "kind", "tokens", "run"], ignore_index=True)
 
 
-def max_margin_directions(
-    K: Array, gamma: Array, max_combinations: int = MAX_ENUMERATED
-) -> list[tuple[str, Array, SVMResult]]:
-    """All GMM and LMM directions of a small instance, by enumerating the token choices alpha.
-
-    Paper: Definition 2 and the set P^mm of Section 2.3. Only for T^n <= ``max_combinations``.
-    """
-    n, T, _ = K.shape
-    if T**n > max_combinations:
-        raise ValueError(f"T^n = {T**n} token choices exceed max_combinations = {max_combinations}")
-    found = []
-    for alpha in itertools.product(range(T), repeat=n):
-        res = classify_direction(K, gamma, np.array(alpha))
-        if res.kind in ("gmm", "lmm"):
-            found.append((res.kind, np.array(alpha), res.svm))
-    return found
-
-
 def _p_runs(
     figure: str, instance: Instance, labels: Sequence[str], starts: Array, finals: Array
 ) -> list[dict[str, Any]]:
@@ -213,18 +191,18 @@ def gd_on_p_from_starts(
     n_iter: int,
     loss: str,
     starts: Sequence[Sequence[float]],
-    on_circle: Sequence[str],
+    on_circle: bool,
     n_starts: int,
     start_radius: float,
 ) -> ExperimentTables:
     """Figure 1(a, b, c): normalized GD on p from several starts; GMM (and LMM) directions.
 
     Paper: Section 2, Theorems 2 and 3, Figure 1. The starts are ``starts`` in the key plane (the authors'
-    notebook), or, for the experiments named in ``on_circle``, ``n_starts`` points on a circle of ``start_radius``.
+    notebook), or, ``on_circle``, ``n_starts`` points on a circle of ``start_radius``.
     """
     instance = make_instance()
     d = instance.X.shape[-1]
-    if name in on_circle:
+    if on_circle:
         p0 = instances.starts_on_circle(n_starts, start_radius, d, phase=np.pi / n_starts)
     else:
         p0 = instances.starts_in_key_plane(starts, d)
@@ -384,18 +362,3 @@ def gd_under_each_loss(
             rows += _p_runs(name, instance, [label], start[None], final[None])
     tokens = pd.concat([tokens_frame(name, i).assign(C=c) for i, c in zip(insts, C, strict=True)], ignore_index=True)
     return ExperimentTables(pd.concat(frames, ignore_index=True), tokens, _directions(rows))
-
-
-# Experiment name -> its function, from the figure registry (maxmargin/registry.py).
-EXPERIMENTS: dict[str, Callable[..., ExperimentTables]] = {e.name: globals()[e.function] for e in registry.EXPERIMENTS}
-
-
-def run_experiment(name: str, settings: Mapping[str, Any], data: Mapping[str, Any]) -> ExperimentTables:
-    """Run one registered synthetic experiment with its config block ``settings`` and its data set's ``data``.
-
-    The data set is the registry's instance function with its fixed arguments and the config's data parameters
-    bound; the experiment function calls it (once, or once per score C in Figure 5).
-    """
-    entry = registry.experiment(name)
-    make_instance = functools.partial(getattr(instances, entry.instance), **entry.instance_args, **data)
-    return EXPERIMENTS[name](name, make_instance, **settings)

@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 
 from maxmargin.experiments.vit import TrainResult, VitSettings
+from maxmargin.experiments.vit.settings import recipe_config
 
 RECIPE_COLUMNS = [
     "recipe",
@@ -44,20 +45,6 @@ PILOT_COLUMNS = [
     "last_train_loss",
     "test_acc",
 ]
-
-
-def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The ``vit`` config of recipe ``name``: the proxy's model/data/probe (when ``study.proxy``) and train
-    settings merged over ``vit``'s, then the recipe's own optimiser keys."""
-    recipes = {r["name"]: r for r in study["recipes"]}
-    if name not in recipes:
-        raise ValueError(f"unknown vit_recipes recipe {name!r}; the config has {', '.join(recipes)}")
-    sections = ("model", "data", "probe") if study["proxy"] else ()
-    cfg = {key: {**vit[key], **(study.get(key, {}) if key in sections else {})} for key in ("model", "data", "probe")}
-    recipe = {k: v for k, v in recipes[name].items() if k != "name"}
-    cfg["train"] = {**vit["train"], **study.get("train", {}), **recipe}
-    cfg["guard"] = dict(vit.get("guard", {}))
-    return cfg
 
 
 def recipe_settings(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> VitSettings:

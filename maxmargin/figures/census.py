@@ -7,8 +7,6 @@ and returns a matplotlib Figure; nothing is recomputed here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -193,19 +191,3 @@ def census_grid(table: pd.DataFrame) -> Figure:
                 ax.set_title(f"{title}, $d = {int(d)}$", fontsize=8)
                 fig.colorbar(image, ax=ax, shrink=0.8)
     return fig
-
-
-PANELS: dict[str, Callable[[pd.DataFrame], Figure]] = {
-    "fig9a": fig9a,
-    "fig9b": fig9b,
-    "fig10": fig10,
-    "census_budget": census_budget,
-    "census_grid": census_grid,
-}
-
-
-def draw_census_panel(panel: str, table: pd.DataFrame) -> Figure:
-    """Draw a census panel (:data:`PANELS`) from its table."""
-    if panel not in PANELS:
-        raise ValueError(f"unknown census panel {panel!r}; allowed: {', '.join(PANELS)}")
-    return PANELS[panel](table)

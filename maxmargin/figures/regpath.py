@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from maxmargin.core.directions import BLOCK_OF_KIND
 from maxmargin.figures import style
 from maxmargin.figures.synthetic import KIND_LABELS
 
@@ -20,12 +21,11 @@ TITLES = {
     "fig3a": "Fig. 3(a) data: $(v_r, p_R)$, $r = R$ (Thm 5)",
     "fig3b": "Fig. 3(b) data: $(v_r, p_R)$, $r = R$ (Thm 6)",
 }
-BLOCK = {"gmm": "p", "lmm": "p", "p_mm": "p", "p_relax": "p", "v_mm": "v"}
 FLOOR = 1e-16  # 1 - cosine is drawn at least at this value (log axis)
 
 
 def _label(kind: str, method: str, run: str) -> str:
-    block = "v_r" if BLOCK[kind] == "v" else "p"
+    block = "v_r" if BLOCK_OF_KIND[kind] == "v" else "p"
     if method == "path":
         what = f"${block}(R)$" if kind in ("gmm", "lmm") else f"${block}$ path"
     elif method == "local":

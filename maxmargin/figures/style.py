@@ -58,26 +58,6 @@ def new_axes(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
     return fig, ax
 
 
-def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
-    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance."""
-    from maxmargin.io import atomic_path, current_provenance
-
-    meta = dict(metadata or {})
-    provenance = current_provenance()
-    if provenance is not None:
-        meta["Provenance"] = json.dumps(provenance, sort_keys=True, default=str)
-    # No CreationDate: a forced rerun then writes a byte-identical PDF.
-    pdf_meta: dict[str, str | None] = {k: v for k, v in meta.items() if k in ("Title", "Author", "Subject", "Keywords")}
-    pdf_meta["CreationDate"] = None
-    if "Provenance" in meta:
-        pdf_meta["Keywords"] = meta["Provenance"]
-    with atomic_path(pdf) as tmp:
-        fig.savefig(tmp, format="pdf", metadata=pdf_meta)
-    with atomic_path(png) as tmp:
-        fig.savefig(tmp, format="png", metadata=meta or None)
-    plt.close(fig)
-
-
 def direction_of(row: pd.Series) -> np.ndarray:
     return np.asarray(json.loads(row["direction"]), dtype=float)
 

@@ -6,7 +6,6 @@ Paper: Figures 1, 2, 3, 4, 5 and 8. Each function takes the tables written by
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Wedge
 
-from maxmargin import registry
 from maxmargin.figures import style
 
 KIND_LABELS = {
@@ -232,17 +230,3 @@ def key_plane_gd_by_input(
     """Figure 8: with n = 2, two starts converge to two different directions, the GMM and an LMM."""
     fig, _, _ = _key_plane_panel(title, traj, tokens, directions, by_input=True)
     return fig
-
-
-# Panel name -> its drawing function, from the figure registry (maxmargin/registry.py).
-PANELS: dict[str, Callable[..., Figure]] = {p.name: globals()[p.function] for p in registry.panels_of("synthetic")}
-
-
-def draw_synthetic_panel(
-    panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
-) -> Figure:
-    """Draw one registered panel of Figures 1-5 or 8 in the shared style."""
-    if panel not in PANELS:
-        raise ValueError(f"unknown panel {panel!r}; registered: {', '.join(PANELS)}")
-    with style.paper_style():
-        return PANELS[panel](registry.panel(panel).title, traj, tokens, directions, plots)

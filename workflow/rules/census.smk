@@ -11,36 +11,11 @@ if not set(CENSUS_HIST_DIMS) <= set(CENSUS_DIMS):
 CENSUS_BUDGET = CENSUS["budget"]
 CENSUS_GRID = CENSUS["grid"]
 
-# Keyword arguments of maxmargin.experiments.census.CensusSettings: the census block less the per-d, plot and
-# study settings.
-CENSUS_SETTINGS = {
-    k: v
-    for k, v in CENSUS.items()
-    if k not in ("dims", "histogram", "budget", "grid", "confidence")
-}
-
-# Figure panel -> the table it draws. Panels, figure targets and report labels: the figure registry.
-CENSUS_PANELS = {
-    "fig9a": "census_summary",
-    "fig9b": "fig9b",
-    "fig10": "fig9b",
-    "census_budget": "census_budget",
-    "census_grid": "census_grid",
-}
-CENSUS_FIGURES = registry.figures_of("census")
+CENSUS_PANELS = [panel.name for panel in registry.panels_of("census")]
 
 
 wildcard_constraints:
     census_panel="|".join(CENSUS_PANELS),
-
-
-# Figure target -> its panels' files.
-CENSUS_FIGURE_FILES = {
-    figure: expand(
-        results_path("figures/{panel}.{ext}"), panel=panels, ext=["pdf", "png"]
-    )
-    for figure, panels in CENSUS_FIGURES.items()
-}
 
 
 CENSUS_GRID_CELLS = expand(
@@ -55,21 +30,11 @@ CENSUS_BUDGET_RUNS = expand(
     n_iter=CENSUS_BUDGET["n_iter"],
 )
 
-# The grid is its own target (minutes of compute); the budget study feeds a claim, so it is part of `all`.
-ALL_TARGETS += (
-    CENSUS_FIGURE_FILES["fig9"]
-    + CENSUS_FIGURE_FILES["fig10"]
-    + CENSUS_FIGURE_FILES["census_budget"]
-    + [
-        results_path("tables/census_trials.csv"),
-        results_path("tables/census_summary.csv"),
-        results_path("tables/fig9b.csv"),
-        results_path("tables/census_budget.csv"),
-        results_path("runs/census_budget/trials.csv"),
-    ]
-    + expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS)
-    + CENSUS_BUDGET_RUNS
-)
+# The figures and tables are registered (common.smk puts them in `all`); here the per-job runs behind them.
+ALL_TARGETS += expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS) + [
+    results_path("runs/census_budget/trials.csv"),
+    *CENSUS_BUDGET_RUNS,
+]
 
 
 rule census_trials:
@@ -85,7 +50,8 @@ rule census_trials:
     conda:
         "../envs/core.yaml"
     params:
-        settings=CENSUS_SETTINGS,
+        census=CENSUS,  # maxmargin.experiments.census.CensusSettings.from_config picks its keys
+        changes={},
     script:
         "../../scripts/census_trials.py"
 
@@ -104,7 +70,8 @@ rule census_budget_trials:
     conda:
         "../envs/core.yaml"
     params:
-        settings=lambda wildcards: {**CENSUS_SETTINGS, "n_iter": int(wildcards.n_iter)},
+        census=CENSUS,
+        changes=lambda wildcards: {"n_iter": int(wildcards.n_iter)},
     script:
         "../../scripts/census_trials.py"
 
@@ -124,8 +91,8 @@ rule census_grid_cell:
     conda:
         "../envs/core.yaml"
     params:
-        settings=lambda wildcards: {
-            **CENSUS_SETTINGS,
+        census=CENSUS,
+        changes=lambda wildcards: {
             "n": int(wildcards.n),
             "T": int(wildcards.T),
             "n_trials": CENSUS_GRID["n_trials"],
@@ -139,20 +106,8 @@ rule census_gather:
     input:
         expand(results_path("runs/census/d{d}.csv"), d=CENSUS_DIMS),
     output:
-        trials=report(
-            results_path("tables/census_trials.csv"),
-            caption="../report/census_trials.rst",
-            category="3 Census (Figures 9-10)",
-            subcategory="Tables",
-            labels={"figure": "census trials", "type": "table"},
-        ),
-        summary=report(
-            results_path("tables/census_summary.csv"),
-            caption="../report/census_summary.rst",
-            category="3 Census (Figures 9-10)",
-            subcategory="Tables",
-            labels={"figure": "census summary", "type": "table"},
-        ),
+        trials=report(table_path("census_trials"), **table_report("census_trials")),
+        summary=report(table_path("census_summary"), **table_report("census_summary")),
     log:
         results_path("logs/census_gather/census.log"),
     benchmark:
@@ -173,13 +128,7 @@ rule census_budget_gather:
         CENSUS_BUDGET_RUNS,
     output:
         trials=results_path("runs/census_budget/trials.csv"),
-        summary=report(
-            results_path("tables/census_budget.csv"),
-            caption="../report/census_summary.rst",
-            category="3 Census (Figures 9-10)",
-            subcategory="Tables",
-            labels={"figure": "census budget", "type": "table"},
-        ),
+        summary=report(table_path("census_budget"), **table_report("census_budget")),
     log:
         results_path("logs/census_budget_gather/census_budget.log"),
     benchmark:
@@ -200,13 +149,7 @@ rule census_grid_gather:
         CENSUS_GRID_CELLS,
     output:
         trials=results_path("runs/census_grid/trials.csv"),
-        summary=report(
-            results_path("tables/census_grid.csv"),
-            caption="../report/census_summary.rst",
-            category="3 Census (Figures 9-10)",
-            subcategory="Tables",
-            labels={"figure": "census grid", "type": "table"},
-        ),
+        summary=report(table_path("census_grid"), **table_report("census_grid")),
     log:
         results_path("logs/census_grid_gather/census_grid.log"),
     benchmark:
@@ -226,13 +169,7 @@ rule census_histogram:
     input:
         results_path("tables/census_trials.csv"),
     output:
-        report(
-            results_path("tables/fig9b.csv"),
-            caption="../report/census_summary.rst",
-            category="3 Census (Figures 9-10)",
-            subcategory="Tables",
-            labels={"figure": "Figure 9(b), 10", "type": "table"},
-        ),
+        report(table_path("fig9b"), **table_report("fig9b")),
     log:
         results_path("logs/census_histogram/fig9b.log"),
     benchmark:
@@ -248,24 +185,16 @@ rule census_histogram:
 
 
 rule plot_census:
-    """Figure 9(a), 9(b), 10, the budget study or the phase diagram, from its census table."""
+    """Figure 9(a), 9(b), 10, the budget study or the phase diagram, from its registered tables."""
     input:
-        lambda wildcards: results_path(
-            f"tables/{CENSUS_PANELS[wildcards.census_panel]}.csv"
-        ),
+        lambda wildcards: [
+            table_path(name) for name in registry.panel(wildcards.census_panel).tables
+        ],
     output:
         pdf=results_path("figures/{census_panel}.pdf"),
         png=report(
             results_path("figures/{census_panel}.png"),
-            caption="../report/census.rst",
-            category="3 Census (Figures 9-10)",
-            subcategory=lambda wildcards: registry.panel(
-                wildcards.census_panel
-            ).figure_label,
-            labels=lambda wildcards: {
-                "figure": registry.panel(wildcards.census_panel).label,
-                "type": "figure",
-            },
+            **panel_report("census", "../report/census.rst", wildcard="census_panel"),
         ),
     log:
         results_path("logs/plot_census/{census_panel}.log"),
@@ -276,25 +205,3 @@ rule plot_census:
         "../envs/core.yaml"
     script:
         "../../scripts/census_plot.py"
-
-
-rule fig9:
-    input:
-        CENSUS_FIGURE_FILES["fig9"],
-
-
-rule fig10:
-    input:
-        CENSUS_FIGURE_FILES["fig10"],
-
-
-rule census_budget:
-    input:
-        CENSUS_FIGURE_FILES["census_budget"],
-        results_path("tables/census_budget.csv"),
-
-
-rule census_grid:
-    input:
-        CENSUS_FIGURE_FILES["census_grid"],
-        results_path("tables/census_grid.csv"),

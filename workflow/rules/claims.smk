@@ -1,16 +1,11 @@
 # The claims table (every quantitative claim of the paper next to the measured value) and the README gallery.
 
+# Every table a claim reads (the registry says which: maxmargin/registry.py, Table.claims).
 CLAIM_TABLES = {
-    "directions": results_path("tables/directions.csv"),
-    "fig3a": results_path("tables/fig3a.csv"),
-    "fig4": results_path("tables/fig4.csv"),
-    "fig5": results_path("tables/fig5.csv"),
-    "census_summary": results_path("tables/census_summary.csv"),
-    "census_trials": results_path("tables/census_trials.csv"),
-    "census_budget": results_path("tables/census_budget.csv"),
-    "regpath": results_path("tables/regpath.csv"),
-    "lemma1": results_path("tables/lemma1.csv"),
-    "vit_metrics": results_path("tables/vit_metrics.csv"),
+    name: table_path(name)
+    for name in dict.fromkeys(
+        t for needs in registry.claim_tables().values() for t in needs
+    )
 }
 
 # The README gallery: every registered panel with the gallery flag (maxmargin/registry.py).
@@ -25,14 +20,14 @@ rule claims_table:
         csv=report(
             results_path("tables/claims.csv"),
             caption="../report/claims.rst",
-            category="1 Claims",
+            category=registry.category("claims"),
             subcategory="Tables",
             labels={"figure": "Claims table (CSV)", "type": "table"},
         ),
         html=report(
             results_path("tables/claims.html"),
             caption="../report/claims.rst",
-            category="1 Claims",
+            category=registry.category("claims"),
             subcategory="Tables",
             labels={"figure": "Claims table", "type": "table"},
         ),

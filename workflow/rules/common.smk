@@ -1,4 +1,6 @@
-# Shared constants and input functions of the rule files.
+# Shared constants and input functions of the rule files. Everything here is derived from the figure registry
+# (maxmargin/registry.py: every panel, table and synthetic experiment, declared once), which is plain data:
+# parsing the rule files imports neither numpy nor torch.
 from maxmargin import registry
 
 # Every output lives under one results root chosen by the config (`results`), so a paper-scale run
@@ -11,58 +13,75 @@ def results_path(path):
     return f"{RESULTS}/{path}"
 
 
-# Every figure panel and every synthetic experiment is declared once, in the figure registry (maxmargin/registry.py);
-# the lists below are derived from it, never kept by hand.
-SYNTHETIC_EXPERIMENTS = [experiment.name for experiment in registry.EXPERIMENTS]
-
-# Figure panel -> the experiment whose tables it draws.
-SYNTHETIC_PANELS = {
-    panel.name: panel.experiment for panel in registry.panels_of("synthetic")
-}
-
-# Figure target (one aggregate rule each, synthetic.smk) -> its panels.
-FIGURES = registry.figures_of("synthetic")
+def table_path(name, ext="csv"):
+    """results/tables/{name}.{ext} of a registered table."""
+    return results_path(f"tables/{registry.table(name).name}.{ext}")
 
 
-wildcard_constraints:
-    experiment="|".join(SYNTHETIC_EXPERIMENTS),
-    panel="|".join(SYNTHETIC_PANELS),
+def table_files(name):
+    return [table_path(name, ext) for ext in registry.table(name).extensions]
 
 
-def figure_files(figure):
-    return expand(
-        results_path("figures/{panel}.{ext}"), panel=FIGURES[figure], ext=["pdf", "png"]
+def panel_files(panel):
+    """[pdf, png] of a registered panel."""
+    return [
+        results_path(f"figures/{registry.panel(panel).name}.{ext}")
+        for ext in ("pdf", "png")
+    ]
+
+
+def table_report(name):
+    """The report() keywords of a registered table: its caption, its family's category, its label."""
+    entry = registry.table(name)
+    return dict(
+        caption=f"../report/{entry.caption}",
+        category=registry.category(entry.family),
+        subcategory="Tables",
+        labels={"figure": entry.label, "type": "table"},
     )
 
 
-# Every output of every job is a target of `all` (tests/test_workflow_targets.py), so none can go missing unnoticed.
-EXPERIMENT_OUTPUTS = [
-    "tables/{experiment}.csv",
-    "tables/{experiment}_tokens.csv",
-    "runs/{experiment}/directions.csv",
+def panel_report(family, caption, panel=None, wildcard=None):
+    """The report() keywords of a registered panel, or of the panel a rule's ``wildcard`` names."""
+
+    def entry(wildcards):
+        return registry.panel(panel or getattr(wildcards, wildcard))
+
+    return dict(
+        caption=caption,
+        category=registry.category(family),
+        subcategory=lambda wildcards: entry(wildcards).figure_label,
+        labels=lambda wildcards: {"figure": entry(wildcards).label, "type": "figure"},
+    )
+
+
+# Figure target (one aggregate rule each, below) -> its panels' and tables' files.
+TARGETS = {
+    figure: [f for p in panels for f in panel_files(p)]
+    + [f for t in tables for f in table_files(t)]
+    for figure, (panels, tables) in registry.targets().items()
+}
+
+# Every output of every job is a target of `all` (tests/test_workflow_targets.py), so none can go missing
+# unnoticed: every registered figure and table (less the on-demand targets), and what each rule file adds (runs).
+ALL_TARGETS = [
+    f
+    for figure, files in TARGETS.items()
+    if figure not in registry.ON_DEMAND
+    for f in files
+] + [
+    f
+    for t in registry.TABLES
+    if not t.figure and t.family not in registry.ON_DEMAND
+    for f in table_files(t.name)
 ]
-ALL_TARGETS = [f for figure in FIGURES for f in figure_files(figure)] + [
-    results_path("tables/directions.csv")
-]
-for template in EXPERIMENT_OUTPUTS:
-    ALL_TARGETS += expand(results_path(template), experiment=SYNTHETIC_EXPERIMENTS)
 
 
-def experiment_settings(wildcards):
-    """The config block of an experiment: the keyword arguments of its function in maxmargin.experiments."""
-    return config["synthetic"][registry.experiment(wildcards.experiment).config]
+for figure, files in TARGETS.items():
 
-
-def experiment_data(wildcards):
-    """The parameters of the data set an experiment runs on (Figure 4 runs on the Figure 1(c) tokens)."""
-    instance = registry.experiment(wildcards.experiment).instance
-    return config["synthetic"]["data"].get(instance, {})
-
-
-def panel_tables(wildcards):
-    exp = SYNTHETIC_PANELS[wildcards.panel]
-    return {
-        "trajectories": f"{RESULTS}/tables/{exp}.csv",
-        "tokens": f"{RESULTS}/tables/{exp}_tokens.csv",
-        "directions": f"{RESULTS}/runs/{exp}/directions.csv",
-    }
+    rule:
+        name:
+            figure
+        input:
+            files,
+        localrule: True

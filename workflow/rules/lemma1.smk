@@ -4,13 +4,7 @@
 rule lemma1_table:
     """Lemma 1: GD on W (autograd) and GD on p from W(0) = u p(0)^T / ||u||^2 stay on W(t) = u p(t)^T / ||u||^2."""
     output:
-        report(
-            results_path("tables/lemma1.csv"),
-            caption="../report/lemma1.rst",
-            category="4 Regularization paths and Lemma 1",
-            subcategory="Tables",
-            labels={"figure": "Lemma 1", "type": "table"},
-        ),
+        report(table_path("lemma1"), **table_report("lemma1")),
     log:
         results_path("logs/lemma1_table/lemma1.log"),
     benchmark:
@@ -19,13 +13,6 @@ rule lemma1_table:
         "../envs/torch.yaml"
     params:
         settings=config["lemma1"],
+        data=config["synthetic"]["data"],  # the Fig 1(c) tokens, as in Figures 1(c) and 4
     script:
         "../../scripts/lemma1_table.py"
-
-
-rule lemma1:
-    input:
-        results_path("tables/lemma1.csv"),
-
-
-ALL_TARGETS += [results_path("tables/lemma1.csv")]

@@ -1,10 +1,28 @@
 # Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6). Lemma 1 has its own rule file (lemma1.smk).
 
-from maxmargin.experiments.regpath import REGPATH_INSTANCES, regpath_table_settings
+REGPATH = config["regpath"]
 
 
 wildcard_constraints:
-    regpath_instance="|".join(REGPATH_INSTANCES),
+    regpath_instance="|".join(registry.REGPATH_INSTANCES),
+
+
+def regpath_settings(wildcards):
+    """The ``regpath`` block as keyword arguments of maxmargin.experiments.regpath.regpath_table for one instance:
+    the GD runs belong to the Theorem 1 path (Fig. 1(b) data) only."""
+    settings = {k: v for k, v in REGPATH.items() if k not in ("instances", "gd")}
+    gd = REGPATH["gd"] if wildcards.regpath_instance == "fig1b" else None
+    return {**settings, "gd": gd}
+
+
+REGPATH_RUNS = {
+    name: expand(
+        results_path("runs/regpath/{regpath_instance}" + suffix + ".csv"),
+        regpath_instance=REGPATH["instances"],
+    )
+    for name, suffix in (("path", ""), ("compare", "_compare"))
+}
+ALL_TARGETS += REGPATH_RUNS["path"] + REGPATH_RUNS["compare"]
 
 
 rule regpath_instance:
@@ -19,9 +37,7 @@ rule regpath_instance:
     conda:
         "../envs/torch.yaml"
     params:
-        settings=lambda wildcards: regpath_table_settings(
-            config["regpath"], wildcards.regpath_instance
-        ),
+        settings=regpath_settings,
     script:
         "../../scripts/regpath_path.py"
 
@@ -29,32 +45,10 @@ rule regpath_instance:
 rule regpath_table:
     """Gather the regularization paths of every instance into one table."""
     input:
-        path=expand(
-            results_path("runs/regpath/{regpath_instance}.csv"),
-            regpath_instance=config["regpath"]["instances"],
-        ),
-        compare=expand(
-            results_path("runs/regpath/{regpath_instance}_compare.csv"),
-            regpath_instance=config["regpath"]["instances"],
-        ),
+        **REGPATH_RUNS,
     output:
-        path=report(
-            results_path("tables/regpath.csv"),
-            caption="../report/regpath.rst",
-            category="4 Regularization paths and Lemma 1",
-            subcategory="Tables",
-            labels={"figure": "Regularization paths", "type": "table"},
-        ),
-        compare=report(
-            results_path("tables/regpath_compare.csv"),
-            caption="../report/regpath.rst",
-            category="4 Regularization paths and Lemma 1",
-            subcategory="Tables",
-            labels={
-                "figure": "Regularization paths: GD and local optima",
-                "type": "table",
-            },
-        ),
+        path=report(table_path("regpath"), **table_report("regpath")),
+        compare=report(table_path("regpath_compare"), **table_report("regpath_compare")),
     log:
         results_path("logs/regpath_table/regpath.log"),
     benchmark:
@@ -69,16 +63,13 @@ rule regpath_table:
 rule plot_regpath:
     """Draw the cosine of each normalized path with each max-margin direction against R."""
     input:
-        path=results_path("tables/regpath.csv"),
-        compare=results_path("tables/regpath_compare.csv"),
+        path=table_path("regpath"),
+        compare=table_path("regpath_compare"),
     output:
-        pdf=results_path("figures/regpath.pdf"),
+        pdf=panel_files("regpath")[0],
         png=report(
-            results_path("figures/regpath.png"),
-            caption="../report/regpath.rst",
-            category="4 Regularization paths and Lemma 1",
-            subcategory="Regularization paths",
-            labels={"figure": "Regularization paths", "type": "figure"},
+            panel_files("regpath")[1],
+            **panel_report("regpath", "../report/regpath.rst", panel="regpath"),
         ),
     log:
         results_path("logs/plot_regpath/regpath.log"),
@@ -89,23 +80,3 @@ rule plot_regpath:
         "../envs/core.yaml"
     script:
         "../../scripts/regpath_plot.py"
-
-
-rule regpath:
-    input:
-        results_path("figures/regpath.pdf"),
-        results_path("figures/regpath.png"),
-        results_path("tables/regpath.csv"),
-        results_path("tables/regpath_compare.csv"),
-
-
-ALL_TARGETS += [
-    results_path("figures/regpath.pdf"),
-    results_path("figures/regpath.png"),
-    results_path("tables/regpath.csv"),
-    results_path("tables/regpath_compare.csv"),
-] + expand(
-    results_path("runs/regpath/{regpath_instance}{suffix}.csv"),
-    regpath_instance=config["regpath"]["instances"],
-    suffix=["", "_compare"],
-)

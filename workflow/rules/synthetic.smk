@@ -1,13 +1,42 @@
-# Synthetic experiments: GD trajectories on p (Figures 1, 2, 4, 5, 8) and on (v, p) (Figure 3).
-# Experiments, panels and figures come from the figure registry (maxmargin/registry.py, via common.smk).
+# Synthetic experiments: GD trajectories on p and on (v, p). Experiments, panels, figure targets and report labels
+# come from the figure registry (maxmargin/registry.py, via common.smk).
+
+SYNTHETIC_EXPERIMENTS = [experiment.name for experiment in registry.EXPERIMENTS]
+
+# Figure panel -> the experiment whose tables it draws.
+SYNTHETIC_PANELS = {
+    panel.name: panel.experiment for panel in registry.panels_of("synthetic")
+}
+
+# The three tables of an experiment, named once: the rule's outputs, the panels' inputs and `all` read them here.
+EXPERIMENT_TABLES = {
+    "trajectories": "tables/{experiment}.csv",
+    "tokens": "tables/{experiment}_tokens.csv",
+    "directions": "runs/{experiment}/directions.csv",
+}
+
+
+wildcard_constraints:
+    experiment="|".join(SYNTHETIC_EXPERIMENTS),
+    panel="|".join(SYNTHETIC_PANELS),
+
+
+def panel_tables(wildcards):
+    experiment = SYNTHETIC_PANELS[wildcards.panel]
+    return {
+        name: results_path(path.format(experiment=experiment))
+        for name, path in EXPERIMENT_TABLES.items()
+    }
+
+
+for template in EXPERIMENT_TABLES.values():
+    ALL_TARGETS += expand(results_path(template), experiment=SYNTHETIC_EXPERIMENTS)
 
 
 rule synthetic_experiment:
     """Run one synthetic experiment: GD trajectories, max-margin directions and final cosines."""
     output:
-        trajectories=results_path("tables/{experiment}.csv"),
-        tokens=results_path("tables/{experiment}_tokens.csv"),
-        directions=results_path("runs/{experiment}/directions.csv"),
+        **{name: results_path(path) for name, path in EXPERIMENT_TABLES.items()},
     log:
         results_path("logs/synthetic_experiment/{experiment}.log"),
     benchmark:
@@ -16,8 +45,10 @@ rule synthetic_experiment:
     conda:
         "../envs/core.yaml"
     params:
-        settings=experiment_settings,
-        data=experiment_data,
+        settings=lambda wildcards: registry.experiment_settings(
+            wildcards.experiment, config
+        ),
+        data=lambda wildcards: registry.experiment_data(wildcards.experiment, config),
     script:
         "../../scripts/run_synthetic.py"
 
@@ -30,13 +61,7 @@ rule plot_synthetic:
         pdf=results_path("figures/{panel}.pdf"),
         png=report(
             results_path("figures/{panel}.png"),
-            caption="../report/synthetic.rst",
-            category="2 Synthetic (Figures 1-5, 8)",
-            subcategory=lambda wildcards: registry.panel(wildcards.panel).figure_label,
-            labels=lambda wildcards: {
-                "figure": registry.panel(wildcards.panel).label,
-                "type": "figure",
-            },
+            **panel_report("synthetic", "../report/synthetic.rst", wildcard="panel"),
         ),
     log:
         results_path("logs/plot_synthetic/{panel}.log"),
@@ -56,17 +81,11 @@ rule directions_table:
     """Gather every max-margin direction and every GD run's final cosine into one table."""
     input:
         expand(
-            results_path("runs/{experiment}/directions.csv"),
+            results_path(EXPERIMENT_TABLES["directions"]),
             experiment=SYNTHETIC_EXPERIMENTS,
         ),
     output:
-        report(
-            results_path("tables/directions.csv"),
-            caption="../report/directions.rst",
-            category="2 Synthetic (Figures 1-5, 8)",
-            subcategory="Tables",
-            labels={"figure": "Directions (Figures 1-3, 5, 8)", "type": "table"},
-        ),
+        report(table_path("directions"), **table_report("directions")),
     log:
         results_path("logs/directions_table/directions.log"),
     benchmark:
@@ -76,14 +95,3 @@ rule directions_table:
         "../envs/core.yaml"
     script:
         "../../scripts/gather_directions.py"
-
-
-# One aggregate target per figure (fig1, fig2, ...), from the registry.
-for figure, panels in FIGURES.items():
-
-    rule:
-        name:
-            figure
-        input:
-            figure_files(figure),
-        localrule: True

@@ -1,16 +1,12 @@
 # ViT on CIFAR-10 (Section 4 "Real experiments"): [CLS] attention maps (Figure 6), soft-sparsity and ||W||_F (Figure 7).
 # The quick scale (default.yaml) runs on a CPU; workflow/config/paper.yaml is the paper scale (one GPU).
 
-from maxmargin.experiments.vit import code_fingerprint
-from maxmargin.experiments.vit_study import recipe_config
+# Torch-free (tests/test_layers.py: parsing the rule files imports no heavy library).
+from maxmargin.experiments.vit.settings import code_fingerprint, recipe_config
 
 VIT = config["vit"]
 RECIPES = [recipe["name"] for recipe in config["vit_recipes"]["recipes"]]
 VIT_RUN = results_path("runs/vit")
-VIT_FIGURES = {
-    fig: [f"{RESULTS}/figures/{fig}.{ext}" for ext in ("pdf", "png")]
-    for fig in ("fig6", "fig7")
-}
 
 if max(VIT["plots"]["fig6_epochs"]) > VIT["train"]["epochs"]:
     raise ValueError(
@@ -19,9 +15,8 @@ if max(VIT["plots"]["fig6_epochs"]) > VIT["train"]["epochs"]:
 
 VIT_SETTINGS = {key: VIT[key] for key in ("model", "data", "train", "probe", "guard")}
 
-ALL_TARGETS += [f for files in VIT_FIGURES.values() for f in files] + [
-    results_path("tables/vit_metrics.csv"),
-    results_path("tables/vit_metrics.json"),
+# The figures and tables are registered (common.smk puts them in `all`); here the run behind them.
+ALL_TARGETS += [
     f"{VIT_RUN}/vit_metrics.csv",
     f"{VIT_RUN}/vit_metrics.json",
     f"{VIT_RUN}/vit_attention_maps.npz",
@@ -68,8 +63,8 @@ rule vit_metrics_table:
         metrics=rules.vit_train.output.metrics,
         sidecar=rules.vit_train.output.sidecar,
     output:
-        metrics=results_path("tables/vit_metrics.csv"),
-        sidecar=results_path("tables/vit_metrics.json"),
+        metrics=table_path("vit_metrics", "csv"),
+        sidecar=table_path("vit_metrics", "json"),
     log:
         results_path("logs/vit_metrics_table/vit_metrics.log"),
     benchmark:
@@ -88,13 +83,10 @@ rule vit_fig6:
         metrics=rules.vit_metrics_table.output.metrics,
         sidecar=rules.vit_metrics_table.output.sidecar,
     output:
-        pdf=VIT_FIGURES["fig6"][0],
+        pdf=panel_files("fig6")[0],
         png=report(
-            VIT_FIGURES["fig6"][1],
-            caption="../report/fig6.rst",
-            category="5 ViT (Figures 6-7)",
-            subcategory="Figure 6",
-            labels={"figure": "Figure 6", "type": "figure"},
+            panel_files("fig6")[1],
+            **panel_report("vit", "../report/fig6.rst", panel="fig6"),
         ),
     log:
         results_path("logs/vit_fig6/fig6.log"),
@@ -115,13 +107,10 @@ rule vit_fig7:
         metrics=rules.vit_metrics_table.output.metrics,
         sidecar=rules.vit_metrics_table.output.sidecar,
     output:
-        pdf=VIT_FIGURES["fig7"][0],
+        pdf=panel_files("fig7")[0],
         png=report(
-            VIT_FIGURES["fig7"][1],
-            caption="../report/fig7.rst",
-            category="5 ViT (Figures 6-7)",
-            subcategory="Figure 7",
-            labels={"figure": "Figure 7", "type": "figure"},
+            panel_files("fig7")[1],
+            **panel_report("vit", "../report/fig7.rst", panel="fig7"),
         ),
     log:
         results_path("logs/vit_fig7/fig7.log"),
@@ -132,16 +121,6 @@ rule vit_fig7:
         "../envs/core.yaml"
     script:
         "../../scripts/vit_fig7.py"
-
-
-rule fig6:
-    input:
-        VIT_FIGURES["fig6"],
-
-
-rule fig7:
-    input:
-        VIT_FIGURES["fig7"],
 
 
 rule vit_pilot:
@@ -202,7 +181,7 @@ rule vit_recipes_table:
     input:
         expand(results_path("runs/vit_recipes/{recipe}.csv"), recipe=RECIPES),
     output:
-        results_path("tables/vit_recipes.csv"),
+        table_path("vit_recipes"),
     log:
         results_path("logs/vit_recipes_table/vit_recipes.log"),
     benchmark:
@@ -219,13 +198,10 @@ rule vit_recipes_plot:
     input:
         rules.vit_recipes_table.output[0],
     output:
-        pdf=results_path("figures/vit_recipes.pdf"),
+        pdf=panel_files("vit_recipes")[0],
         png=report(
-            results_path("figures/vit_recipes.png"),
-            caption="../report/vit_recipes.rst",
-            category="5 ViT (Figures 6-7)",
-            subcategory="Recipe study",
-            labels={"figure": "ViT recipe study", "type": "figure"},
+            panel_files("vit_recipes")[1],
+            **panel_report("vit", "../report/vit_recipes.rst", panel="vit_recipes"),
         ),
     log:
         results_path("logs/vit_recipes_plot/vit_recipes.log"),
@@ -238,8 +214,3 @@ rule vit_recipes_plot:
         num_classes=VIT["model"]["num_classes"],
     script:
         "../../scripts/vit_recipes_plot.py"
-
-
-rule vit_recipes:
-    input:
-        rules.vit_recipes_plot.output,

@@ -4,76 +4,81 @@ Paper: Section 4 ("Real experiments"), Figures 6 and 7. One module per job: :mod
 ``vit`` section as dataclasses), :mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.model` (the ViT and the
 probe: [CLS] attention, soft-sparsity, ||W||_F), :mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`,
 :mod:`.training` (the loop, logging every epoch) and :mod:`.results` (the metrics table, sidecar and maps).
+
+The names below are imported on first use, so that importing a torch-free submodule (:mod:`.settings`, which the
+rule files read while building the DAG) does not import torch.
 """
 
-from maxmargin.experiments.vit.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
-from maxmargin.experiments.vit.data import (
-    CIFAR10_NAME,
-    DIGITS_NAME,
-    DataUnavailableError,
-    ImageData,
-    load_cifar10,
-    load_digits32,
-    load_image_data,
-)
-from maxmargin.experiments.vit.model import (
-    build_vit,
-    cls_attention,
-    key_query_frobenius,
-    key_query_matrix,
-    patch_attention,
-    patch_grid,
-    soft_sparsity,
-    unfused_copy,
-)
-from maxmargin.experiments.vit.optim import DeviceUnavailableError, lr_factor, make_optimizer, resolve_device
-from maxmargin.experiments.vit.results import METRIC_COLUMNS, TrainResult, save_result
-from maxmargin.experiments.vit.settings import (
-    DataSettings,
-    GuardSettings,
-    ModelSettings,
-    ProbeSettings,
-    TrainSettings,
-    VitSettings,
-    code_fingerprint,
-)
-from maxmargin.experiments.vit.training import LearningStalledWarning, check_learning, peak_memory_mb, train_vit
+from __future__ import annotations
 
-__all__ = [
-    "CHECKPOINT_FORMAT",
-    "CIFAR10_NAME",
-    "DIGITS_NAME",
-    "DataSettings",
-    "DataUnavailableError",
-    "DeviceUnavailableError",
-    "GuardSettings",
-    "ImageData",
-    "LearningStalledWarning",
-    "METRIC_COLUMNS",
-    "ModelSettings",
-    "ProbeSettings",
-    "TrainResult",
-    "TrainSettings",
-    "VitSettings",
-    "build_vit",
-    "check_learning",
-    "cls_attention",
-    "code_fingerprint",
-    "key_query_frobenius",
-    "key_query_matrix",
-    "load_checkpoint",
-    "load_cifar10",
-    "load_digits32",
-    "load_image_data",
-    "lr_factor",
-    "make_optimizer",
-    "patch_attention",
-    "patch_grid",
-    "peak_memory_mb",
-    "resolve_device",
-    "save_checkpoint",
-    "save_result",
-    "soft_sparsity",
-    "train_vit",
-    "unfused_copy",
-]
+import importlib
+from typing import Any
+
+# Submodule -> the names it exports here.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "checkpoint": (
+        "CHECKPOINT_FORMAT",
+        "load_checkpoint",
+        "save_checkpoint",
+    ),
+    "data": (
+        "CIFAR10_NAME",
+        "DIGITS_NAME",
+        "DataUnavailableError",
+        "ImageData",
+        "load_cifar10",
+        "load_digits32",
+        "load_image_data",
+    ),
+    "model": (
+        "build_vit",
+        "cls_attention",
+        "key_query_frobenius",
+        "key_query_matrix",
+        "patch_attention",
+        "patch_grid",
+        "soft_sparsity",
+        "unfused_copy",
+    ),
+    "optim": (
+        "DeviceUnavailableError",
+        "lr_factor",
+        "make_optimizer",
+        "resolve_device",
+    ),
+    "results": (
+        "METRIC_COLUMNS",
+        "TrainResult",
+        "result_tables",
+    ),
+    "settings": (
+        "DataSettings",
+        "GuardSettings",
+        "ModelSettings",
+        "ProbeSettings",
+        "TrainSettings",
+        "VitSettings",
+        "code_fingerprint",
+    ),
+    "training": (
+        "LearningStalledWarning",
+        "check_learning",
+        "peak_memory_mb",
+        "train_vit",
+    ),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
-
-from maxmargin.io import atomic_path
 
 log = logging.getLogger("maxmargin")
 
@@ -32,9 +31,20 @@ def set_rng_state(state: dict[str, Any], generator: torch.Generator) -> None:
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
-    """Write a checkpoint atomically (a kill during the write leaves the previous one intact)."""
-    with atomic_path(path) as tmp:
+    """Write a checkpoint atomically (a kill during the write leaves the previous one intact).
+
+    A temporary file beside it replaces it once written, as :func:`maxmargin.io.atomic_path` does for the tables
+    (the experiments layer imports no I/O module: tests/test_layers.py). A checkpoint is never read by anyone else.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    os.close(fd)
+    try:
         torch.save(state, tmp)
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def load_checkpoint(path: str | os.PathLike[str], fingerprint: str) -> dict[str, Any] | None:

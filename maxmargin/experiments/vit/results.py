@@ -1,9 +1,7 @@
-"""What a ViT run produces and how it is written: the metrics table, its JSON sidecar and the Figure 6 maps."""
+"""What a ViT run produces: the metrics table, its JSON sidecar and the Figure 6 maps (written by maxmargin.io)."""
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from maxmargin.experiments.vit.settings import VitSettings
-from maxmargin.io import atomic_path, write_csv, write_npz
 
 METRIC_COLUMNS = [
     "epoch",
@@ -42,22 +39,14 @@ class TrainResult:
     info: dict[str, Any]  # device, dataset, parameter count, resumed epoch, conventions
 
 
-def save_result(
-    result: TrainResult,
-    settings: VitSettings,
-    metrics_path: str | os.PathLike[str],
-    sidecar_path: str | os.PathLike[str],
-    maps_path: str | os.PathLike[str],
-) -> pd.DataFrame:
-    """Write the metrics table, its JSON sidecar (settings, optimizer, dataset, device) and the maps, atomically.
+def result_tables(result: TrainResult, settings: VitSettings) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
+    """The metrics table, its JSON sidecar (settings, optimizer, dataset, device) and the Figure 6 maps of a run.
 
-    The maps file holds ``epochs``, ``maps`` (epochs + 1, T), ``cls_self``, ``image``, ``label`` and ``grid``.
+    The maps hold ``epochs``, ``maps`` (epochs + 1, T), ``cls_self``, ``image``, ``label`` and ``grid``; they are
+    written by :func:`maxmargin.io.save_result`.
     """
     table = pd.DataFrame(result.metrics, columns=METRIC_COLUMNS)
-    write_csv(table, metrics_path)
     sidecar = {"settings": settings.to_dict(), **result.info, "grid": list(result.grid), "label": result.label}
-    with atomic_path(sidecar_path) as tmp:
-        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
     maps = {
         "epochs": np.arange(len(result.maps)),
         "maps": result.maps,
@@ -66,5 +55,4 @@ def save_result(
         "label": np.int64(result.label),
         "grid": np.asarray(result.grid),
     }
-    write_npz(maps, maps_path)
-    return table
+    return table, sidecar, maps

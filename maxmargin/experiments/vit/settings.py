@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,17 @@ def code_fingerprint() -> str:
     for path in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The ``vit`` config of recipe ``name``: the proxy's model/data/probe (when ``study.proxy``) and train
+    settings merged over ``vit``'s, then the recipe's own optimiser keys."""
+    recipes = {r["name"]: r for r in study["recipes"]}
+    if name not in recipes:
+        raise ValueError(f"unknown vit_recipes recipe {name!r}; the config has {', '.join(recipes)}")
+    sections = ("model", "data", "probe") if study["proxy"] else ()
+    cfg = {key: {**vit[key], **(study.get(key, {}) if key in sections else {})} for key in ("model", "data", "probe")}
+    recipe = {k: v for k, v in recipes[name].items() if k != "name"}
+    cfg["train"] = {**vit["train"], **study.get("train", {}), **recipe}
+    cfg["guard"] = dict(vit.get("guard", {}))
+    return cfg

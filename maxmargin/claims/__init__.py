@@ -1,0 +1,89 @@
+"""The paper's quantitative claims, each measured from the pipeline's own tables.
+
+Every claim has the paper's words (short), where it is made, the value the paper states and a function that reads
+the measured value from the tables written by the other rules. The claims are declared per family, next to the
+tables they read (:mod:`.synthetic`, :mod:`.census`, :mod:`.regpath`, :mod:`.lemma1`, :mod:`.vit`); which tables
+each one reads is declared in the figure registry (``Table.claims``). Nothing measured is typed in here: a claim
+whose table is missing is reported as "not run". Verdicts: :mod:`.base`.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from maxmargin import registry
+from maxmargin.claims import census, lemma1, regpath, synthetic, vit
+from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
+
+CLAIMS: tuple[Claim, ...] = synthetic.CLAIMS + census.CLAIMS + regpath.CLAIMS + lemma1.CLAIMS + vit.CLAIMS
+
+__all__ = [
+    "CLAIMS",
+    "COLUMNS",
+    "VERDICTS",
+    "Claim",
+    "claims_html",
+    "claims_markdown",
+    "evaluate_claims",
+    "interval_verdict",
+]
+
+
+def evaluate_claims(tables: Tables, config: Config) -> pd.DataFrame:
+    """The claims table: each claim next to the value measured from ``tables`` (name -> DataFrame).
+
+    ``config`` is the config the tables were made with: notes quote its settings, never a typed-in copy.
+    """
+    rows = []
+    needs = registry.claim_tables()
+    for c in CLAIMS:
+        missing = [name for name in needs[c.claim_id] if name not in tables]
+        if missing:
+            measured, verdict, note = "", "not run", f"missing table(s): {', '.join(missing)}"
+        else:
+            try:
+                measured, verdict, note = c.measure(tables, config)
+            except (KeyError, IndexError, ValueError, StopIteration) as err:
+                measured, verdict, note = "", "not run", f"could not measure: {type(err).__name__}: {err}"
+        rows.append([c.claim_id, c.claim, c.source, c.paper_value, measured, verdict, note])
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def claims_markdown(claims: pd.DataFrame) -> str:
+    """The claims table as a Markdown table (for the README and the report)."""
+    cols = ["claim_id", "claim", "source", "paper_value", "measured", "verdict", "note"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in claims[cols].itertuples(index=False):
+        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# Verdict -> row colour of the HTML table, so that a claim that differs stands out in the report.
+_VERDICT_CLASSES = {verdict: verdict.replace(" ", "-") for verdict in VERDICTS}  # one per verdict, none missed
+_HTML_STYLE = (
+    "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse}"
+    " td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+    " tr.holds{background:#e6f4ea} tr.differs{background:#fce8e6} tr.inconclusive{background:#fef7e0}"
+    " tr.not-run{background:#f1f3f4}"
+)
+
+
+def claims_html(claims: pd.DataFrame) -> str:
+    """The claims table as a standalone HTML page (the report displays HTML; a CSV is only offered as a download)."""
+    head = "".join(f"<th>{html.escape(col)}</th>" for col in COLUMNS)
+    body = [
+        f'<tr class="{_VERDICT_CLASSES[row.verdict]}">'
+        + "".join(f"<td>{html.escape(str(value))}</td>" for value in row)
+        + "</tr>"
+        for row in claims[COLUMNS].itertuples(index=False)
+    ]
+    return "\n".join(
+        [
+            f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Claims</title><style>{_HTML_STYLE}</style>',
+            f'</head><body>\n<table class="claims">\n<thead><tr>{head}</tr></thead>\n<tbody>',
+            *body,
+            "</tbody></table>\n</body></html>\n",
+        ]
+    )

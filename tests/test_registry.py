@@ -1,0 +1,82 @@
+"""The figure registry against the library, the claims and the rules: every name resolves, nothing is unregistered."""
+
+from __future__ import annotations
+
+import inspect
+
+from conftest import DEFAULT_CONFIG, REPO, snakemake
+from matplotlib.figure import Figure
+
+from maxmargin import claims, pipeline, registry
+from maxmargin.experiments import synthetic
+from maxmargin.figures import census, regpath, vit
+from maxmargin.figures import synthetic as synthetic_figures
+
+
+def _public(module, returns) -> set[str]:
+    """The public functions a module defines that return ``returns``."""
+    return {
+        name
+        for name, fn in inspect.getmembers(module, inspect.isfunction)
+        if fn.__module__ == module.__name__
+        and not name.startswith("_")
+        and fn.__annotations__.get("return") in (returns, returns.__name__)
+    }
+
+
+def test_every_registry_entry_resolves():
+    for entry in registry.EXPERIMENTS:
+        assert callable(pipeline.instance_function(entry.name)), entry
+        parameters = inspect.signature(pipeline.experiment_function(entry.name)).parameters
+        assert set(registry.experiment_settings(entry.name, DEFAULT_CONFIG)) <= set(parameters)
+    for panel in registry.PANELS:
+        assert pipeline.drawing_function(panel.name).__name__ == panel.function
+        assert all(registry.table(t) for t in panel.tables)
+    for panel in registry.panels_of("synthetic"):
+        registry.experiment(panel.experiment)  # raises if unregistered
+        assert panel.title and "{" not in registry.caption(panel.name, DEFAULT_CONFIG)
+    for entries in (registry.PANELS, registry.EXPERIMENTS, registry.TABLES, registry.FAMILIES):
+        assert len({e.name for e in entries}) == len(entries)
+    for t in registry.TABLES:
+        assert registry.family(t.family)
+        assert not t.label or (REPO / "workflow" / "report" / t.caption).exists(), t
+
+
+def test_nothing_is_left_unregistered():
+    experiments = _public(synthetic, synthetic.ExperimentTables)
+    assert experiments == {e.function for e in registry.EXPERIMENTS}
+    for family, module in [("synthetic", synthetic_figures), ("census", census), ("regpath", regpath), ("vit", vit)]:
+        assert _public(module, Figure) == {p.function for p in registry.panels_of(family)}, family
+    used_blocks = {e.config for e in registry.EXPERIMENTS} | {"data"}
+    assert set(DEFAULT_CONFIG["synthetic"]) == used_blocks
+    assert set(DEFAULT_CONFIG["synthetic"]["data"]) <= {e.instance for e in registry.EXPERIMENTS}
+    gallery = {p.name for p in registry.PANELS if p.gallery}
+    assert {path.stem for path in (REPO / "docs" / "gallery").glob("*.png")} == gallery
+
+
+def test_claims_read_registered_tables():
+    """Every claim reads at least one registered table, and every claim a table names exists."""
+    assert set(registry.claim_tables()) == {c.claim_id for c in claims.CLAIMS}
+    assert [c.claim_id for c in claims.CLAIMS][:2] == ["gd_gmm_n1", "gd_local_or_global"]
+
+
+def test_report_categories_are_derived():
+    assert registry.category("synthetic") == "2 Synthetic (Figures 1-5, 8)"
+    assert registry.category("census") == "3 Census (Figures 9-10)"
+    assert registry.category("vit") == "5 ViT (Figures 6-7)"
+    assert registry.category("regpath") == "4 Regularization paths and Lemma 1"
+
+
+def test_experiment_settings_turn_name_lists_into_switches():
+    """The function of Figure 1 never looks for its own name: the registry reads the config's list for it."""
+    config = {"synthetic": {"fig1": {"eta": 0.1, "on_circle": ["fig1c"]}}}
+    assert registry.experiment_settings("fig1c", config) == {"eta": 0.1, "on_circle": True}
+    assert registry.experiment_settings("fig1a", config) == {"eta": 0.1, "on_circle": False}
+
+
+def test_rules_are_derived_from_the_registry(workflow_dir):
+    rules = set(snakemake(workflow_dir, "--list-rules").stdout.split())
+    assert set(registry.targets()) <= rules
+    dry_run = snakemake(workflow_dir, "-n", "gallery").stdout  # fails if a gallery panel has no rule making it
+    for panel in registry.PANELS:
+        assert (f"docs/gallery/{panel.name}.png" in dry_run) == panel.gallery
