@@ -10,6 +10,8 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from maxmargin import registry
+
 # Beyond this magnitude every setting of this pipeline (step sizes, radii, counts) overflows float64 arithmetic
 # within a few operations; 1e300 validates as "finite" but yields NaN just as surely.
 MAX_MAGNITUDE = 1e12
@@ -30,7 +32,15 @@ def _numbers(value: Any, key: str) -> Iterator[tuple[str, float]]:
 
 
 def check_config(config: Mapping[str, Any]) -> None:
-    """Raise ValueError naming the first key whose number is NaN, infinite or beyond ``MAX_MAGNITUDE``."""
+    """Raise ValueError naming the first key whose number is NaN, infinite or beyond ``MAX_MAGNITUDE``, or a
+    block of ``synthetic`` that no registered experiment reads (:mod:`maxmargin.registry`)."""
+    used = {experiment.config for experiment in registry.EXPERIMENTS} | {"data"}
+    for block in config.get("synthetic", {}):
+        if block not in used:
+            raise ValueError(
+                f"config key 'synthetic.{block}' is read by no registered experiment; registered blocks: "
+                + ", ".join(sorted(used))
+            )
     for key, number in _numbers(config, ""):
         if not math.isfinite(number):
             raise ValueError(f"config key '{key}' is {number}: every number in the config must be finite")

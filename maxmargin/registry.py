@@ -57,7 +57,8 @@ class Panel:
     ``experiment`` whose three tables they draw, a ``title`` drawn above the axes and a report ``caption`` whose
     ``{key}`` fields are filled from the experiment's config block and the ``plots`` block; the other panels draw
     the registered ``tables`` and take their caption from workflow/report/{family}.rst. ``gallery``: shown in the
-    README gallery (docs/gallery/{name}.png, ``gallery_width`` pixels wide; commit the thumbnail).
+    README gallery (docs/gallery/{name}.png, ``gallery_width`` pixels wide; set it once its thumbnail is
+    committed: ``snakemake docs/gallery/{name}.png``).
     """
 
     name: str
@@ -69,7 +70,7 @@ class Panel:
     experiment: str = ""
     caption: str = ""
     tables: tuple[str, ...] = ()
-    gallery: bool = True
+    gallery: bool = False
     gallery_width: int = 480
 
     @property
@@ -144,6 +145,7 @@ PANELS: tuple[Panel, ...] = (
         "(a) Global convergence",
         experiment="fig1a",
         caption="Figure 1(a): " + _FIG1 + " Backs Theorem 2: every start reaches the GMM.",
+        gallery=True,
     ),
     Panel(
         "fig1b",
@@ -155,6 +157,7 @@ PANELS: tuple[Panel, ...] = (
         experiment="fig1b",
         caption="Figure 1(b): " + _FIG1 + " Backs Theorem 3: the starts closest to the locally-optimal token (1, 0) "
         "reach its LMM, the others the GMM; the legend says where each start went.",
+        gallery=True,
     ),
     Panel(
         "fig1c",
@@ -165,6 +168,7 @@ PANELS: tuple[Panel, ...] = (
         "(c) Multiple inputs",
         experiment="fig1c",
         caption="Figure 1(c): " + _FIG1 + " Backs Theorem 2 with n = 3 inputs: every start reaches the GMM.",
+        gallery=True,
     ),
     Panel(
         "fig2",
@@ -177,6 +181,7 @@ PANELS: tuple[Panel, ...] = (
         caption="Figure 2: starts inside the cone of half-angle {half_angle_deg:g} degrees at radius "
         "{start_radius:g} around the LMM direction of the Figure 1(b) instance all converge to that LMM "
         "(Theorem 3); normalized GD, eta = {eta:g}, {n_iter} iterations, {loss} loss.",
+        gallery=True,
     ),
     Panel(
         "fig3a",
@@ -187,6 +192,7 @@ PANELS: tuple[Panel, ...] = (
         "(a) All inputs are support vectors",
         experiment="fig3a",
         caption="Figure 3(a): " + _FIG3 + "every selected token is a support vector, so p_relax = p_mm (Theorem 5).",
+        gallery=True,
     ),
     Panel(
         "fig3b",
@@ -198,6 +204,7 @@ PANELS: tuple[Panel, ...] = (
         experiment="fig3b",
         caption="Figure 3(b): " + _FIG3 + "the yellow input is not a support vector and p_relax differs from "
         "p_mm (dotted gray; Theorem 6).",
+        gallery=True,
     ),
     Panel(
         "fig3c",
@@ -210,6 +217,7 @@ PANELS: tuple[Panel, ...] = (
         caption="Figure 3(c): averaged softmax probability of the selected tokens and logistic probability of the "
         "output along the run of Figure 3(a), first {fig3c_iterations} iterations; both reach 1 (attention selects "
         "one token per input; every input is classified).",
+        gallery=True,
     ),
     Panel(
         "fig4a",
@@ -220,6 +228,7 @@ PANELS: tuple[Panel, ...] = (
         "(a) Evolution of softmax probability",
         experiment="fig4",
         caption="Figure 4(a): " + _FIG4,
+        gallery=True,
     ),
     Panel(
         "fig4b",
@@ -230,6 +239,7 @@ PANELS: tuple[Panel, ...] = (
         "(b) Evolution of attention weights",
         experiment="fig4",
         caption="Figure 4(b): " + _FIG4,
+        gallery=True,
     ),
     Panel(
         "fig5",
@@ -243,9 +253,10 @@ PANELS: tuple[Panel, ...] = (
         "drawn while ||p|| <= {fig5_max_norm:g}) with optimal-token scores C and 1, under the losses {losses}. The "
         "correlation loss first leans to the high-score token (1, 1), the logistic loss to the low-score token "
         "(1, -1); every run ends on the GMM direction (1, 0) (Theorem 2).",
+        gallery=True,
     ),
-    Panel("fig6", "fig6", "vit", "Figure 6", "draw_figure6"),
-    Panel("fig7", "fig7", "vit", "Figure 7", "draw_figure7"),
+    Panel("fig6", "fig6", "vit", "Figure 6", "draw_figure6", gallery=True),
+    Panel("fig7", "fig7", "vit", "Figure 7", "draw_figure7", gallery=True),
     Panel(
         "fig8",
         "fig8",
@@ -257,10 +268,11 @@ PANELS: tuple[Panel, ...] = (
         caption="Figure 8: n = T = d = 2; normalized GD (eta = {eta:g}, {n_iter} iterations, {loss} loss) from "
         "two starts converges to two different directions, the GMM (red) and an LMM (blue) whose selected token of "
         "the second input has no SVM-neighbour. Shows that n = 1 in Theorem 2 is necessary.",
+        gallery=True,
     ),
-    Panel("fig9a", "fig9", "census", "Figure 9(a)", "fig9a", tables=("census_summary",)),
-    Panel("fig9b", "fig9", "census", "Figure 9(b)", "fig9b", tables=("fig9b",)),
-    Panel("fig10", "fig10", "census", "Figure 10", "fig10", tables=("fig9b",)),
+    Panel("fig9a", "fig9", "census", "Figure 9(a)", "fig9a", tables=("census_summary",), gallery=True),
+    Panel("fig9b", "fig9", "census", "Figure 9(b)", "fig9b", tables=("fig9b",), gallery=True),
+    Panel("fig10", "fig10", "census", "Figure 10", "fig10", tables=("fig9b",), gallery=True),
     Panel(
         "census_budget",
         "census_budget",
@@ -268,15 +280,18 @@ PANELS: tuple[Panel, ...] = (
         "Iteration budget",
         "census_budget",
         tables=("census_budget",),
-        gallery=False,
     ),
+    Panel("census_grid", "census_grid", "census", "Phase diagram", "census_grid", tables=("census_grid",)),
     Panel(
-        "census_grid", "census_grid", "census", "Phase diagram", "census_grid", tables=("census_grid",), gallery=False
+        "regpath",
+        "regpath",
+        "regpath",
+        "Regularization paths",
+        "draw_regpath",
+        tables=("regpath", "regpath_compare"),
+        gallery=True,
     ),
-    Panel(
-        "regpath", "regpath", "regpath", "Regularization paths", "draw_regpath", tables=("regpath", "regpath_compare")
-    ),
-    Panel("vit_recipes", "vit_recipes", "vit", "ViT recipe study", "draw_recipes", gallery_width=1200),
+    Panel("vit_recipes", "vit_recipes", "vit", "ViT recipe study", "draw_recipes", gallery_width=1200, gallery=True),
 )
 
 TABLES: tuple[Table, ...] = (

@@ -12,10 +12,11 @@ from conftest import DEFAULT_CONFIG, snakemake
 from scipy.optimize import brentq
 
 from maxmargin.core import svm
+from maxmargin.core.directions import classify_direction
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.model import grad_p, log_non_selected_mass, log_non_selected_mass_of_logits, risk, token_scores
 from maxmargin.core.span_gd import key_gradient, normalized_gd_in_span, span_coordinates
-from maxmargin.core.svm import att_svm_ldp, classify_direction
+from maxmargin.core.svm import att_svm_ldp
 from maxmargin.experiments import census
 from maxmargin.experiments import census_tables as tables
 

@@ -7,18 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from maxmargin.core.model import (
-    LOSSES,
-    grad_p,
-    grad_v,
-    keys,
-    log_neg_loss_derivative,
-    log_non_selected_mass,
-    loss_value,
-    model_output,
-    risk,
-    token_scores,
-)
+from maxmargin.core.loss import LOSSES, log_neg_loss_derivative, loss_value
+from maxmargin.core.model import grad_p, grad_v, keys, log_non_selected_mass, model_output, risk, token_scores
 
 TORCH_LOSS = {
     "logistic": lambda u: torch.nn.functional.softplus(-u),

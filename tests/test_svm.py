@@ -7,19 +7,15 @@ import pytest
 from scipy.optimize import minimize
 
 from maxmargin.core import svm
-from maxmargin.core.svm import (
-    att_svm,
+from maxmargin.core.directions import (
     classify_direction,
     gmm_direction,
     is_globally_optimal,
     is_locally_optimal,
     min_score_gap,
     optimal_tokens,
-    p_relax,
-    svm_neighbors,
-    v_svm,
-    v_svm_qp,
 )
+from maxmargin.core.svm import att_svm, p_relax, svm_neighbors, v_svm, v_svm_qp
 
 EXACT = 1e-12
 

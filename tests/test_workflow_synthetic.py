@@ -85,7 +85,8 @@ def test_synthetic_targets_end_to_end(workflow_dir):
             {"synthetic": {"fig5": {"losses": ["hinge"]}}},
             "'hinge' is not one of ['logistic', 'exponential', 'correlation']",
         ),
-        ({"synthetic": {"fig9": {}}}, "'fig9' was unexpected"),
+        ({"synthetic": {"fig9": {}}}, "'synthetic.fig9' is read by no registered experiment"),
+        ({"synthetic": {"fig9": {"eta": -1}}}, "['synthetic']['fig9']['eta']"),
         ({"synthetic": {"fig1": {"on_circle": ["fig1d"]}}}, "'fig1d' is not one of ['fig1a', 'fig1b', 'fig1c']"),
     ],
 )

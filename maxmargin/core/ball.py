@@ -22,7 +22,20 @@ ON_SPHERE_RTOL = 1e-12  # a point within this relative distance of the sphere is
 
 
 def project_ball(x: Array, radius: float | Array) -> Array:
-    """Euclidean projection onto the ball ||x|| <= radius (last axis)."""
+    """Euclidean projection onto the ball ||x|| <= radius (last axis).
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., d)
+        Points.
+    radius : float or ndarray of shape (...)
+        Radii.
+
+    Returns
+    -------
+    ndarray, shape (..., d)
+        The projections.
+    """
     x = np.asarray(x, dtype=np.float64)
     norm = np.linalg.norm(x, axis=-1, keepdims=True)
     radius = np.asarray(radius, dtype=np.float64)[..., None] if np.ndim(radius) else radius
@@ -45,6 +58,20 @@ def ball_kkt_residual(x: Array, gradient: Gradient, radius: float) -> tuple[Arra
     orthogonal to x, plus a wrong-signed multiplier); inside the ball it is radius * ||g||, which is
     scale-free when ``gradient`` is the gradient of log(L - inf L) (:func:`maxmargin.core.logspace.log_gradient`):
     the relative change of the excess risk across the ball. A gradient exactly zero gives 0.
+
+    Parameters
+    ----------
+    x : ndarray, shape (..., d)
+        Points in the ball.
+    gradient : Gradient
+        grad L at ``x`` (``scaled`` of shape (..., d)).
+    radius : float
+        The ball's radius.
+
+    Returns
+    -------
+    tuple of ndarray, shapes (...) and (...)
+        The residual and whether the constraint is active.
     """
     direction, zero = gradient.direction()
     norm, _, radial, tangential = _radial_split(x, direction)
@@ -122,6 +149,27 @@ def solve_on_balls(
     directions only. A start stops once every block is on its sphere with KKT residual
     (:func:`ball_kkt_residual`) below ``tol``, or its steps fall below ``min_step``. ``gradients`` should return
     the gradient of log(L - inf L) (same direction as grad L) so that interior residuals are scale-free.
+
+    Parameters
+    ----------
+    gradients : callable
+        Points (one (S, d_b) array per block) -> their gradients (one Gradient per block).
+    x0 : sequence of ndarray, shapes (S, d_b)
+        S starts per block.
+    radii : sequence of float
+        Radius of each block's ball.
+    n_iter : int
+        Cap on iterations.
+    tol : float
+        KKT residual at which a start stops.
+    step, max_step, min_step : float
+        Initial, largest and smallest step (adapted per start).
+
+    Returns
+    -------
+    BallSolve
+        End points ``x`` (one (S, d_b) array per block), ``kkt_residual`` and ``active`` (n_blocks, S),
+        ``iterations`` (S,).
     """
     n_starts = np.shape(x0[0])[0]
     blocks = [_BlockState(np.array(x, dtype=np.float64), np.full(n_starts, step), np.zeros(np.shape(x))) for x in x0]
@@ -152,6 +200,18 @@ def span_basis(vectors: Array, rtol: float = 1e-12) -> Array:
     The risk depends on p only through K_i p up to a shift per input, i.e. through its component in
     span{k_it - k_is}; on v only through span{x_it}. Components outside only spend norm budget, so
     the constrained optimum lies in these subspaces (and the search runs there).
+
+    Parameters
+    ----------
+    vectors : ndarray, shape (..., d)
+        Vectors spanning the subspace.
+    rtol : float
+        Singular values below ``rtol`` times the largest are dropped.
+
+    Returns
+    -------
+    ndarray, shape (d, k)
+        Orthonormal columns.
     """
     rows = np.asarray(vectors, dtype=np.float64).reshape(-1, np.shape(vectors)[-1])
     _, singular, right = np.linalg.svd(rows, full_matrices=False)
@@ -160,7 +220,18 @@ def span_basis(vectors: Array, rtol: float = 1e-12) -> Array:
 
 
 def key_difference_basis(K: Array) -> Array:
-    """Basis of span{k_it - k_i0}: the directions of p the softmax sees (Section 2)."""
+    """Basis of span{k_it - k_i0}: the directions of p the softmax sees (Section 2).
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+
+    Returns
+    -------
+    ndarray, shape (d, k)
+        Orthonormal basis of span{k_it - k_i0}.
+    """
     return span_basis(np.asarray(K)[:, 1:, :] - np.asarray(K)[:, :1, :])
 
 

@@ -1,23 +1,193 @@
-"""Every max-margin direction of a small instance, by enumerating its token choices alpha.
+"""Max-margin directions: optimal tokens, local optimality, GMM / LMM classification, and every direction of a
+small instance by enumerating its token choices alpha.
 
-Paper: Definition 2 and the set P^mm of Section 2.3 (GMM and LMM directions); the candidate limits of
+Paper: Definitions 1-2 and the set P^mm of Section 2.3 (GMM and LMM directions); the candidate limits of
 Theorems 5-6 ((SVM) with r_i = x_{i alpha_i}, (ATT-SVM) and eq. (10)).
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from maxmargin.core.model import Array
-from maxmargin.core.svm import SVMResult, att_svm, classify_direction, p_relax, v_svm
+from maxmargin.core.svm import NEIGHBOR_TOL, SVM_TOL, SVMResult, att_svm, p_relax, svm_neighbors, v_svm
 
 # Instances are enumerated (every one of their T^n token choices) only when there are at most this many choices.
 MAX_ENUMERATED = 64
 
 # The variable each kind of direction is a direction of: the attention weights p or the head v.
 BLOCK_OF_KIND = {"gmm": "p", "lmm": "p", "p_mm": "p", "p_relax": "p", "v_mm": "v"}
+
+
+def _gaps(gamma: NDArray[np.float64], alpha: NDArray[np.int_]) -> NDArray[np.float64]:
+    gamma = np.asarray(gamma, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.int64)
+    return gamma[np.arange(gamma.shape[0]), alpha][:, None] - gamma
+
+
+def is_locally_optimal(gamma: NDArray[np.float64], alpha: NDArray[np.int_], neighbors: NDArray[np.bool_]) -> bool:
+    """Whether alpha is locally optimal: gamma_{i alpha_i} > gamma_it for every SVM-neighbour t in T_i.
+
+    Definition 2.
+
+    Parameters
+    ----------
+    gamma : ndarray, shape (n, T)
+        Token scores.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+    neighbors : ndarray of bool, shape (n, T)
+        SVM-neighbours (:func:`maxmargin.core.svm.svm_neighbors`).
+
+    Returns
+    -------
+    bool
+    """
+    return bool(np.all(_gaps(gamma, alpha)[np.asarray(neighbors, dtype=bool)] > 0.0))
+
+
+def optimal_tokens(gamma: NDArray[np.float64]) -> NDArray[np.int_]:
+    """Indices of the optimal tokens opt_i = argmax_t gamma_it (first index on ties).
+
+    Definition 1.
+
+    Parameters
+    ----------
+    gamma : ndarray, shape (n, T)
+        Token scores.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        opt_i.
+    """
+    return np.argmax(np.asarray(gamma, dtype=np.float64), axis=1).astype(np.int64)
+
+
+def is_globally_optimal(gamma: NDArray[np.float64], alpha: NDArray[np.int_]) -> bool:
+    """Whether every alpha_i attains the highest score of input i (ties allowed).
+
+    Definition 1 (alpha_i in argmax_t gamma_it).
+
+    Parameters
+    ----------
+    gamma : ndarray, shape (n, T)
+        Token scores.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+
+    Returns
+    -------
+    bool
+    """
+    return bool(np.all(_gaps(gamma, alpha) >= 0.0))
+
+
+def min_score_gap(gamma: NDArray[np.float64], alpha: NDArray[np.int_], neighbors: NDArray[np.bool_]) -> float:
+    """Smallest score gap gamma_{i alpha_i} - gamma_it over SVM-neighbours t in T_i (+inf if none).
+
+    Definition 2 (local optimality iff the gap is > 0); plotted in Fig. 9(b).
+
+    Parameters
+    ----------
+    gamma : ndarray, shape (n, T)
+        Token scores.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+    neighbors : ndarray of bool, shape (n, T)
+        SVM-neighbours.
+
+    Returns
+    -------
+    float
+    """
+    return float(np.min(_gaps(gamma, alpha)[np.asarray(neighbors, dtype=bool)], initial=np.inf))
+
+
+@dataclass(frozen=True)
+class MaxMarginDirection:
+    """Classification of the (ATT-SVM) direction of token selection alpha as GMM, LMM or neither.
+
+    Definitions 1-2: kind in {"gmm", "lmm", "neither", "infeasible"}.
+    """
+
+    kind: str
+    alpha: NDArray[np.int_]
+    svm: SVMResult
+    neighbors: NDArray[np.bool_] | None
+    score_gap: float
+
+
+def classify_direction(
+    K: NDArray[np.float64],
+    gamma: NDArray[np.float64],
+    alpha: NDArray[np.int_],
+    *,
+    tol: float = SVM_TOL,
+    svm: SVMResult | None = None,
+    neighbor_tol: float = NEIGHBOR_TOL,
+) -> MaxMarginDirection:
+    """Solve (ATT-SVM) at alpha and classify p_mm(alpha) as GMM, LMM, neither, or infeasible.
+
+    Definition 1: alpha_i in argmax_t gamma_it for every i makes p_mm(alpha) the GMM, even when an SVM-neighbour
+    ties with alpha_i (the optimal tokens are then not unique); Definition 2: otherwise LMM iff locally optimal.
+    ``svm``: the (ATT-SVM) solution at alpha when the caller already has it (e.g. from :func:`att_svm_ldp`);
+    ``neighbor_tol``: the equality test of :func:`svm_neighbors`.
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+    gamma : ndarray, shape (n, T)
+        Token scores.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+    tol : float
+        Relative KKT tolerance (default :data:`SVM_TOL`).
+    svm : SVMResult, optional
+        The (ATT-SVM) solution at alpha, when known.
+    neighbor_tol : float
+        Tolerance of :func:`maxmargin.core.svm.svm_neighbors`.
+
+    Returns
+    -------
+    MaxMarginDirection
+        ``kind``, ``alpha`` (n,), ``svm``, ``neighbors`` (n, T) and ``score_gap``.
+    """
+    alpha = np.asarray(alpha, dtype=np.int64)
+    res = att_svm(K, alpha, tol=tol) if svm is None else svm
+    if not res.feasible:
+        return MaxMarginDirection("infeasible", alpha, res, None, float("nan"))
+    nb = svm_neighbors(K, alpha, res.solution, tol=neighbor_tol)
+    if is_globally_optimal(gamma, alpha):
+        kind = "gmm"
+    else:
+        kind = "lmm" if is_locally_optimal(gamma, alpha, nb) else "neither"
+    return MaxMarginDirection(kind, alpha, res, nb, min_score_gap(gamma, alpha, nb))
+
+
+def gmm_direction(K: NDArray[np.float64], gamma: NDArray[np.float64]) -> SVMResult:
+    """Globally-optimal max-margin direction: (ATT-SVM) at the optimal tokens opt_i.
+
+    Definition 1 (GMM), Theorem 1.
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+    gamma : ndarray, shape (n, T)
+        Token scores.
+
+    Returns
+    -------
+    SVMResult
+        The solution (``solution``, shape (d,); None if infeasible), status, active constraints, KKT residual.
+    """
+    return att_svm(K, optimal_tokens(gamma))
 
 
 def _token_choices(n: int, T: int, max_combinations: int) -> itertools.product:

@@ -13,7 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
-from maxmargin.core.model import Array, LossName, check_loss, grad_p, grad_v, token_scores
+from maxmargin.core.loss import LossName, check_loss
+from maxmargin.core.model import Array, grad_p, grad_v, token_scores
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,33 @@ def gradient_descent(
 
     Paper: eq. (3) with constant eta (Theorems 2-3) and the normalized variant of Section 4
     (Figure 4) and Appendix E. ``K`` is (n, T, d) shared or (B, n, T, d) per run.
+
+    Parameters
+    ----------
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    gamma : ndarray, shape (..., n, T)
+        Token scores gamma_it = Y_i v^T x_it (Definition 1).
+    p0 : ndarray, shape (B, d) or (d,)
+        Starts, one run per row.
+    eta : float
+        Step size.
+    n_iter : int
+        Iterations.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+    normalized : bool
+        Normalized GD (grad / ||grad||) or constant-step GD.
+    keep_path : bool
+        Keep every iterate (else only the first and the last).
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    Trajectory
+        ``p`` of shape (B, n_iter + 1, d) (or (B, 2, d) without the path) and ``skipped`` (B,), the steps with a zero
+        gradient.
     """
     check_loss(loss)
     if eta <= 0 or n_iter < 0:
@@ -102,6 +130,32 @@ def joint_normalized_gd(
 
     Paper: Section 3 / Figure 3 and Appendix E ("we normalize the gradient of p (and v)").
     v <- v - eta * grad_v / ||grad_v||, p <- p - eta * grad_p / ||grad_p||, both at the same iterate.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, T, d)
+        Tokens.
+    Y : ndarray, shape (..., n)
+        Labels in {-1, +1}.
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    v0 : ndarray, shape (B, d)
+        Starts of the head.
+    p0 : ndarray, shape (B, d)
+        Starts of the attention weights.
+    eta : float
+        Step size of each block.
+    n_iter : int
+        Iterations.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    Trajectory
+        ``p`` and ``v`` of shape (B, n_iter + 1, d), ``skipped`` (B,).
     """
     check_loss(loss)
     p, squeeze = _as_batch(p0)
@@ -121,14 +175,42 @@ def joint_normalized_gd(
 
 
 def cosine(a: Array, b: Array) -> Array:
-    """Cosine similarity along the last axis (the paper's correlation coefficient of two directions)."""
+    """Cosine similarity along the last axis (the paper's correlation coefficient of two directions).
+
+    Parameters
+    ----------
+    a : ndarray, shape (..., d)
+        Vectors.
+    b : ndarray, shape (..., d)
+        Vectors (broadcast against ``a``).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        cos(a, b).
+    """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
 
 
 def record_iterations(n_iter: int, dense: int = 1000, n_log: int = 200) -> Array:
-    """Iterations kept in the tables: all of the first ``dense``, then ``n_log`` log-spaced ones up to ``n_iter``."""
+    """Iterations kept in the tables: all of the first ``dense``, then ``n_log`` log-spaced ones up to ``n_iter``.
+
+    Parameters
+    ----------
+    n_iter : int
+        The last iteration.
+    dense : int
+        Every iteration up to this one is kept.
+    n_log : int
+        Log-spaced iterations after it.
+
+    Returns
+    -------
+    ndarray of int, shape (m,)
+        The increasing iterations kept, 0 and ``n_iter`` included.
+    """
     if n_iter <= dense:
         return np.arange(n_iter + 1)
     tail = np.unique(np.geomspace(dense, n_iter, n_log).astype(int))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from maxmargin.core.model import Array, Gradient, LossName, check_loss, log_softmax, token_scores
+from maxmargin.core.loss import LossName, check_loss
+from maxmargin.core.model import Array, Gradient, log_softmax, token_scores
 
 
 def _log_excess_at(log_delta: Array, c: Array, loss: LossName) -> Array:
@@ -39,6 +40,22 @@ def log_excess_risk(K: Array, gamma: Array, p: Array, loss: LossName = "logistic
     direction selecting optimal tokens (Definition 1); the excess is computed from
     delta_i = sum_t S(K_i p)_t (gamma_i,opt - gamma_it) >= 0 by a log-sum-exp over positive
     terms, so it stays exact when L(p) itself has rounded to L*.
+
+    Parameters
+    ----------
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    gamma : ndarray, shape (..., n, T)
+        Token scores gamma_it = Y_i v^T x_it (Definition 1).
+    p : ndarray, shape (..., d)
+        Attention weights.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        log(L(p) - L*).
     """
     check_loss(loss)
     logs = log_softmax(np.einsum("...ntd,...d->...nt", K, p))
@@ -66,6 +83,26 @@ def log_joint_risk(X: Array, Y: Array, K: Array, v: Array, p: Array, loss: LossN
     """log L(v, p), computed in log space (the risk underflows once r * margin exceeds ~745).
 
     Paper: (ERM), Section 3; the infimum of L(v, p) is 0 on separable data, so this is the log excess.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, T, d)
+        Tokens.
+    Y : ndarray, shape (..., n)
+        Labels in {-1, +1}.
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    v : ndarray, shape (..., d)
+        Head.
+    p : ndarray, shape (..., d)
+        Attention weights.
+    loss : {'logistic', 'exponential'}
+        The loss (positive).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        log L(v, p).
     """
     check_loss(loss)
     if loss == "correlation":
@@ -82,6 +119,20 @@ def log_gradient(gradient: Gradient, log_value: Array, basis: Array) -> Gradient
     With ``value`` = L - inf L this is the scale-free gradient whose norm times R is the relative change of the
     excess risk across a ball of radius R: the scale that the KKT residual of
     :func:`maxmargin.core.ball.ball_kkt_residual` reads inside the ball.
+
+    Parameters
+    ----------
+    gradient : Gradient
+        grad value, ``scaled`` of shape (..., d).
+    log_value : ndarray, shape (...)
+        log value.
+    basis : ndarray, shape (d, k)
+        Orthonormal basis.
+
+    Returns
+    -------
+    Gradient
+        grad log value in the basis' coordinates, ``scaled`` of shape (..., k).
     """
     return Gradient(gradient.scaled @ basis, gradient.log_scale - log_value)
 

@@ -17,55 +17,31 @@ gradient is exact at any ||p||.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.loss import LossName, log_neg_loss_derivative, loss_value
+
 Array = NDArray[np.float64]
-LossName = Literal["logistic", "exponential", "correlation"]
-LOSSES: tuple[str, ...] = ("logistic", "exponential", "correlation")
-
-
-def check_loss(loss: str) -> None:
-    """Raise a ValueError naming the allowed losses."""
-    if loss not in LOSSES:
-        raise ValueError(f"unknown loss {loss!r}; allowed: {', '.join(LOSSES)}")
-
-
-def loss_value(u: Array, loss: LossName) -> Array:
-    """The loss l(u) evaluated at margins u = Y_i f(X_i), without overflow for the logistic loss.
-
-    Paper: Assumption A examples: logistic log(1 + e^-u), exponential e^-u, correlation -u.
-    """
-    check_loss(loss)
-    u = np.asarray(u, dtype=np.float64)
-    if loss == "logistic":
-        return np.logaddexp(0.0, -u)
-    if loss == "exponential":
-        with np.errstate(over="ignore"):
-            return np.exp(-u)
-    return -u
-
-
-def log_neg_loss_derivative(u: Array, loss: LossName) -> Array:
-    """log(-l'(u)), the log-magnitude of the (negative) loss derivative; finite for every finite u.
-
-    Paper: Assumption A (l strictly decreasing, so -l' > 0).
-    """
-    check_loss(loss)
-    u = np.asarray(u, dtype=np.float64)
-    if loss == "logistic":
-        return -np.logaddexp(0.0, u)  # -l'(u) = 1 / (1 + e^u)
-    if loss == "exponential":
-        return -u
-    return np.zeros_like(u)
 
 
 def keys(X: Array, W: Array) -> Array:
     """Key embeddings K_i = X_i W^T.
 
     Paper: eq. (5).
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., T, d)
+        Tokens.
+    W : ndarray, shape (d, d)
+        Key-query matrix.
+
+    Returns
+    -------
+    ndarray, shape (..., T, d)
+        Keys X W^T.
     """
     return np.einsum("...td,ed->...te", X, W)
 
@@ -74,12 +50,37 @@ def token_scores(X: Array, Y: Array, v: Array) -> Array:
     """Token scores gamma_it = Y_i v^T x_it, shape (..., n, T).
 
     Paper: Definition 1.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, T, d)
+        Tokens.
+    Y : ndarray, shape (..., n)
+        Labels in {-1, +1}.
+    v : ndarray, shape (..., d)
+        Head.
+
+    Returns
+    -------
+    ndarray, shape (..., n, T)
+        gamma.
     """
     return np.asarray(Y)[..., None] * np.einsum("...ntd,...d->...nt", X, v)
 
 
 def log_softmax(z: Array) -> Array:
-    """Log-softmax along the token axis, exact for arbitrarily large logit gaps."""
+    """Log-softmax along the token axis, exact for arbitrarily large logit gaps.
+
+    Parameters
+    ----------
+    z : ndarray, shape (..., T)
+        Logits.
+
+    Returns
+    -------
+    ndarray, shape (..., T)
+        log S(z).
+    """
     z = np.asarray(z, dtype=np.float64)
     zmax = z.max(axis=-1, keepdims=True)
     return z - zmax - np.log(np.exp(z - zmax).sum(axis=-1, keepdims=True))
@@ -89,6 +90,18 @@ def attention(K: Array, p: Array) -> Array:
     """Softmax attention S(K_i p) over the T tokens of every input, shape (..., n, T).
 
     Paper: eq. (5), the map S(X W^T p).
+
+    Parameters
+    ----------
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    p : ndarray, shape (..., d)
+        Attention weights.
+
+    Returns
+    -------
+    ndarray, shape (..., n, T)
+        S(K_i p).
     """
     return np.exp(log_softmax(np.einsum("...ntd,...d->...nt", K, p)))
 
@@ -98,6 +111,18 @@ def selected_tokens(K: Array, p: Array) -> NDArray[np.int64]:
 
     Paper: Section 2 and Appendix E. The argmax of the logits, not of S(K_i p): once the softmax saturates its
     probabilities round, and two of them can tie where the logits still differ.
+
+    Parameters
+    ----------
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    p : ndarray, shape (..., d)
+        Attention weights.
+
+    Returns
+    -------
+    ndarray of int, shape (..., n)
+        alpha_i.
     """
     return np.einsum("...ntd,...d->...nt", K, p).argmax(axis=-1)
 
@@ -106,12 +131,35 @@ def log_non_selected_mass(K: Array, p: Array) -> Array:
     """log(1 - max_t S(K_i p)_t) per input, accurate when 1 - s is far below float64 epsilon.
 
     Paper: Appendix E's saturation test, mean_i s_{i alpha_i} >= 1 - 1e-5.
+
+    Parameters
+    ----------
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    p : ndarray, shape (..., d)
+        Attention weights.
+
+    Returns
+    -------
+    ndarray, shape (..., n)
+        log(1 - max_t S(K_i p)_t) (-inf when it is exactly 0).
     """
     return log_non_selected_mass_of_logits(np.einsum("...ntd,...d->...nt", K, p))
 
 
 def log_non_selected_mass_of_logits(z: Array) -> Array:
-    """:func:`log_non_selected_mass` from the logits z_i = K_i p, shape (..., n, T)."""
+    """:func:`log_non_selected_mass` from the logits z_i = K_i p, shape (..., n, T).
+
+    Parameters
+    ----------
+    z : ndarray, shape (..., n, T)
+        Logits K_i p.
+
+    Returns
+    -------
+    ndarray, shape (..., n)
+        log(1 - max_t S(z_i)_t).
+    """
     logs = log_softmax(z)
     top = logs.argmax(axis=-1)
     others = np.where(np.arange(logs.shape[-1]) == top[..., None], -np.inf, logs)
@@ -125,6 +173,18 @@ def attention_features(X: Array, s: Array) -> Array:
     """Attention features r_i = X_i^T S(K_i p), shape (..., n, d).
 
     Paper: Section 3, x^p_i = X_i^T S(K_i p), the inputs of (SVM).
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, T, d)
+        Tokens.
+    s : ndarray, shape (..., n, T)
+        Attention probabilities S(K_i p).
+
+    Returns
+    -------
+    ndarray, shape (..., n, d)
+        r_i.
     """
     return np.einsum("...ntd,...nt->...nd", X, s)
 
@@ -186,6 +246,22 @@ def risk(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Array
     """Training risk L(p) = 1/n sum_i l(sum_t S(K_i p)_t gamma_it) for a fixed head v.
 
     Paper: (ERM) with Y_i v^T X_i^T S(K_i p) = S(K_i p)^T gamma_i (Definition 1).
+
+    Parameters
+    ----------
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    gamma : ndarray, shape (..., n, T)
+        Token scores gamma_it = Y_i v^T x_it (Definition 1).
+    p : ndarray, shape (..., d)
+        Attention weights.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        L(p).
     """
     u, _, _ = _centered_attention(np.einsum("...ntd,...d->...nt", K, p), gamma)
     return loss_value(u, loss).mean(axis=-1)
@@ -196,6 +272,22 @@ def grad_p(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Gra
 
     Paper: eq. (15a), grad L(p) = 1/n sum_i l'(u_i) K_i^T S'(K_i p) gamma_i with
     S'(z) = diag(s) - s s^T; here K_i^T S' gamma_i = sum_t c_it k_it.
+
+    Parameters
+    ----------
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    gamma : ndarray, shape (..., n, T)
+        Token scores gamma_it = Y_i v^T x_it (Definition 1).
+    p : ndarray, shape (..., d)
+        Attention weights.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    Gradient
+        grad L(p): ``scaled`` of shape (..., d), ``log_scale`` of shape (...).
     """
     n = gamma.shape[-2]
     u, c, L = _centered_attention(np.einsum("...ntd,...d->...nt", K, p), gamma)
@@ -212,6 +304,26 @@ def grad_v(X: Array, K: Array, Y: Array, v: Array, p: Array, loss: LossName = "l
     """Gradient of L(v, p) w.r.t. the head v: 1/n sum_i l'(u_i) Y_i X_i^T S(K_i p).
 
     Paper: (ERM), Section 3 (the head is a linear classifier on the attention features).
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, T, d)
+        Tokens.
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    Y : ndarray, shape (..., n)
+        Labels in {-1, +1}.
+    v : ndarray, shape (..., d)
+        Head.
+    p : ndarray, shape (..., d)
+        Attention weights.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    Gradient
+        grad_v L(v, p): ``scaled`` of shape (..., d), ``log_scale`` of shape (...).
     """
     n = Y.shape[-1]
     logits = np.einsum("...ntd,...d->...nt", K, p)
@@ -229,5 +341,21 @@ def model_output(X: Array, K: Array, v: Array, p: Array) -> Array:
     """f(X_i) = v^T X_i^T S(K_i p) for every input, shape (..., n).
 
     Paper: eq. (5).
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, T, d)
+        Tokens.
+    K : ndarray, shape (..., n, T, d)
+        Keys K_i = X_i W^T of the n inputs' T tokens.
+    v : ndarray, shape (..., d)
+        Head.
+    p : ndarray, shape (..., d)
+        Attention weights.
+
+    Returns
+    -------
+    ndarray, shape (..., n)
+        f(X_i).
     """
     return np.einsum("...nd,...d->...n", attention_features(X, attention(K, p)), v)

@@ -25,24 +25,10 @@ from numpy.typing import NDArray
 from maxmargin.core.ball import key_difference_basis, solve_on_balls, span_basis
 from maxmargin.core.gd import cosine
 from maxmargin.core.logspace import log_excess_risk, log_gradient, log_joint_risk
-from maxmargin.core.model import (
-    Array,
-    Gradient,
-    LossName,
-    check_loss,
-    grad_p,
-    grad_v,
-    risk,
-    selected_tokens,
-    token_scores,
-)
+from maxmargin.core.loss import LossName, check_loss
+from maxmargin.core.model import Array, Gradient, grad_p, grad_v, risk, selected_tokens, token_scores
 
 SAME_POINT_COSINE = 1 - 1e-8  # two end points whose cosine exceeds this (in every block) are the same KKT point
-
-
-# ---------------------------------------------------------------------------------------------
-# Multi-start solves along a grid of radii
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -95,7 +81,20 @@ def _pick_best(log_excess: Array, kkt: Array) -> int:
 
 
 def radius_grid(min: float, max: float, num: int) -> Array:  # noqa: A002 (the config's key names)
-    """The geometric grid of radii R (and r = R) on which the paths are solved (eq. (2), Theorems 5-6)."""
+    """The geometric grid of radii R (and r = R) on which the paths are solved (eq. (2), Theorems 5-6).
+
+    Parameters
+    ----------
+    min, max : float
+        The smallest and largest radius.
+    num : int
+        Number of radii.
+
+    Returns
+    -------
+    ndarray, shape (num,)
+        Geometric grid.
+    """
     return np.geomspace(min, max, num)
 
 
@@ -125,6 +124,32 @@ def multistart_path(
     ``candidates[b]`` (unit coordinates), ``n_random`` random directions; the lowest ``log_objective`` wins.
     ``gradients`` gives grad L at points in the original coordinates; the solver gets the gradient of
     ``log_objective`` = log(L - inf L) (:func:`maxmargin.core.logspace.log_gradient`), so residuals are scale-free.
+
+    Parameters
+    ----------
+    bases : sequence of ndarray, shapes (d_b, k_b)
+        Orthonormal basis of each block's subspace.
+    candidates : sequence of ndarray, shapes (c, k_b)
+        Candidate unit directions per block (coordinates).
+    gradients : callable
+        Points (one (S, d_b) array per block) -> their gradients.
+    log_objective : callable
+        Points -> log(L - inf L), shape (S,).
+    radii : ndarray, shape (n_radii,)
+        Increasing radii.
+    n_random : int
+        Random starts per radius.
+    seed : int
+        Seed of the random starts.
+    n_iter : int
+        Cap on solver iterations.
+    tol : float
+        KKT residual at which a start stops.
+
+    Returns
+    -------
+    MultistartSolve
+        Every start's end point per radius (one (n_radii, S, d_b) array per block) and the kept one.
     """
     rng = np.random.default_rng(seed)
     warm = [_random_units(rng, 1, basis.shape[1]) for basis in bases]
@@ -248,6 +273,27 @@ def regularization_path_p(
     Paper: eq. (2) and Theorem 1 (p(R)/R -> p_mm*/||p_mm*||, the GMM direction). Starts at each R: see
     :func:`multistart_path`; ``candidates`` are directions such as the GMM and LMM; the lowest
     :func:`maxmargin.core.logspace.log_excess_risk` wins.
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+    gamma : ndarray, shape (n, T)
+        Token scores.
+    radii : ndarray, shape (n_radii,)
+        Increasing radii R.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+    candidates : ndarray of shape (c, d) or None
+        Candidate directions (GMM, LMM).
+    n_random, seed, n_iter, tol
+        As in :func:`multistart_path`.
+
+    Returns
+    -------
+    RegularizationPath
+        ``p`` (n_radii, d), ``loss``, ``kkt_residual_p`` (n_radii,), every start's end point ``ends_p``
+        (n_radii, S, d).
     """
     check_loss(loss)
     radii = _check_radii(radii)
@@ -287,6 +333,28 @@ def regularization_path_joint(
     p_relax/||p_relax|| of eq. (10) in general). Both radii run along the same grid (r = R). Starts: see
     :func:`multistart_path`, with every (v, p) pair of ``candidates``; the lowest
     :func:`maxmargin.core.logspace.log_joint_risk` wins.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, T, d)
+        Tokens.
+    Y : ndarray, shape (n,)
+        Labels.
+    K : ndarray, shape (n, T, d)
+        Keys.
+    radii : ndarray, shape (n_radii,)
+        Increasing radii r = R.
+    loss : {'logistic', 'exponential'}
+        The loss.
+    candidates : sequence of (ndarray of shape (d,), ndarray of shape (d,))
+        Candidate (v, p) directions.
+    n_random, seed, n_iter, tol
+        As in :func:`multistart_path`.
+
+    Returns
+    -------
+    RegularizationPath
+        ``p`` and ``v`` (n_radii, d), ``loss``, the KKT residuals (n_radii,), the end points of every start.
     """
     check_loss(loss)
     radii = _check_radii(radii)

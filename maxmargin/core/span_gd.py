@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 from numpy.typing import NDArray
 
-from maxmargin.core.model import Array, LossName, check_loss, log_neg_loss_derivative
+from maxmargin.core.loss import LossName, check_loss, log_neg_loss_derivative
+from maxmargin.core.model import Array
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,22 @@ def span_coordinates(K: Array, gamma: Array, p0: Array, trials: Sequence[int] | 
     For d <= nT the keys are kept as they are. Otherwise a QR factorisation of [K^T, p0] (d x (nT+1))
     gives at once the keys in an orthonormal basis of their span (R^T), the span part of p0 and the
     norm of the rest (the last column of R), without cancellation.
+
+    Parameters
+    ----------
+    K : ndarray, shape (B, n, T, d)
+        Keys of B problems.
+    gamma : ndarray, shape (B, n, T)
+        Token scores.
+    p0 : ndarray, shape (B, d)
+        Starts.
+    trials : sequence of int, optional
+        The problems' trial numbers (kept with the batch).
+
+    Returns
+    -------
+    SpanBatch
+        Keys in span coordinates (B, n, T, r), the span part of p0 (B, r) and the norm of the rest (B,).
     """
     K = np.asarray(K, dtype=np.float64)
     p0 = np.asarray(p0, dtype=np.float64)
@@ -130,6 +147,20 @@ def key_gradient(z: Array, gamma: Array, loss: LossName) -> tuple[Array, Array]:
     -s_i,second s_im A_i (t = m_i), A_i = sum_t rho_it delta_it; the common factors s_i,second and
     -l'(u_i) stay in log space, so the direction of the gradient is exact at any ||p||.
     z, gamma: (..., n, T). Returns beta (..., n, T) of order one and log_scale (...).
+
+    Parameters
+    ----------
+    z : ndarray, shape (..., n, T)
+        Logits K_i p.
+    gamma : ndarray, shape (..., n, T)
+        Token scores.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    tuple of ndarray, shapes (..., n, T) and (...)
+        beta and log_scale.
     """
     check_loss(loss)
     z = np.asarray(z, dtype=np.float64)
@@ -155,6 +186,22 @@ def normalized_gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: Lo
     z <- z - eta G beta / ||K^T beta|| with ||K^T beta||^2 = beta^T G beta; a zero gradient is skipped
     (counted), never divided by. Arrays are kept token-major with the batch last, (T, n, B), so that every
     operation is vectorised across problems.
+
+    Parameters
+    ----------
+    batch : SpanBatch
+        B problems in span coordinates (:func:`span_coordinates`).
+    eta : float
+        Step size.
+    n_iter : int
+        Iterations.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    SpanTrajectory
+        Final coefficients ``a`` (B, n T), logits ``z`` (B, n, T) and ``skipped`` steps (B,).
     """
     check_loss(loss)
     if batch.gamma.shape[0] == 1:
@@ -183,7 +230,20 @@ def normalized_gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: Lo
 
 
 def final_weights(batch: SpanBatch, traj: SpanTrajectory) -> tuple[Array, Array, Array]:
-    """The end point of GD: its span coordinates q (B, r), ||p|| (B,) and logits z = K p (B, n, T)."""
+    """The end point of GD: its span coordinates q (B, r), ||p|| (B,) and logits z = K p (B, n, T).
+
+    Parameters
+    ----------
+    batch : SpanBatch
+        The problems.
+    traj : SpanTrajectory
+        Their GD run.
+
+    Returns
+    -------
+    tuple of ndarray, shapes (B, r), (B,) and (B, n, T)
+        q, ||p|| and z.
+    """
     B, n, T, _ = batch.keys.shape
     q = batch.q0 + np.einsum("bi,bir->br", traj.a, batch.keys.reshape(B, n * T, -1))
     p_norm = np.sqrt((q * q).sum(axis=-1) + batch.p0_perp**2)

@@ -16,6 +16,11 @@ from scipy.optimize import linprog, nnls
 
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-11, "reltol": 1e-11, "feastol": 1e-11, "maxiters": 200}
 
+# Relative KKT tolerance at which a max-margin solution is accepted (the census reads its own: census.svm_tol).
+SVM_TOL = 1e-9
+# Relative tolerance of the equality (k_{i alpha_i} - k_it)^T p_mm = 1 that makes t an SVM-neighbour (Definition 2).
+NEIGHBOR_TOL = 1e-7
+
 
 @dataclass(frozen=True)
 class SVMResult:
@@ -32,18 +37,12 @@ class SVMResult:
 
     @property
     def norm(self) -> float:
-        """Euclidean norm of the solution (nan if infeasible).
-
-        ||p_mm|| of (ATT-SVM) / ||v_mm|| of (SVM); 1/norm is the margin.
-        """
+        """||p_mm|| of (ATT-SVM) / ||v_mm|| of (SVM), nan if infeasible; 1/norm is the margin."""
         return float(np.linalg.norm(self.solution)) if self.solution is not None else float("nan")
 
     @property
     def direction(self) -> NDArray[np.float64] | None:
-        """Unit-norm direction solution / ||solution|| (None if infeasible or zero).
-
-        The max-margin direction p_mm / ||p_mm|| of Theorems 1-6.
-        """
+        """The max-margin direction p_mm / ||p_mm|| of Theorems 1-6 (None if infeasible or zero)."""
         if self.solution is None or self.norm == 0.0:
             return None
         return self.solution / self.norm
@@ -207,11 +206,27 @@ def _constraints(K: NDArray[np.float64], alpha: NDArray[np.int_]) -> tuple[NDArr
 
 
 def p_relax(
-    K: NDArray[np.float64], alpha: NDArray[np.int_], support: NDArray[np.bool_], *, tol: float = 1e-9
+    K: NDArray[np.float64], alpha: NDArray[np.int_], support: NDArray[np.bool_], *, tol: float = SVM_TOL
 ) -> SVMResult:
     """Relaxed max-margin attention problem: margin 1 on support inputs, 0 on the rest.
 
     Eq. (10) (Theorem 6): p^T(k_{i alpha_i} - k_it) >= 1 for i in S, >= 0 for i not in S, t != alpha_i.
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+    support : ndarray of bool, shape (n,)
+        The inputs whose constraint is kept (support vectors of (SVM)).
+    tol : float
+        Relative KKT tolerance (default :data:`SVM_TOL`).
+
+    Returns
+    -------
+    SVMResult
+        The solution (``solution``, shape (d,); None if infeasible), status, active constraints, KKT residual.
     """
     diff, mask = _constraints(K, alpha)
     support = np.asarray(support, dtype=bool)
@@ -226,10 +241,24 @@ def p_relax(
     return SVMResult(res.solution, True, res.status, active, res.kkt_residual)
 
 
-def att_svm(K: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float = 1e-9) -> SVMResult:
+def att_svm(K: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float = SVM_TOL) -> SVMResult:
     """Max-margin attention direction p_mm(alpha) separating token alpha_i from the rest of input i.
 
     (ATT-SVM), Sec. 2: argmin ||p|| s.t. p^T(k_{i alpha_i} - k_it) >= 1 for all t != alpha_i, all i.
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+    tol : float
+        Relative KKT tolerance (default :data:`SVM_TOL`).
+
+    Returns
+    -------
+    SVMResult
+        The solution (``solution``, shape (d,); None if infeasible), status, active constraints, KKT residual.
     """
     K = np.asarray(K, dtype=np.float64)
     return p_relax(K, alpha, np.ones(K.shape[0], dtype=bool), tol=tol)
@@ -243,19 +272,47 @@ def _v_problem(R: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.flo
     return Y[:, None] * R
 
 
-def v_svm_qp(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = 1e-9) -> SVMResult:
+def v_svm_qp(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = SVM_TOL) -> SVMResult:
     """Bias-free hard-margin SVM v_mm solved as a cvxopt QP (cross-check of v_svm).
 
     (SVM), Sec. 3: argmin ||v|| s.t. Y_i v^T r_i >= 1; ``active`` marks the support vectors.
+
+    Parameters
+    ----------
+    R : ndarray, shape (n, d)
+        Features r_i.
+    Y : ndarray, shape (n,)
+        Labels.
+    tol : float
+        Relative KKT tolerance (default :data:`SVM_TOL`).
+
+    Returns
+    -------
+    SVMResult
+        The solution (``solution``, shape (d,); None if infeasible), status, active constraints, KKT residual.
     """
     D = _v_problem(R, Y)
     return _solve_min_norm(D, np.ones(D.shape[0]), tol=tol)
 
 
-def v_svm(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = 1e-9) -> SVMResult:
+def v_svm(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = SVM_TOL) -> SVMResult:
     """Bias-free hard-margin SVM v_mm solved with scikit-learn's SVC, as in the paper's experiments.
 
     (SVM), Sec. 3: argmin ||v|| s.t. Y_i v^T r_i >= 1; ``active`` marks the support vectors (by margin).
+
+    Parameters
+    ----------
+    R : ndarray, shape (n, d)
+        Features r_i.
+    Y : ndarray, shape (n,)
+        Labels.
+    tol : float
+        Relative KKT tolerance (default :data:`SVM_TOL`).
+
+    Returns
+    -------
+    SVMResult
+        The solution (``solution``, shape (d,); None if infeasible), status, active constraints, KKT residual.
     """
     from sklearn.svm import SVC
 
@@ -274,11 +331,27 @@ def v_svm(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = 1e-9) 
 
 
 def svm_neighbors(
-    K: NDArray[np.float64], alpha: NDArray[np.int_], p_mm: NDArray[np.float64], *, tol: float = 1e-7
+    K: NDArray[np.float64], alpha: NDArray[np.int_], p_mm: NDArray[np.float64], *, tol: float = NEIGHBOR_TOL
 ) -> NDArray[np.bool_]:
     """SVM-neighbour mask T_i: tokens t != alpha_i on the margin, (k_{i alpha_i} - k_it)^T p_mm = 1.
 
     Definition 2; equality is tested within tol relative to max(1, ||k_{i alpha_i} - k_it|| ||p_mm||).
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+    p_mm : ndarray, shape (d,)
+        The (ATT-SVM) solution at alpha.
+    tol : float
+        Relative tolerance of the equality (default :data:`NEIGHBOR_TOL`).
+
+    Returns
+    -------
+    ndarray of bool, shape (n, T)
+        The mask T_i.
     """
     diff, mask = _constraints(K, alpha)
     p = np.asarray(p_mm, dtype=np.float64)
@@ -286,64 +359,26 @@ def svm_neighbors(
     return mask & (np.abs(diff @ p - 1.0) <= tol * scale)
 
 
-def _gaps(gamma: NDArray[np.float64], alpha: NDArray[np.int_]) -> NDArray[np.float64]:
-    gamma = np.asarray(gamma, dtype=np.float64)
-    alpha = np.asarray(alpha, dtype=np.int64)
-    return gamma[np.arange(gamma.shape[0]), alpha][:, None] - gamma
-
-
-def is_locally_optimal(gamma: NDArray[np.float64], alpha: NDArray[np.int_], neighbors: NDArray[np.bool_]) -> bool:
-    """Whether alpha is locally optimal: gamma_{i alpha_i} > gamma_it for every SVM-neighbour t in T_i.
-
-    Definition 2.
-    """
-    return bool(np.all(_gaps(gamma, alpha)[np.asarray(neighbors, dtype=bool)] > 0.0))
-
-
-def optimal_tokens(gamma: NDArray[np.float64]) -> NDArray[np.int_]:
-    """Indices of the optimal tokens opt_i = argmax_t gamma_it (first index on ties).
-
-    Definition 1.
-    """
-    return np.argmax(np.asarray(gamma, dtype=np.float64), axis=1).astype(np.int64)
-
-
-def is_globally_optimal(gamma: NDArray[np.float64], alpha: NDArray[np.int_]) -> bool:
-    """Whether every alpha_i attains the highest score of input i (ties allowed).
-
-    Definition 1 (alpha_i in argmax_t gamma_it).
-    """
-    return bool(np.all(_gaps(gamma, alpha) >= 0.0))
-
-
-def min_score_gap(gamma: NDArray[np.float64], alpha: NDArray[np.int_], neighbors: NDArray[np.bool_]) -> float:
-    """Smallest score gap gamma_{i alpha_i} - gamma_it over SVM-neighbours t in T_i (+inf if none).
-
-    Definition 2 (local optimality iff the gap is > 0); plotted in Fig. 9(b).
-    """
-    return float(np.min(_gaps(gamma, alpha)[np.asarray(neighbors, dtype=bool)], initial=np.inf))
-
-
-@dataclass(frozen=True)
-class MaxMarginDirection:
-    """Classification of the (ATT-SVM) direction of token selection alpha as GMM, LMM or neither.
-
-    Definitions 1-2: kind in {"gmm", "lmm", "neither", "infeasible"}.
-    """
-
-    kind: str
-    alpha: NDArray[np.int_]
-    svm: SVMResult
-    neighbors: NDArray[np.bool_] | None
-    score_gap: float
-
-
-def att_svm_ldp(K: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float = 1e-9) -> SVMResult | None:
+def att_svm_ldp(K: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float = SVM_TOL) -> SVMResult | None:
     """(ATT-SVM) at alpha by least-distance programming (NNLS) alone, or None when its KKT check fails.
 
     Sec. 2 (ATT-SVM), as :func:`att_svm` without cvxopt: the NNLS solution is accepted only if it satisfies
     the KKT conditions to ``tol`` (relative), which makes it the unique optimum. Many times faster than
     :func:`att_svm` on small problems (the census solves thousands).
+
+    Parameters
+    ----------
+    K : ndarray, shape (n, T, d)
+        Keys.
+    alpha : ndarray of int, shape (n,)
+        The selected token of each input.
+    tol : float
+        Relative KKT tolerance (default :data:`SVM_TOL`).
+
+    Returns
+    -------
+    SVMResult or None
+        The solution, or None when the NNLS solution fails its KKT check.
     """
     diff, mask = _constraints(K, alpha)
     D = diff[mask]
@@ -361,39 +396,3 @@ def att_svm_ldp(K: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float =
     active = np.zeros(mask.shape, dtype=bool)
     active[mask] = (D @ p - b) <= tol * scale
     return SVMResult(p, True, "optimal", active, kkt)
-
-
-def classify_direction(
-    K: NDArray[np.float64],
-    gamma: NDArray[np.float64],
-    alpha: NDArray[np.int_],
-    *,
-    tol: float = 1e-9,
-    svm: SVMResult | None = None,
-    neighbor_tol: float = 1e-7,
-) -> MaxMarginDirection:
-    """Solve (ATT-SVM) at alpha and classify p_mm(alpha) as GMM, LMM, neither, or infeasible.
-
-    Definition 1: alpha_i in argmax_t gamma_it for every i makes p_mm(alpha) the GMM, even when an SVM-neighbour
-    ties with alpha_i (the optimal tokens are then not unique); Definition 2: otherwise LMM iff locally optimal.
-    ``svm``: the (ATT-SVM) solution at alpha when the caller already has it (e.g. from :func:`att_svm_ldp`);
-    ``neighbor_tol``: the equality test of :func:`svm_neighbors`.
-    """
-    alpha = np.asarray(alpha, dtype=np.int64)
-    res = att_svm(K, alpha, tol=tol) if svm is None else svm
-    if not res.feasible:
-        return MaxMarginDirection("infeasible", alpha, res, None, float("nan"))
-    nb = svm_neighbors(K, alpha, res.solution, tol=neighbor_tol)
-    if is_globally_optimal(gamma, alpha):
-        kind = "gmm"
-    else:
-        kind = "lmm" if is_locally_optimal(gamma, alpha, nb) else "neither"
-    return MaxMarginDirection(kind, alpha, res, nb, min_score_gap(gamma, alpha, nb))
-
-
-def gmm_direction(K: NDArray[np.float64], gamma: NDArray[np.float64]) -> SVMResult:
-    """Globally-optimal max-margin direction: (ATT-SVM) at the optimal tokens opt_i.
-
-    Definition 1 (GMM), Theorem 1.
-    """
-    return att_svm(K, optimal_tokens(gamma))

@@ -29,9 +29,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from maxmargin.core.model import Array, LossName, check_loss, log_non_selected_mass_of_logits
+from maxmargin.core.directions import classify_direction
+from maxmargin.core.loss import LossName, check_loss
+from maxmargin.core.model import Array, log_non_selected_mass_of_logits
 from maxmargin.core.span_gd import SpanBatch, final_weights, normalized_gd_in_span, span_coordinates
-from maxmargin.core.svm import att_svm_ldp, classify_direction
+from maxmargin.core.svm import att_svm_ldp
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +138,7 @@ def _label_columns(
     """class, corr, gap, svm_norm, n_neighbors and solver of every trial; NaN/empty where not saturated.
 
     Definitions 1-2: (ATT-SVM) at the selected tokens alpha by LDP (cvxopt when its KKT check fails), then
-    GMM / LMM / neither by :func:`maxmargin.core.svm.classify_direction`; corr = cos(p, p_mm(alpha)). The
+    GMM / LMM / neither by :func:`maxmargin.core.directions.classify_direction`; corr = cos(p, p_mm(alpha)). The
     configured ``tol`` (census.svm_tol) is both the solve's KKT tolerance and the SVM-neighbours' equality test.
     """
     B = len(alpha)

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from maxmargin.core.gd import gradient_descent
-from maxmargin.core.model import Array, LossName, check_loss, grad_p, risk, token_scores
+from maxmargin.core.loss import LossName, check_loss
+from maxmargin.core.model import Array, grad_p, risk, token_scores
 from maxmargin.experiments import instances
 
 LEMMA1_COLUMNS = [

@@ -18,7 +18,8 @@ from maxmargin import registry
 from maxmargin.core.directions import BLOCK_OF_KIND, joint_candidates, max_margin_directions
 from maxmargin.core.gd import cosine, gradient_descent, record_iterations
 from maxmargin.core.logspace import log_excess_risk
-from maxmargin.core.model import Array, LossName, risk, selected_tokens
+from maxmargin.core.loss import LossName
+from maxmargin.core.model import Array, risk, selected_tokens
 from maxmargin.core.regpath import RegularizationPath, regularization_path_joint, regularization_path_p
 from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances

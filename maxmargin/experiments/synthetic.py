@@ -18,15 +18,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maxmargin.core.directions import MAX_ENUMERATED, max_margin_directions
+from maxmargin.core.directions import (
+    MAX_ENUMERATED,
+    classify_direction,
+    gmm_direction,
+    max_margin_directions,
+    optimal_tokens,
+)
 from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd, record_iterations
 from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output, selected_tokens
 from maxmargin.core.svm import (
     SVMResult,
     att_svm,
-    classify_direction,
-    gmm_direction,
-    optimal_tokens,
     p_relax,
     v_svm,
 )

@@ -1,0 +1,82 @@
+"""The losses l of Assumption A (logistic, exponential, correlation), in forms that never overflow."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[np.float64]
+LossName = Literal["logistic", "exponential", "correlation"]
+LOSSES: tuple[str, ...] = ("logistic", "exponential", "correlation")
+
+
+def check_loss(loss: str) -> None:
+    """Raise a ValueError naming the allowed losses.
+
+    Parameters
+    ----------
+    loss : str
+        The name to check.
+
+    Returns
+    -------
+    None
+        Raises ValueError naming the allowed losses.
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; allowed: {', '.join(LOSSES)}")
+
+
+def loss_value(u: Array, loss: LossName) -> Array:
+    """The loss l(u) evaluated at margins u = Y_i f(X_i), without overflow for the logistic loss.
+
+    Paper: Assumption A examples: logistic log(1 + e^-u), exponential e^-u, correlation -u.
+
+    Parameters
+    ----------
+    u : ndarray, shape (...)
+        Margins Y_i f(X_i).
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        l(u).
+    """
+    check_loss(loss)
+    u = np.asarray(u, dtype=np.float64)
+    if loss == "logistic":
+        return np.logaddexp(0.0, -u)
+    if loss == "exponential":
+        with np.errstate(over="ignore"):
+            return np.exp(-u)
+    return -u
+
+
+def log_neg_loss_derivative(u: Array, loss: LossName) -> Array:
+    """log(-l'(u)), the log-magnitude of the (negative) loss derivative; finite for every finite u.
+
+    Paper: Assumption A (l strictly decreasing, so -l' > 0).
+
+    Parameters
+    ----------
+    u : ndarray, shape (...)
+        Margins.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        log(-l'(u)).
+    """
+    check_loss(loss)
+    u = np.asarray(u, dtype=np.float64)
+    if loss == "logistic":
+        return -np.logaddexp(0.0, u)  # -l'(u) = 1 / (1 + e^u)
+    if loss == "exponential":
+        return -u
+    return np.zeros_like(u)
