@@ -1,6 +1,6 @@
 # The claims table (every quantitative claim of the paper next to the measured value) and the README gallery.
 
-# Every table a claim reads (the registry says which: maxmargin/registry.py, Table.claims).
+# Every table a claim reads (the registry says which: maxmargin/registry/, Table.claims).
 CLAIM_TABLES = {
     name: table_path(name)
     for name in dict.fromkeys(
@@ -8,7 +8,7 @@ CLAIM_TABLES = {
     )
 }
 
-# The README gallery: every registered panel with the gallery flag (maxmargin/registry.py).
+# The README gallery: every registered panel with the gallery flag (maxmargin/registry/).
 GALLERY = [panel.name for panel in registry.PANELS if panel.gallery]
 
 

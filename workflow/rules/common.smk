@@ -1,5 +1,5 @@
 # Shared constants and input functions of the rule files. Everything here is derived from the figure registry
-# (maxmargin/registry.py: every panel, table and synthetic experiment, declared once), which is plain data:
+# (maxmargin/registry/: every panel, table and synthetic experiment, declared once), which is plain data:
 # parsing the rule files imports neither numpy nor torch.
 from maxmargin import registry
 

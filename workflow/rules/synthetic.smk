@@ -1,5 +1,5 @@
 # Synthetic experiments: GD trajectories on p and on (v, p). Experiments, panels, figure targets and report labels
-# come from the figure registry (maxmargin/registry.py, via common.smk).
+# come from the figure registry (maxmargin/registry/synthetic.py, via common.smk).
 
 SYNTHETIC_EXPERIMENTS = [experiment.name for experiment in registry.EXPERIMENTS]
 
