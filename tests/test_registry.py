@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 
+import yaml
 from conftest import DEFAULT_CONFIG, REPO, snakemake
 from matplotlib.figure import Figure
 
@@ -80,3 +81,12 @@ def test_rules_are_derived_from_the_registry(workflow_dir):
     dry_run = snakemake(workflow_dir, "-n", "gallery").stdout  # fails if a gallery panel has no rule making it
     for panel in registry.PANELS:
         assert (f"docs/gallery/{panel.name}.png" in dry_run) == panel.gallery
+
+
+def test_the_schema_names_what_the_registry_names():
+    """Config keys that list registered names allow exactly those (the schema is static YAML: checked here)."""
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"]
+    on_circle = schema["synthetic"]["properties"]["fig1"]["properties"]["on_circle"]["items"]["enum"]
+    assert on_circle == [e.name for e in registry.EXPERIMENTS if "on_circle" in e.selected_by]
+    assert schema["regpath"]["properties"]["instances"]["items"]["enum"] == list(registry.REGPATH_INSTANCES)
+    assert set(regpath.TITLES) == set(registry.REGPATH_INSTANCES)
