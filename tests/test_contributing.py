@@ -66,7 +66,7 @@ def apply(work: Path, action: str, args: list[str], body: str, env: dict[str, st
     path = work / args[0]
     text = path.read_text()
     if action == "append":
-        text += body
+        text = text.rstrip("\n") + "\n\n\n" + body
     elif path.suffix == ".py":
         text = insert_into_tuple(text, args[1], body)
     else:
