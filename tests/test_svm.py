@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from maxmargin.core import svm
+from maxmargin.core import directions, svm
 from maxmargin.core.directions import (
     classify_direction,
     gmm_direction,
@@ -229,5 +229,5 @@ def test_module_has_no_print_and_docstrings_cite_paper() -> None:
         "classify_direction",
         "gmm_direction",
     ]:
-        doc = getattr(svm, name).__doc__
+        doc = (getattr(svm, name, None) or getattr(directions, name)).__doc__
         assert doc is not None and len(doc.strip().splitlines()) >= 2

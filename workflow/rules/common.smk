@@ -85,3 +85,30 @@ for figure, files in TARGETS.items():
         input:
             files,
         localrule: True
+
+
+# The three tables of an experiment, named once: the rule's outputs, the panels' inputs and `all` read them here.
+EXPERIMENT_TABLES = {
+    "trajectories": "tables/{experiment}.csv",
+    "tokens": "tables/{experiment}_tokens.csv",
+    "directions": "runs/{experiment}/directions.csv",
+}
+
+
+def panel_tables(wildcards):
+    """The three tables of the experiment a synthetic panel draws (rule plot_synthetic)."""
+    experiment = registry.panel(wildcards.panel).experiment
+    return {
+        name: results_path(path.format(experiment=experiment))
+        for name, path in EXPERIMENT_TABLES.items()
+    }
+
+
+def regpath_settings(wildcards):
+    """The ``regpath`` block as keyword arguments of maxmargin.experiments.regpath.regpath_table for one instance:
+    the GD runs belong to the Theorem 1 path (Fig. 1(b) data) only."""
+    settings = {
+        k: v for k, v in config["regpath"].items() if k not in ("instances", "gd")
+    }
+    gd = config["regpath"]["gd"] if wildcards.regpath_instance == "fig1b" else None
+    return {**settings, "gd": gd}

@@ -7,22 +7,18 @@ wildcard_constraints:
     regpath_instance="|".join(registry.REGPATH_INSTANCES),
 
 
-def regpath_settings(wildcards):
-    """The ``regpath`` block as keyword arguments of maxmargin.experiments.regpath.regpath_table for one instance:
-    the GD runs belong to the Theorem 1 path (Fig. 1(b) data) only."""
-    settings = {k: v for k, v in REGPATH.items() if k not in ("instances", "gd")}
-    gd = REGPATH["gd"] if wildcards.regpath_instance == "fig1b" else None
-    return {**settings, "gd": gd}
-
-
 REGPATH_RUNS = {
-    name: expand(
-        results_path("runs/regpath/{regpath_instance}" + suffix + ".csv"),
+    "path": expand(
+        results_path("runs/regpath/{regpath_instance}.csv"),
         regpath_instance=REGPATH["instances"],
-    )
-    for name, suffix in (("path", ""), ("compare", "_compare"))
+    ),
+    "compare": expand(
+        results_path("runs/regpath/{regpath_instance}_compare.csv"),
+        regpath_instance=REGPATH["instances"],
+    ),
 }
-ALL_TARGETS += REGPATH_RUNS["path"] + REGPATH_RUNS["compare"]
+ALL_TARGETS.extend(REGPATH_RUNS["path"])
+ALL_TARGETS.extend(REGPATH_RUNS["compare"])
 
 
 rule regpath_instance:

@@ -8,25 +8,10 @@ SYNTHETIC_PANELS = {
     panel.name: panel.experiment for panel in registry.panels_of("synthetic")
 }
 
-# The three tables of an experiment, named once: the rule's outputs, the panels' inputs and `all` read them here.
-EXPERIMENT_TABLES = {
-    "trajectories": "tables/{experiment}.csv",
-    "tokens": "tables/{experiment}_tokens.csv",
-    "directions": "runs/{experiment}/directions.csv",
-}
-
 
 wildcard_constraints:
     experiment="|".join(SYNTHETIC_EXPERIMENTS),
     panel="|".join(SYNTHETIC_PANELS),
-
-
-def panel_tables(wildcards):
-    experiment = SYNTHETIC_PANELS[wildcards.panel]
-    return {
-        name: results_path(path.format(experiment=experiment))
-        for name, path in EXPERIMENT_TABLES.items()
-    }
 
 
 for template in EXPERIMENT_TABLES.values():
