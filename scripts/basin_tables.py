@@ -11,7 +11,7 @@ with rule_logging(snakemake) as log:
     for variant, g in tables.cone.groupby("variant", sort=False):
         top = g.iloc[-1]
         log.info(
-            "%s: eta %.6g (L_p <= %.6g), mu_cone at R = %g: %.6f (half-angle %.2f deg)",
+            "%s: eta %.6g (L_p <= %.6g; nan: no GD), mu_cone at R = %g: %.6f (half-angle %.2f deg)",
             variant,
             top.eta,
             top.L_p_bound,
@@ -21,4 +21,12 @@ with rule_logging(snakemake) as log:
         )
     for (variant, label), n in tables.basin.groupby(["variant", "class"]).size().items():
         log.info("grid, %s: %d starts -> %s", variant, n, label)
-    log.info("grid vs the paths of the Figure 1(b) starts: %s", fig1b_agreement(tables.basin, tables.paths))
+    agreement = fig1b_agreement(tables.basin, tables.paths)
+    log.info(
+        "Figure 1(b) starts: %d/%d grid nodes, labels agree %d/%d, final iterates within %.1e of their paths",
+        agreement["on_grid"].sum(),
+        len(agreement),
+        (agreement["grid_class"] == agreement["path_class"]).sum(),
+        len(agreement),
+        agreement["max_abs_diff"].max(),
+    )
