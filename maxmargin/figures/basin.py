@@ -65,6 +65,7 @@ def _basin_map(
     ax: Axes,
     rows: pd.DataFrame,
     cone: pd.DataFrame,
+    free_cone: pd.DataFrame,
     paths: pd.DataFrame,
     tokens: pd.DataFrame,
     directions: pd.DataFrame,
@@ -80,6 +81,8 @@ def _basin_map(
         style.draw_ray(ax, style.direction_of(row._asdict()), style.COLORS[row.kind], f"{row.kind.upper()} direction")
     lmm = style.direction_of(dirs[dirs["kind"] == "lmm"].iloc[0])
     _cone_boundary(ax, cone, lmm, "k", "measured cone $C_{\\mu,R}$", lw=1.4, marker=".", ms=5)
+    free = free_cone[free_cone["R"] <= np.hypot(box[1] - box[0], box[3] - box[2])]
+    _cone_boundary(ax, free, lmm, VARIANT_COLORS[NO_STATIONARY], "no stationary point (d/dr L < 0)", lw=1.0, ls=":")
     for i, (_, xy) in enumerate(paths.groupby("run", sort=False)):
         label = f"p(0) = ({xy.p1.iloc[0]:.2g}, {xy.p2.iloc[0]:.2g}) → {xy['class'].iloc[-1].replace('_', ' ')}"
         color = style.RUN_COLORS[i % len(style.RUN_COLORS)]
@@ -105,6 +108,20 @@ def _mu_panel(ax: Axes, cone: pd.DataFrame) -> None:
         ax.plot(g["R"], np.where(g["mu_cone"] > 0, g["mu_cone"], np.nan), color=color, label=name)
         ax.scatter(g["R"][mu > 0], mu[mu > 0], color=color, s=14)
         ax.scatter(g["R"][mu == 0], np.full((mu == 0).sum(), 1.5 * floor), color=color, marker="v", s=14)
+        moved = g.loc[g["n_starts"] > 0, "min_final_corr"].min()
+        if moved < 0.99:  # GD left these starts almost where they were: their label is the start's, not a limit
+            first = g[g["mu_max"] > 0].iloc[0]
+            text = f"{name}: min final cos(p, $p_{{mm}}$) {moved:.2f},\nlabels of starts GD barely moves"
+            ax.annotate(
+                text,
+                (first.R, first.mu_max),
+                xytext=(-6, 0),
+                textcoords="offset points",
+                ha="right",
+                va="center",
+                fontsize=6,
+                color=color,
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(floor, 1.0)
@@ -134,6 +151,7 @@ def draw_basin(
                 ax,
                 basin[basin["variant"] == variant],
                 cone[cone["variant"] == variant],
+                cone[cone["variant"] == NO_STATIONARY],
                 paths[paths["variant"] == variant],
                 tokens,
                 directions,
