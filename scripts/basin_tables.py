@@ -1,6 +1,7 @@
 """Snakemake script: the basin study on the Figure 1(b) data (rule basin_tables): tables/basin{,_cone,_paths}.csv."""
 
-from maxmargin.experiments.basin import basin_study, fig1b_agreement
+from maxmargin.experiments.basin import basin_study
+from maxmargin.experiments.basin_claims import fig1b_agreement
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:

@@ -12,7 +12,7 @@ from conftest import DEFAULT_CONFIG
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.model import grad_p
 from maxmargin.experiments import basin, instances, synthetic
-from maxmargin.experiments.basin_claims import cone_onset, measure_fig1b_consistent, measure_lmm_cone
+from maxmargin.experiments.basin_claims import cone_onset, fig1b_agreement, measure_fig1b_consistent, measure_lmm_cone
 
 TOLS = {k: DEFAULT_CONFIG["census"][k] for k in ("saturation_tol", "svm_tol")}
 FIG1 = DEFAULT_CONFIG["synthetic"]["fig1"]
@@ -82,7 +82,7 @@ def test_grid_agrees_with_fig1b_where_they_share_a_start(study, fig1b):
     """Every Figure 1(b) start is a grid node; the grid's run from it ends where fig1b's run ends, same label."""
     traj = fig1b.trajectories
     final = traj[traj["iteration"] == traj["iteration"].max()]
-    agreement = basin.fig1b_agreement(study.basin, study.paths)
+    agreement = fig1b_agreement(study.basin, study.paths)
     assert agreement["on_grid"].all() and len(agreement) == 2 * len(FIG1["starts"])
     assert (agreement["grid_class"] == agreement["path_class"]).all()
     assert agreement["max_abs_diff"].max() < 1e-10

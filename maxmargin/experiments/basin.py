@@ -378,26 +378,3 @@ def basin_study(
     fig1b_starts = instances.starts_in_key_plane(fig1["starts"], d)
     paths = path_table(K, gamma, fig1b_starts, variants, loss=loss, tols=tols)
     return BasinTables(table, cone, paths)
-
-
-def fig1b_agreement(basin: pd.DataFrame, paths: pd.DataFrame) -> pd.DataFrame:
-    """Where a Figure 1(b) start is a node of the grid, the grid's run against that start's path, per variant.
-
-    The grid runs in key coordinates (:func:`maxmargin.core.span_gd.gd_in_span`), the paths with
-    :func:`maxmargin.core.gd.gradient_descent` (the ``fig1b`` experiment's function): the same GD, two codes.
-    Columns: variant, run, p1, p2 (the start), on_grid, grid_class, path_class, max_abs_diff (final iterates).
-    """
-    rows = []
-    for (variant, run), path in paths.groupby(["variant", "run"], sort=False):
-        start, end = path.iloc[0], path.iloc[-1]
-        grid = basin[(basin["variant"] == variant) & (basin["p1"] == start.p1) & (basin["p2"] == start.p2)]
-        row = {"variant": variant, "run": run, "p1": start.p1, "p2": start.p2, "on_grid": len(grid) == 1}
-        row["path_class"] = end["class"]
-        row["grid_class"] = grid["class"].iloc[0] if len(grid) else ""
-        row["max_abs_diff"] = (
-            float(np.abs(grid[["final_p1", "final_p2"]].to_numpy()[0] - [end.p1, end.p2]).max())
-            if len(grid)
-            else np.nan
-        )
-        rows.append(row)
-    return pd.DataFrame(rows)

@@ -1,6 +1,7 @@
-"""The basin study's claims (Theorem 3 on the Figure 1(b) data), measured from its tables.
+"""The basin study's claims (Theorem 3 on the Figure 1(b) data), measured from its tables, and its check against
+the ``fig1b`` experiment.
 
-Each function takes the tables (name -> DataFrame) and the config that made them, and returns
+Each ``measure_*`` function takes the tables (name -> DataFrame) and the config that made them, and returns
 (measured, verdict, note) as the claims of :mod:`maxmargin.claims` do.
 """
 
@@ -92,3 +93,26 @@ def measure_fig1b_consistent(t: Mapping[str, pd.DataFrame], cfg: Mapping[str, An
         "nearest grid start with another label; " + "; ".join(parts)
     )
     return f"{agree}/{len(runs)} Figure 1(b) starts in the basin their run reaches", "holds" if ok else "differs", note
+
+
+def fig1b_agreement(basin: pd.DataFrame, paths: pd.DataFrame) -> pd.DataFrame:
+    """Where a Figure 1(b) start is a node of the grid, the grid's run against that start's path, per variant.
+
+    The grid runs in key coordinates (:func:`maxmargin.core.span_gd.gd_in_span`), the paths with
+    :func:`maxmargin.core.gd.gradient_descent` (the ``fig1b`` experiment's function): the same GD, two codes.
+    Columns: variant, run, p1, p2 (the start), on_grid, grid_class, path_class, max_abs_diff (final iterates).
+    """
+    rows = []
+    for (variant, run), path in paths.groupby(["variant", "run"], sort=False):
+        start, end = path.iloc[0], path.iloc[-1]
+        grid = basin[(basin["variant"] == variant) & (basin["p1"] == start.p1) & (basin["p2"] == start.p2)]
+        row = {"variant": variant, "run": run, "p1": start.p1, "p2": start.p2, "on_grid": len(grid) == 1}
+        row["path_class"] = end["class"]
+        row["grid_class"] = grid["class"].iloc[0] if len(grid) else ""
+        row["max_abs_diff"] = (
+            float(np.abs(grid[["final_p1", "final_p2"]].to_numpy()[0] - [end.p1, end.p2]).max())
+            if len(grid)
+            else np.nan
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
