@@ -15,14 +15,14 @@ rule basin_tables:
         basin=report(
             BASIN_TABLES["basin"],
             caption="../report/basin.rst",
-            category="5 Beyond the paper",
+            category="6 Beyond the paper",
             subcategory="Tables",
             labels={"figure": "Basins: one row per start", "type": "table"},
         ),
         cone=report(
             BASIN_TABLES["cone"],
             caption="../report/basin.rst",
-            category="5 Beyond the paper",
+            category="6 Beyond the paper",
             subcategory="Tables",
             labels={"figure": "Basins: the cone of Theorem 3", "type": "table"},
         ),
@@ -56,7 +56,7 @@ rule plot_basin:
         png=report(
             BASIN_FIGURE[1],
             caption="../report/basin.rst",
-            category="5 Beyond the paper",
+            category="6 Beyond the paper",
             subcategory=registry.panel("basin").figure_label,
             labels={"figure": registry.panel("basin").label, "type": "figure"},
         ),
