@@ -30,6 +30,7 @@ include: "workflow/rules/census.smk"
 include: "workflow/rules/vit.smk"
 include: "workflow/rules/regpath.smk"
 include: "workflow/rules/lemma1.smk"
+include: "workflow/rules/basin.smk"
 include: "workflow/rules/claims.smk"
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from maxmargin.core.gd import cosine
+from maxmargin.experiments.basin_claims import measure_fig1b_consistent, measure_lmm_cone
 from maxmargin.experiments.census_tables import wilson_interval
 
 Tables = Mapping[str, pd.DataFrame]
@@ -405,6 +406,22 @@ CLAIMS: tuple[Claim, ...] = (
         "corr -> 1",
         ("directions",),
         _gd_lmm_cone,
+    ),
+    Claim(
+        "basin_lmm_cone",
+        "Theorem 3's cone exists on the Figure 1(b) data: mu_max(R) > 0 for every R beyond some R0 (measured)",
+        "Theorem 3, eq. (7)-(8) (beyond the paper)",
+        "some mu > 0, R > 0",
+        ("basin_cone",),
+        measure_lmm_cone,
+    ),
+    Claim(
+        "basin_fig1b_consistent",
+        "The six Figure 1(b) starts lie in the basins their runs reach",
+        "Theorem 3, Fig 1(b) (beyond the paper)",
+        "consistent",
+        ("basin", "directions"),
+        measure_fig1b_consistent,
     ),
     Claim(
         "n1_necessary",

@@ -218,6 +218,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("census_grid", "census_grid", "census", "Phase diagram", gallery=False),
     Panel("regpath", "regpath", "regpath", "Regularization paths"),
     Panel("vit_recipes", "vit_recipes", "vit", "ViT recipe study", gallery_width=1200),
+    Panel("basin", "basin", "basin", "Basins of attraction (Theorem 3)", gallery=False),
 )
 
 

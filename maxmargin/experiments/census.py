@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from maxmargin.core.model import Array, LossName, check_loss, log_non_selected_mass_of_logits
 from maxmargin.core.span_gd import SpanBatch, final_weights, normalized_gd_in_span, span_coordinates
-from maxmargin.core.svm import att_svm_ldp, classify_direction
+from maxmargin.core.svm import MaxMarginDirection, att_svm_ldp, classify_direction
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,22 @@ def log_unsaturation(z: Array) -> Array:
         return top[..., 0] + np.log(np.exp(ell - top).sum(axis=-1)) - np.log(ell.shape[-1])
 
 
+def is_saturated(z: Array, saturation_tol: float) -> NDArray[np.bool_]:
+    """Appendix E's saturation test on the logits z (..., n, T): 1/n sum_i S(z_i)_{alpha_i} >= 1 - saturation_tol."""
+    return log_unsaturation(z) <= np.log(saturation_tol)
+
+
+def classify_selection(K: Array, gamma: Array, alpha: NDArray[np.int64], tol: float) -> tuple[MaxMarginDirection, str]:
+    """The census label of the selected tokens alpha: GMM / LMM / neither / infeasible, and the solver used.
+
+    Definitions 1-2: (ATT-SVM) at alpha by LDP (cvxopt when its KKT check fails), classified by
+    :func:`maxmargin.core.svm.classify_direction`; ``tol`` is both the solve's KKT tolerance and the
+    SVM-neighbours' equality test.
+    """
+    fast = att_svm_ldp(K, alpha, tol=tol)
+    return classify_direction(K, gamma, alpha, tol=tol, svm=fast, neighbor_tol=tol), "cvxopt" if fast is None else "ldp"
+
+
 def _label_columns(
     batch: SpanBatch, q: Array, p_norm: Array, alpha: NDArray[np.int64], saturated: NDArray[np.bool_], tol: float
 ) -> dict[str, NDArray]:
@@ -149,9 +165,7 @@ def _label_columns(
         "solver": np.full(B, "", dtype=object),
     }
     for b in np.flatnonzero(saturated):
-        fast = att_svm_ldp(batch.keys[b], alpha[b], tol=tol)
-        cols["solver"][b] = "cvxopt" if fast is None else "ldp"
-        res = classify_direction(batch.keys[b], batch.gamma[b], alpha[b], tol=tol, svm=fast, neighbor_tol=tol)
+        res, cols["solver"][b] = classify_selection(batch.keys[b], batch.gamma[b], alpha[b], tol)
         cols["class"][b] = res.kind
         if res.svm.feasible:
             pmm = res.svm.solution
@@ -172,7 +186,7 @@ def census_rows(batch: SpanBatch, settings: CensusSettings, d: int) -> pd.DataFr
     q, p_norm, z = final_weights(batch, traj)
     alpha = z.argmax(axis=-1)
     log_unsat = log_unsaturation(z)
-    saturated = log_unsat <= np.log(settings.saturation_tol)
+    saturated = is_saturated(z, settings.saturation_tol)
     top = np.take_along_axis(batch.gamma, alpha[..., None], axis=-1)[..., 0]
     columns = {
         "d": d,

@@ -10,6 +10,8 @@ CLAIM_TABLES = {
     "census_budget": results_path("tables/census_budget.csv"),
     "regpath": results_path("tables/regpath.csv"),
     "lemma1": results_path("tables/lemma1.csv"),
+    "basin": results_path("tables/basin.csv"),
+    "basin_cone": results_path("tables/basin_cone.csv"),
     "vit_metrics": results_path("tables/vit_metrics.csv"),
 }
 
