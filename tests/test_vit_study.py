@@ -34,7 +34,7 @@ def test_pilot_projects_every_part_of_an_epoch():
         {"epoch": 1, "train_loss": 2.0, "test_acc": 0.3, "epoch_seconds": 40.0, "train_seconds": 35.0},  # compile
         {"epoch": 2, "train_loss": 1.8, "test_acc": 0.4, "epoch_seconds": 12.0, "train_seconds": 10.0},
     ]
-    info = {"n_train": 50000, "device_name": "cpu", "peak_memory_mb": 123.0}
+    info = {"n_train": 50000, "device_name": "cpu", "peak_memory_mb": 123.0, "dataset": "fashion_mnist"}
     result = TrainResult(metrics, np.zeros((3, 4)), np.zeros(3), np.zeros((32, 32, 3)), 0, (2, 2), info)
     settings = vit_study.recipe_settings(DEFAULT_CONFIG["vit"], DEFAULT_CONFIG["vit_recipes"], "adam-fixed")
     row = vit_study.pilot_row(settings, result, full_epochs=400).iloc[0]
@@ -43,4 +43,4 @@ def test_pilot_projects_every_part_of_an_epoch():
     assert (row["first_train_loss"], row["last_train_loss"], row["test_acc"]) == (2.0, 1.8, 0.4)
     assert list(vit_study.pilot_row(settings, result, 400).columns) == vit_study.PILOT_COLUMNS
     assert isinstance(row["compiled"], bool | np.bool_) and row["dtype"] == "float32"
-    assert pd.notna(row["peak_memory_mb"])
+    assert pd.notna(row["peak_memory_mb"]) and row["dataset"] == "fashion_mnist"

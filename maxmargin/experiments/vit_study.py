@@ -32,6 +32,7 @@ RECIPE_COLUMNS = [
     "dataset",
 ]
 PILOT_COLUMNS = [
+    "dataset",
     "device",
     "dtype",
     "compiled",
@@ -95,6 +96,7 @@ def pilot_row(settings: VitSettings, pilot: TrainResult, full_epochs: int) -> pd
     images_per_s = pilot.info["n_train"] / float(steady["train_seconds"].mean())
     total = float(m.loc[m["epoch"] == 0, "epoch_seconds"].iloc[0]) + epoch_seconds * full_epochs
     row = {
+        "dataset": pilot.info["dataset"],
         "device": pilot.info["device_name"],
         "dtype": "bfloat16" if settings.train.bf16 else "float32",
         "compiled": settings.train.compile,

@@ -105,6 +105,7 @@ rule vit_fig6:
         "../envs/core.yaml"
     params:
         epochs=VIT["plots"]["fig6_epochs"],
+        learned_margin=VIT["guard"]["learned_margin"],
     script:
         "../../scripts/vit_fig6.py"
 
@@ -130,6 +131,8 @@ rule vit_fig7:
     localrule: True
     conda:
         "../envs/core.yaml"
+    params:
+        learned_margin=VIT["guard"]["learned_margin"],
     script:
         "../../scripts/vit_fig7.py"
 
