@@ -243,6 +243,23 @@ rule vit_recipes_plot:
         "../../scripts/vit_recipes_plot.py"
 
 
+rule docs_vit_recipes:
+    """The recipe study's numbers for the docs (docs/results/vit_recipes.md, committed): generated, never typed."""
+    input:
+        rules.vit_recipes_table.output[0],
+    output:
+        "docs/results/vit_recipes.md",
+    log:
+        results_path("logs/docs_vit_recipes/vit_recipes.log"),
+    benchmark:
+        results_path("benchmarks/docs_vit_recipes/vit_recipes.tsv")
+    localrule: True
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../../scripts/docs_vit_recipes.py"
+
+
 rule vit_recipes:
     input:
         rules.vit_recipes_plot.output,
