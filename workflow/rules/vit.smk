@@ -244,7 +244,10 @@ rule vit_recipes_plot:
 
 
 rule docs_vit_recipes:
-    """The recipe study's numbers for the docs (docs/results/vit_recipes.md, committed): generated, never typed."""
+    """The recipe study's numbers for the docs (docs/results/vit_recipes.md, committed): generated, never typed.
+
+    The torch env: the table's code lives beside the study's (maxmargin.experiments.vit_study, which imports torch).
+    """
     input:
         rules.vit_recipes_table.output[0],
     output:
@@ -255,7 +258,7 @@ rule docs_vit_recipes:
         results_path("benchmarks/docs_vit_recipes/vit_recipes.tsv")
     localrule: True
     conda:
-        "../envs/core.yaml"
+        "../envs/torch.yaml"
     script:
         "../../scripts/docs_vit_recipes.py"
 
