@@ -214,8 +214,8 @@ def load_image_data(settings: DataSettings, seed: int) -> ImageData:
         if not settings.fallback:
             raise
         note = f"{err.problem}: quick-scale fallback to scikit-learn digits upsampled to 32x32x3"
-        cause = err.__cause__ or err
-        _warn_terminal(f"{note} ({type(cause).__name__}: {cause}). {err}")
+        cause = f" ({type(err.__cause__).__name__}: {err.__cause__})" if err.__cause__ else ""
+        _warn_terminal(f"{note}{cause}. {err}")
         data = dataclasses.replace(load_digits32(seed), note=note)
 
     def head(x: torch.Tensor, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
