@@ -375,6 +375,8 @@ def _vit(t: Tables, cfg: Config) -> Measurement:
         note += " (a stand-in for CIFAR-10, which is not available here; the paper uses CIFAR-10)"
     if not effect.large_enough:
         note += "; the effect is smaller than the configured minimum, so it does not count"
+    if not rho < 0:
+        note += "; soft-sparsity and ||W||_F do not move against each other (Spearman >= 0)"
     if effect.large_enough and not model_learned:
         note += "; the trend is there but the model did not learn (claim vit_learns), so it does not count"
     return (

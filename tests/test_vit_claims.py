@@ -72,6 +72,14 @@ def test_the_minimum_effect_is_the_configs(w_end: float, sparsity_end: float, ve
     assert verdicts(metrics(0.6, (1.0, sparsity_end), (1.0, w_end))).loc["vit_sparsity", "verdict"] == verdict
 
 
+def test_a_large_effect_in_the_wrong_order_does_not_hold() -> None:
+    table = metrics(0.6, (1.0, 0.5), (1.0, 3.0), epochs=6)
+    table["w_frobenius"] = [1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 3.0]  # shrinks while sparsity falls, jumps at the end
+    claims = verdicts(table)  # 3x growth, sparsity halved, learned; but Spearman(sparsity, ||W||_F) = +0.25
+    assert claims.loc["vit_sparsity", "verdict"] == "differs" and "Spearman >= 0" in claims.loc["vit_sparsity", "note"]
+    assert "Spearman(sparsity, ||W||_F) 0.25" in claims.loc["vit_sparsity", "measured"]
+
+
 def test_changing_the_config_changes_the_verdict() -> None:
     config = copy.deepcopy(DEFAULT_CONFIG)
     config["vit"]["guard"]["min_w_growth"] = 1.0
