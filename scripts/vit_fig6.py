@@ -14,6 +14,12 @@ with rule_logging(snakemake) as log:
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
     with np.load(snakemake.input.maps) as maps:
         arrays = {key: maps[key] for key in maps.files}
-    fig = draw_figure6(arrays, pd.read_csv(snakemake.input.metrics), sidecar, list(snakemake.params.epochs))
+    fig = draw_figure6(
+        arrays,
+        pd.read_csv(snakemake.input.metrics),
+        sidecar,
+        list(snakemake.params.epochs),
+        snakemake.params.learned_margin,
+    )
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig6"})
     log.info("drew fig6 (dataset %s)", sidecar["dataset"])

@@ -11,6 +11,6 @@ from maxmargin.io import rule_logging
 
 with rule_logging(snakemake) as log:
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
-    fig = draw_figure7(pd.read_csv(snakemake.input.metrics), sidecar)
+    fig = draw_figure7(pd.read_csv(snakemake.input.metrics), sidecar, snakemake.params.learned_margin)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig7"})
     log.info("drew fig7 (dataset %s)", sidecar["dataset"])

@@ -97,6 +97,7 @@ rule gallery:
     input:
         expand("docs/gallery/{figure}.png", figure=GALLERY),
         "docs/results/claims.md",
+        "docs/results/vit_recipes.md",
     localrule: True
 
 

@@ -1,9 +1,10 @@
 """A ViT trained from scratch on CIFAR-10: the [CLS] attention probe, soft-sparsity and ||W||_F through training.
 
 Paper: Section 4 ("Real experiments"), Figures 6 and 7. One module per job: :mod:`.settings` (the config's
-``vit`` section as dataclasses), :mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.model` (the ViT and the
-probe: [CLS] attention, soft-sparsity, ||W||_F), :mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`,
-:mod:`.training` (the loop, logging every epoch) and :mod:`.results` (the metrics table, sidecar and maps).
+``vit`` section as dataclasses), :mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.fashion` (Fashion-MNIST,
+a full-size stand-in), :mod:`.model` (the ViT and the probe: [CLS] attention, soft-sparsity, ||W||_F),
+:mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`, :mod:`.training` (the loop, logging every epoch)
+and :mod:`.results` (the metrics table, sidecar and maps).
 """
 
 from maxmargin.experiments.vit.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
@@ -16,6 +17,7 @@ from maxmargin.experiments.vit.data import (
     load_digits32,
     load_image_data,
 )
+from maxmargin.experiments.vit.fashion import FASHION_MNIST_NAME, arrange_fashion_mnist, load_fashion_mnist, to_rgb32
 from maxmargin.experiments.vit.model import (
     build_vit,
     cls_attention,
@@ -44,6 +46,7 @@ __all__ = [
     "CIFAR10_NAME",
     "DIGITS_NAME",
     "DataSettings",
+    "FASHION_MNIST_NAME",
     "DataUnavailableError",
     "DeviceUnavailableError",
     "GuardSettings",
@@ -64,6 +67,9 @@ __all__ = [
     "load_checkpoint",
     "load_cifar10",
     "load_digits32",
+    "load_fashion_mnist",
+    "arrange_fashion_mnist",
+    "to_rgb32",
     "load_image_data",
     "lr_factor",
     "make_optimizer",
