@@ -4,16 +4,15 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from maxmargin.figures.style import save_figure
 from maxmargin.figures.vit import draw_figure6
-from maxmargin.io import rule_logging
+from maxmargin.io import read_table, rule_logging
 
 with rule_logging(snakemake) as log:
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
     with np.load(snakemake.input.maps) as maps:
         arrays = {key: maps[key] for key in maps.files}
-    fig = draw_figure6(arrays, pd.read_csv(snakemake.input.metrics), sidecar, list(snakemake.params.epochs))
+    fig = draw_figure6(arrays, read_table(snakemake.input.metrics), sidecar, list(snakemake.params.epochs))
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig6"})
     log.info("drew fig6 (dataset %s)", sidecar["dataset"])
