@@ -103,12 +103,15 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
 
 
 def rebuild_command(path: str | os.PathLike[str]) -> str:
-    """The command that rebuilds the table at ``path`` (the rule that writes it, when the table is declared)."""
+    """The command that rebuilds the table at ``path``, naming the rule that writes it when the table is declared.
+
+    ``--force`` reruns that one job (a finished ViT run is then restored from its checkpoint, not retrained).
+    """
     from maxmargin.tables import find_contract
 
     found = find_contract(str(path))
-    rule = f"--forcerun {found[0].rule} " if found is not None else "--force "
-    return f"snakemake --cores all {rule}-- {path}  (with the --configfile of the run, if any)"
+    rule = f" (rule {found[0].rule})" if found is not None else ""
+    return f"snakemake --cores all --force -- {path}{rule}, with the --configfile of the run if any"
 
 
 def verify_table(path: str | os.PathLike[str], record: dict[str, Any] | None = None) -> None:

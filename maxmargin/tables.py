@@ -301,7 +301,7 @@ CONTRACTS = [
             "source": _str(),
             "paper_value": _str(nullable=True),
             "measured": _str(nullable=True),
-            "verdict": _str(Check.isin(["holds", "differs", "inconclusive"])),
+            "verdict": _str(Check.isin(["holds", "differs", "inconclusive", "not run"])),
             "note": _str(nullable=True),
         },
     ),

@@ -83,7 +83,7 @@ def test_a_run_table_cut_to_half_its_rows_is_refused(tmp_path: Path, written: tu
         read_in_rule(tmp_path, path, config)
     message = str(err.value)
     assert str(path) in message and f"rows {N_TRIALS // 2} (recorded {N_TRIALS})" in message
-    assert f"snakemake --cores all --forcerun census_trials -- {path}" in message
+    assert f"rebuild it: snakemake --cores all --force -- {path} (rule census_trials)" in message
 
 
 def test_a_byte_level_cut_is_refused(tmp_path: Path, written: tuple[Path, dict]) -> None:
@@ -99,7 +99,7 @@ def test_a_missing_sidecar_is_reported_with_the_command_that_rebuilds(tmp_path: 
     provenance_path(path).unlink()
     with pytest.raises(TableIntegrityError, match="provenance record .*d5.csv.provenance.json is missing") as err:
         read_in_rule(tmp_path, path, config)
-    assert "--forcerun census_trials" in str(err.value)
+    assert "(rule census_trials)" in str(err.value)
 
 
 def test_an_edited_table_with_a_forged_sidecar_still_breaks_its_contract(tmp_path: Path, census_run) -> None:
@@ -114,7 +114,7 @@ def test_an_edited_table_with_a_forged_sidecar_still_breaks_its_contract(tmp_pat
     provenance_path(path).write_text(json.dumps(table_record(path)))
     with pytest.raises(TableContractError, match="row count 3 .from the config.*the table has 2 rows") as err:
         read_in_rule(tmp_path, path, config)
-    assert "--forcerun census_gather" in str(err.value)
+    assert "(rule census_gather)" in str(err.value)
 
 
 def test_a_table_breaking_its_contract_is_never_written(tmp_path: Path, census_run: pd.DataFrame) -> None:
@@ -231,13 +231,14 @@ def test_a_cut_census_run_stops_figure9_naming_the_file(workflow_dir: Path) -> N
     proc = snakemake(workflow_dir, "fig9", config=CENSUS, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "results/runs/census/d5.csv differs from its provenance record" in out
-    assert "rows 10 (recorded 20)" in out and "--forcerun census_trials" in out
+    assert "rows 10 (recorded 20)" in out and "snakemake --cores all --force -- results/runs/census/d5.csv" in out
     assert figure.stat().st_mtime_ns == drawn  # nothing drawn from it
     provenance_path(run).unlink()
-    proc = snakemake(workflow_dir, "fig9", config=CENSUS, check=False)
+    # (The failed gather's outputs are gone; fig9's figures, drawn from the intact run, stay up to date.)
+    proc = snakemake(workflow_dir, "results/tables/census_summary.csv", config=CENSUS, check=False)
     assert proc.returncode != 0 and "d5.csv.provenance.json is missing" in proc.stdout + proc.stderr
     # The command the error names rebuilds it; fig9 then builds again.
-    snakemake(workflow_dir, "--forcerun", "census_trials", "--", "results/runs/census/d5.csv", config=CENSUS)
+    snakemake(workflow_dir, "--force", "results/runs/census/d5.csv", config=CENSUS)
     snakemake(workflow_dir, "fig9", config=CENSUS)
     assert len(pd.read_csv(run)) == 20 and figure.stat().st_mtime_ns > drawn
 
@@ -267,11 +268,13 @@ def test_a_finished_vit_run_is_restored_not_retrained(workflow_dir: Path) -> Non
     # A failure after training (e.g. a full disk while writing) leaves no outputs, as Snakemake deletes them.
     for name in ("vit_metrics.csv", "vit_metrics.json", "vit_attention_maps.npz"):
         (run / name).unlink()
-    snakemake(workflow_dir, "fig7", config=TINY_VIT)
+    snakemake(workflow_dir, "results/runs/vit/vit_metrics.csv", config=TINY_VIT)  # a target of `all`, as they are
     log = (workflow_dir / "results/logs/vit_train/vit.log").read_text()
     assert "restoring the outputs of the finished run" in log and "epoch 0" in log
     restored = pd.read_csv(run / "vit_metrics.csv")
-    pd.testing.assert_frame_equal(restored, metrics)  # the same numbers, wall-clock columns included: not rerun
+    # The same numbers, train_seconds included: nothing trained again. (The last epoch_seconds differs by the time the
+    # last checkpoint took to write, which the checkpoint itself cannot hold.)
+    pd.testing.assert_frame_equal(restored.drop(columns="epoch_seconds"), metrics.drop(columns="epoch_seconds"))
     # --forcerun vit_train trains again.
     snakemake(workflow_dir, "fig7", "--forcerun", "vit_train", config=TINY_VIT)
     log = (workflow_dir / "results/logs/vit_train/vit.log").read_text()
