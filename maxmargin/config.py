@@ -49,7 +49,7 @@ def check_config(config: Mapping[str, Any]) -> None:
 # --- beyond the numbers: YAML duplicates, integer lists, values that must lie inside the data -------------------
 
 # The scikit-learn digits fallback of the ViT (maxmargin.experiments.vit.data.load_digits32) holds out 20% of the
-# 1797 digits: 360 test images (tests/test_vit.py checks this against the loader).
+# 1797 digits: 360 test images (tests/test_integrity.py checks this against the loader).
 DIGITS_TEST_IMAGES = 360
 CIFAR10_TEST_IMAGES = 10000
 

@@ -81,7 +81,11 @@ def _config() -> Any:
 def table_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a provenance record holds of a table's bytes: its sha256 and its number of rows."""
     data = Path(path).read_bytes()
-    return {"sha256": hashlib.sha256(data).hexdigest(), "rows": len(pd.read_csv(io.BytesIO(data)))}
+    try:
+        rows: int | str = len(pd.read_csv(io.BytesIO(data)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        rows = f"unreadable ({type(err).__name__})"
+    return {"sha256": hashlib.sha256(data).hexdigest(), "rows": rows}
 
 
 def write_provenance(path: str | os.PathLike[str]) -> None:

@@ -94,6 +94,15 @@ def test_a_byte_level_cut_is_refused(tmp_path: Path, written: tuple[Path, dict])
         read_in_rule(tmp_path, path, config)
 
 
+def test_a_table_cut_inside_a_quoted_field_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "results/runs/fig1a/directions.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text('figure,direction\nfig1a,"[0.1, 0.2')  # the parser itself fails on it
+    provenance_path(path).write_text(json.dumps({"rows": 1, "sha256": "0" * 64}))
+    with pytest.raises(TableIntegrityError, match=r"rows unreadable \(ParserError\) \(recorded 1\)"):
+        read_table(path)
+
+
 def test_a_missing_sidecar_is_reported_with_the_command_that_rebuilds(tmp_path: Path, written) -> None:
     path, config = written
     provenance_path(path).unlink()
