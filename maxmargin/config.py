@@ -140,6 +140,16 @@ def check_data_indices(config: Mapping[str, Any]) -> None:
             )
 
 
+def check_cross_keys(config: Mapping[str, Any]) -> None:
+    """Keys that must agree with each other (the rule files check the census histogram and Figure 6 epochs)."""
+    fig3 = config.get("synthetic", {}).get("fig3")
+    if fig3 and len(fig3["v_starts"]) != len(fig3["starts"]):
+        raise ValueError(
+            f"config keys 'synthetic.fig3.v_starts' ({len(fig3['v_starts'])}) and 'synthetic.fig3.starts' "
+            f"({len(fig3['starts'])}) must list as many starts: one v(0) per p(0)"
+        )
+
+
 def check_config_files(files: Sequence[str | os.PathLike[str]]) -> None:
     """Every YAML file the run's config came from loads without a duplicate key."""
     for path in files:
@@ -157,6 +167,7 @@ def check_config_beyond_schema(
         value = _get_indexed(config, key)
         raise ValueError(f"config key '{key}' is {value!r}: it must be an integer (write {int(value)})")
     check_data_indices(config)
+    check_cross_keys(config)
 
 
 def _get_indexed(config: Any, key: str) -> Any:

@@ -204,6 +204,7 @@ def test_the_digits_test_set_has_the_size_the_config_check_assumes() -> None:
         ("census:\n  budget:\n    n_iter: [1000.0]\n", "config key 'census.budget.n_iter[0]'"),
         ("vit:\n  probe:\n    image_index: 5000\n", "config key 'vit.probe.image_index' is 5000"),
         ("census:\n  seed: 1\n  seed: 2\n", "key 'seed' is given twice"),
+        ("synthetic:\n  fig3:\n    v_starts: [[1.0, 0.0], [0.0, 1.0]]\n", "'synthetic.fig3.v_starts' (2) and"),
     ],
 )
 def test_bad_configs_stop_the_workflow_before_any_job(workflow_dir: Path, text: str, expected: str) -> None:
