@@ -78,6 +78,20 @@ def _config() -> Any:
     return None if provenance is None else provenance.get("config")
 
 
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's bytes, as its records hold it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def verify_file(path: str | os.PathLike[str], sha256: str | None, rebuild: str) -> None:
+    """Stop unless the file at ``path`` (an array, not a table) has the recorded sha256."""
+    if (actual := file_sha256(path)) != sha256:
+        raise TableIntegrityError(
+            f"{path} differs from its record (sha256 {actual}, recorded {sha256}): it was cut, edited or left by "
+            f"another run; rebuild it: snakemake --cores all --force -- {path} (rule {rebuild})"
+        )
+
+
 def table_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a provenance record holds of a table's bytes: its sha256 and its number of rows."""
     data = Path(path).read_bytes()

@@ -285,6 +285,12 @@ def test_a_finished_vit_run_is_restored_not_retrained(workflow_dir: Path) -> Non
     # The same numbers, train_seconds included: nothing trained again. (The last epoch_seconds differs by the time the
     # last checkpoint took to write, which the checkpoint itself cannot hold.)
     pd.testing.assert_frame_equal(restored.drop(columns="epoch_seconds"), metrics.drop(columns="epoch_seconds"))
+    # The maps carry their sha256 in the run's JSON too: a cut maps file stops Figure 6.
+    maps = run / "vit_attention_maps.npz"
+    maps.write_bytes(maps.read_bytes()[:-100])
+    proc = snakemake(workflow_dir, "fig6", config=TINY_VIT, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "results/runs/vit/vit_attention_maps.npz differs from its record" in out
     # --forcerun vit_train trains again.
     snakemake(workflow_dir, "fig7", "--forcerun", "vit_train", config=TINY_VIT)
     log = (workflow_dir / "results/logs/vit_train/vit.log").read_text()
