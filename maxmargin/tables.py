@@ -312,18 +312,25 @@ CONTRACTS = [
     TableContract("vit_pilot", "tables/vit_pilot.csv", "vit_pilot", {"dataset": DATASET}, lambda c, w: 1),
     TableContract("vit_recipe", "runs/vit_recipes/{recipe}.csv", "vit_recipe_train", {"dataset": DATASET}),
     TableContract("vit_recipes", "tables/vit_recipes.csv", "vit_recipes_table", {"dataset": DATASET}),
-    # Last: the synthetic trajectories' pattern matches any table name.
+    # Last: the synthetic trajectories' pattern matches any table name (of a registry experiment only: _known).
     TableContract("trajectories", "tables/{experiment}.csv", "synthetic_experiment", TRAJECTORY),
 ]
 # Tables whose columns are declared only in part (the rest follow the library's column lists).
 OPEN_TABLES = {"vit_pilot", "vit_recipe", "vit_recipes"}
 
 
+def _known(wildcards: Mapping[str, str]) -> bool:
+    """An ``{experiment}`` wildcard names a synthetic experiment of the registry (other tables are not its)."""
+    from maxmargin import registry
+
+    return "experiment" not in wildcards or wildcards["experiment"] in {e.name for e in registry.EXPERIMENTS}
+
+
 def find_contract(path: str) -> tuple[TableContract, dict[str, str]] | None:
     """The contract of the table at ``path`` and the wildcards its path fills in (None: no declared table)."""
     text = str(path).replace("\\", "/")
     for contract in CONTRACTS:
-        if (match := contract.regex().search(text)) is not None:
+        if (match := contract.regex().search(text)) is not None and _known(match.groupdict()):
             return contract, match.groupdict()
     return None
 

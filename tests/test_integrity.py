@@ -67,6 +67,8 @@ def test_every_declared_table_has_a_rule_of_the_workflow() -> None:
     assert find_contract("results/runs/census/d500.csv")[1] == {"d": "500"}
     assert find_contract("results/paper/tables/census_summary.csv")[0].name == "census_summary"
     assert find_contract("results/tables/fig3a.csv")[0].name == "trajectories"
+    assert find_contract("results/tables/fig3a_tokens.csv")[0].name == "tokens"
+    assert find_contract("results/tables/some_new_family.csv") is None  # no contract; its sidecar is still verified
 
 
 def test_the_sidecar_records_sha256_and_rows(written: tuple[Path, dict]) -> None:
