@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
+import io
 import json
 import logging
 import os
@@ -67,13 +69,106 @@ def write_json(data: Any, path: str | os.PathLike[str]) -> None:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write a table atomically, with full float precision, plus its provenance sidecar inside a rule."""
-    with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.17g")
+class TableIntegrityError(RuntimeError):
+    """A table differs from its provenance record, or has none: it is stale, partial or edited."""
+
+
+def _config() -> Any:
+    provenance = current_provenance()
+    return None if provenance is None else provenance.get("config")
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's bytes, as its records hold it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def verify_file(path: str | os.PathLike[str], sha256: str | None, rebuild: str) -> None:
+    """Stop unless the file at ``path`` (an array, not a table) has the recorded sha256."""
+    if (actual := file_sha256(path)) != sha256:
+        raise TableIntegrityError(
+            f"{path} differs from its record (sha256 {actual}, recorded {sha256}): it was cut, edited or left by "
+            f"another run; rebuild it: snakemake --cores all --force -- {path} (rule {rebuild})"
+        )
+
+
+def table_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a provenance record holds of a table's bytes: its sha256 and its number of rows."""
+    data = Path(path).read_bytes()
+    try:
+        rows: int | str = len(pd.read_csv(io.BytesIO(data)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        rows = f"unreadable ({type(err).__name__})"
+    return {"sha256": hashlib.sha256(data).hexdigest(), "rows": rows}
+
+
+def write_provenance(path: str | os.PathLike[str]) -> None:
+    """Write the sidecar of the table at ``path``: the job's provenance, the table's sha256 and row count."""
     provenance = current_provenance()
     if provenance is not None:
-        write_json(provenance, provenance_path(path))
+        write_json({**provenance, **table_record(path)}, provenance_path(path))
+
+
+def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Check a table against its contract (maxmargin/tables.py), write it atomically with full float precision,
+    plus, inside a rule, its provenance sidecar (with the table's sha256 and row count)."""
+    from maxmargin.tables import check_table
+
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.17g")
+        check_table(pd.read_csv(tmp), str(path), _config())  # as every reader will see it
+    write_provenance(path)
+
+
+def rebuild_command(path: str | os.PathLike[str]) -> str:
+    """The command that rebuilds the table at ``path``, naming the rule that writes it when the table is declared.
+
+    ``--force`` reruns that one job (a finished ViT run is then restored from its checkpoint, not retrained).
+    """
+    from maxmargin.tables import find_contract
+
+    found = find_contract(str(path))
+    rule = f" (rule {found[0].rule})" if found is not None else ""
+    return f"snakemake --cores all --force -- {path}{rule}, with the --configfile of the run if any"
+
+
+def verify_table(path: str | os.PathLike[str], record: dict[str, Any] | None = None) -> None:
+    """Stop unless the table at ``path`` has the sha256 and row count of its provenance record.
+
+    ``record`` defaults to the sidecar ``<path>.provenance.json``; a missing sidecar is an error too.
+    """
+    if record is None:
+        sidecar = provenance_path(path)
+        if not sidecar.exists():
+            raise TableIntegrityError(
+                f"{path}: its provenance record {sidecar} is missing, so nothing says the table is complete and "
+                f"unedited; rebuild it: {rebuild_command(path)}"
+            )
+        record = json.loads(sidecar.read_text())
+    actual = table_record(path)
+    differs = [
+        f"{key} {actual[key]} (recorded {record.get(key)})"
+        for key in ("rows", "sha256")
+        if actual[key] != record.get(key)
+    ]
+    if differs:
+        raise TableIntegrityError(
+            f"{path} differs from its provenance record ({'; '.join(differs)}): it was cut, edited or left by "
+            f"another run; rebuild it: {rebuild_command(path)}"
+        )
+
+
+def read_table(path: str | os.PathLike[str], record: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Read a table a rule depends on: verified against its provenance record, then against its contract."""
+    from maxmargin.tables import TableContractError, check_table
+
+    verify_table(path, record)
+    frame = pd.read_csv(path)
+    try:
+        check_table(frame, str(path), _config())
+    except TableContractError as err:
+        raise TableContractError(f"{err}\nrebuild it: {rebuild_command(path)}") from None
+    return frame
 
 
 def write_npz(arrays: dict[str, Any], path: str | os.PathLike[str]) -> None:

@@ -1,13 +1,11 @@
 """Snakemake script: draw results/figures/basin.{pdf,png} from the basin tables (rule plot_basin)."""
 
-import pandas as pd
-
 from maxmargin.figures.basin import draw_basin
 from maxmargin.figures.style import save_figure
-from maxmargin.io import rule_logging
+from maxmargin.io import read_table, rule_logging
 
 with rule_logging(snakemake) as log:
-    tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}
+    tables = {name: read_table(path) for name, path in snakemake.input.items()}
     fig = draw_basin(tables["basin"], tables["cone"], tables["paths"], tables["tokens"], tables["directions"])
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin basins of attraction"})
     log.info("drew the basin maps of %s", ", ".join(tables["basin"]["variant"].unique()))

@@ -1,14 +1,12 @@
 """Snakemake script: draw one synthetic figure panel (rule plot_synthetic) from its tables."""
 
-import pandas as pd
-
 from maxmargin.figures.style import save_figure
 from maxmargin.figures.synthetic import draw_synthetic_panel
-from maxmargin.io import rule_logging
+from maxmargin.io import read_table, rule_logging
 
 with rule_logging(snakemake) as log:
     panel = snakemake.wildcards.panel
-    tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}
+    tables = {name: read_table(path) for name, path in snakemake.input.items()}
     fig = draw_synthetic_panel(
         panel, tables["trajectories"], tables["tokens"], tables["directions"], dict(snakemake.params.plots)
     )

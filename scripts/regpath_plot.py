@@ -4,10 +4,10 @@ import pandas as pd
 
 from maxmargin.figures.regpath import draw_regpath
 from maxmargin.figures.style import save_figure
-from maxmargin.io import rule_logging
+from maxmargin.io import read_table, rule_logging
 
 with rule_logging(snakemake) as log:
-    table = pd.concat([pd.read_csv(snakemake.input.path), pd.read_csv(snakemake.input.compare)])
+    table = pd.concat([read_table(snakemake.input.path), read_table(snakemake.input.compare)])
     fig = draw_regpath(table)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin regularization paths"})
     log.info("drew the regularization paths")

@@ -4,19 +4,19 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from maxmargin.figures.style import save_figure
 from maxmargin.figures.vit import draw_figure6
-from maxmargin.io import rule_logging
+from maxmargin.io import read_table, rule_logging, verify_file
 
 with rule_logging(snakemake) as log:
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
+    verify_file(snakemake.input.maps, sidecar.get("maps_sha256"), "vit_train")
     with np.load(snakemake.input.maps) as maps:
         arrays = {key: maps[key] for key in maps.files}
     fig = draw_figure6(
         arrays,
-        pd.read_csv(snakemake.input.metrics),
+        read_table(snakemake.input.metrics),
         sidecar,
         list(snakemake.params.epochs),
         snakemake.params.learned_margin,

@@ -3,14 +3,12 @@
 import json
 from pathlib import Path
 
-import pandas as pd
-
 from maxmargin.figures.style import save_figure
 from maxmargin.figures.vit import draw_figure7
-from maxmargin.io import rule_logging
+from maxmargin.io import read_table, rule_logging
 
 with rule_logging(snakemake) as log:
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
-    fig = draw_figure7(pd.read_csv(snakemake.input.metrics), sidecar, snakemake.params.learned_margin)
+    fig = draw_figure7(read_table(snakemake.input.metrics), sidecar, snakemake.params.learned_margin)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig7"})
     log.info("drew fig7 (dataset %s)", sidecar["dataset"])

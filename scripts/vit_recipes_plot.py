@@ -1,12 +1,10 @@
 """Snakemake script: draw results/figures/vit_recipes.{pdf,png} from the recipe study's table."""
 
-import pandas as pd
-
 from maxmargin.figures.style import save_figure
 from maxmargin.figures.vit import draw_recipes
-from maxmargin.io import rule_logging
+from maxmargin.io import read_table, rule_logging
 
 with rule_logging(snakemake) as log:
-    fig = draw_recipes(pd.read_csv(snakemake.input[0]), snakemake.params.num_classes)
+    fig = draw_recipes(read_table(snakemake.input[0]), snakemake.params.num_classes)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin vit_recipes"})
     log.info("drew the recipe study")

@@ -19,6 +19,7 @@ if max(VIT["plots"]["fig6_epochs"]) > VIT["train"]["epochs"]:
 
 VIT_SETTINGS = {key: VIT[key] for key in ("model", "data", "train", "probe", "guard")}
 
+
 ALL_TARGETS += [f for files in VIT_FIGURES.values() for f in files] + [
     results_path("tables/vit_metrics.csv"),
     results_path("tables/vit_metrics.json"),
@@ -54,6 +55,12 @@ rule vit_train:
         gpu=VIT["resources"]["gpu"],
         runtime=VIT["resources"]["runtime"],
         mem_mb=VIT["resources"]["mem_mb"],
+        # 1 under --forcerun vit_train or --forceall: train again. 0: a finished checkpoint of the same settings
+        # restores outputs lost after training (scripts/vit_train.py). A resource, not a param: no rerun trigger.
+        retrain=lambda wildcards: int(
+            workflow.dag_settings.forceall
+            or "vit_train" in workflow.dag_settings.forcerun
+        ),
     params:
         settings=VIT_SETTINGS,
         checkpoint=f"{VIT_RUN}/checkpoint.pt",

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from maxmargin.experiments.vit.settings import VitSettings
-from maxmargin.io import atomic_path, write_csv, write_npz
+from maxmargin.io import atomic_path, file_sha256, table_record, write_csv, write_npz
 
 METRIC_COLUMNS = [
     "epoch",
@@ -55,9 +55,6 @@ def save_result(
     """
     table = pd.DataFrame(result.metrics, columns=METRIC_COLUMNS)
     write_csv(table, metrics_path)
-    sidecar = {"settings": settings.to_dict(), **result.info, "grid": list(result.grid), "label": result.label}
-    with atomic_path(sidecar_path) as tmp:
-        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
     maps = {
         "epochs": np.arange(len(result.maps)),
         "maps": result.maps,
@@ -67,4 +64,10 @@ def save_result(
         "grid": np.asarray(result.grid),
     }
     write_npz(maps, maps_path)
+    sidecar = {"settings": settings.to_dict(), **result.info, "grid": list(result.grid), "label": result.label}
+    # The sha256 (and rows) of the metrics and maps travel with the run: Snakemake's cache keeps no other record.
+    sidecar["metrics_table"] = table_record(metrics_path)
+    sidecar["maps_sha256"] = file_sha256(maps_path)
+    with atomic_path(sidecar_path) as tmp:  # last: a run whose JSON exists wrote everything
+        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
     return table
