@@ -41,6 +41,7 @@ from maxmargin.experiments.vit.model import (
 from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
 from maxmargin.experiments.vit.results import TrainResult
 from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
+from maxmargin.io import progress
 
 log = logging.getLogger("maxmargin")
 
@@ -149,7 +150,7 @@ class _Trainer:
             "train_seconds": train_seconds,
             "epoch_seconds": time.perf_counter() - t0,
         }
-        log.info("%s", epoch_line(row))
+        progress("%s", epoch_line(row))
         return row, fixed_map, fixed_self
 
     def save(self, epoch: int) -> None:
