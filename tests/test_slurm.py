@@ -18,7 +18,10 @@ CI_CONFIG = "workflow/config/ci_slurm.yaml"
 CHECK = REPO / ".ci" / "slurm_check.sh"
 # The only rules whose jobs go to SLURM (.ci/slurm_check.sh fails a run that submits another one); every other rule
 # that runs a script is `localrule: True`.
-COMPUTE_RULES = set(re.search(r'^COMPUTE_RULES="([^"]*)"', CHECK.read_text(), re.MULTILINE).group(1).split())
+SUBMITTED = set(re.search(r'^COMPUTE_RULES="([^"]*)"', CHECK.read_text(), re.MULTILINE).group(1).split())
+COMPUTE_RULES = {name for name in SUBMITTED if not name.startswith("group:")}
+# ... and the groups of the site profile (`group:<name>` in slurm_check.sh), which hold compute rules only
+COMPUTE_GROUPS = {name.removeprefix("group:") for name in SUBMITTED - COMPUTE_RULES}
 
 
 def run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -94,6 +97,16 @@ def test_only_compute_rules_are_submitted(rules):
     assert submitted == COMPUTE_RULES
 
 
+def test_site_groups_hold_compute_rules_one_cell_at_a_time(site, workflow_profile):
+    groups = dict(entry.split("=") for entry in site["groups"])
+    assert set(groups) <= COMPUTE_RULES and set(groups.values()) == COMPUTE_GROUPS
+    assert groups["census_grid_cell"] == "census_grid"
+    # plugin 2.8.0 runs a group's jobs one after the other: one cell per layer, so a group asks SLURM for 1 CPU
+    assert "census_grid_slot=1" in site["resources"] and "census_grid_slot=local" in site["set-resource-scopes"]
+    assert workflow_profile["set-resources"]["census_grid_cell"]["census_grid_slot"] == 1
+    assert site["slurm-init-seconds-before-status-checks"] <= 10  # measured: 40 s of waiting per check otherwise
+
+
 def test_dry_run_through_the_profile_plans_each_job(workdir):
     proc = run(
         workdir,
@@ -155,3 +168,21 @@ def test_ci_config_is_a_smaller_run_of_the_same_experiments():
 def test_slurm_check_script_parses():
     assert CHECK.stat().st_mode & 0o111, "not executable"
     subprocess.run(["bash", "-n", str(CHECK)], check=True, timeout=10)
+
+
+SCONTROL_NO_ACCOUNTING = """Configuration data as of 2026-11-25T10:00:00
+AccountingStorageHost   = (null)
+AccountingStorageType   = accounting_storage/none
+MinJobAge               = 300 sec
+"""
+
+
+def test_sacct_without_accounting_is_stopped_with_the_fix() -> None:
+    from maxmargin.cluster import accounting_storage, status_command_problem
+
+    assert accounting_storage(SCONTROL_NO_ACCOUNTING) == "accounting_storage/none"
+    problem = status_command_problem("sacct", SCONTROL_NO_ACCOUNTING)
+    assert problem is not None and "--slurm-status-command squeue" in problem
+    assert status_command_problem("squeue", SCONTROL_NO_ACCOUNTING) is None
+    with_db = SCONTROL_NO_ACCOUNTING.replace("accounting_storage/none", "accounting_storage/slurmdbd")
+    assert status_command_problem("sacct", with_db) is None
