@@ -3,11 +3,14 @@
 A SLURM cluster without an accounting database (``AccountingStorageType=accounting_storage/none``) still has the
 ``sacct`` program, so snakemake-executor-plugin-slurm picks it as the status command; ``sacct`` then lists no job,
 the plugin takes every job for "not yet in the database", and Snakemake waits forever without printing another line
-(and ignores SIGTERM while it waits). Stopped at the start instead, with the fix.
+(and ignores SIGTERM while it waits). Stopped at the start instead, with the fix. The same hang follows
+``--slurm-status-command squeue`` where ``MinJobAge`` is below 3 times the first status-check delay: the plugin then
+switches back to sacct.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 from typing import Any
 
@@ -23,14 +26,28 @@ def accounting_storage(scontrol_config: str) -> str | None:
     return None
 
 
-def status_command_problem(status_command: str | None, scontrol_config: str) -> str | None:
-    """Why this status command would leave Snakemake waiting forever on this cluster, or None when it would not."""
-    if status_command != "sacct" or accounting_storage(scontrol_config) != NO_ACCOUNTING:
+def min_job_age(scontrol_config: str) -> int | None:
+    """``MinJobAge`` in seconds from the output of ``scontrol show config`` (None when absent)."""
+    match = re.search(r"^MinJobAge\s*=\s*(\d+)", scontrol_config, re.MULTILINE)
+    return int(match[1]) if match else None
+
+
+def status_command_problem(status_command: str | None, scontrol_config: str, init_seconds: int) -> str | None:
+    """Why this status command would leave Snakemake waiting forever on this cluster, or None when it would not.
+
+    ``init_seconds``: the plugin's first status-check delay; squeue needs MinJobAge >= 3 times it, or the plugin
+    switches back to sacct.
+    """
+    if accounting_storage(scontrol_config) != NO_ACCOUNTING:
+        return None
+    age = min_job_age(scontrol_config)
+    if status_command == "squeue" and (age is None or age >= 3 * init_seconds):
         return None
     return (
         "this SLURM cluster has no accounting database (AccountingStorageType=accounting_storage/none), but job "
         "status would be queried with sacct: sacct lists no job there, and Snakemake would wait forever after the "
-        "jobs end. Add --slurm-status-command squeue (docs/cluster.md)."
+        f"jobs end. Add --slurm-status-command squeue (docs/cluster.md); squeue needs MinJobAge ({age} s here) of "
+        f"at least 3 x --slurm-init-seconds-before-status-checks ({init_seconds} s)."
     )
 
 
@@ -39,13 +56,15 @@ def check_slurm_status_command(workflow: Any) -> None:
     plugin = getattr(workflow, "executor_plugin", None)
     if getattr(plugin, "name", None) != "slurm":
         return
-    status_command = getattr(getattr(workflow, "executor_settings", None), "status_command", None)
+    settings = getattr(workflow, "executor_settings", None)
+    status_command = getattr(settings, "status_command", None)
+    init_seconds = getattr(settings, "init_seconds_before_status_checks", None) or 40
     try:
         config = subprocess.run(
             ["scontrol", "show", "config"], capture_output=True, text=True, timeout=30, check=True
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return  # no answer: the plugin's own checks report an unreachable controller
-    problem = status_command_problem(status_command, config)
+    problem = status_command_problem(status_command, config, init_seconds)
     if problem is not None:
         raise RuntimeError(problem)

@@ -178,11 +178,14 @@ MinJobAge               = 300 sec
 
 
 def test_sacct_without_accounting_is_stopped_with_the_fix() -> None:
-    from maxmargin.cluster import accounting_storage, status_command_problem
+    from maxmargin.cluster import accounting_storage, min_job_age, status_command_problem
 
     assert accounting_storage(SCONTROL_NO_ACCOUNTING) == "accounting_storage/none"
-    problem = status_command_problem("sacct", SCONTROL_NO_ACCOUNTING)
+    assert min_job_age(SCONTROL_NO_ACCOUNTING) == 300
+    problem = status_command_problem("sacct", SCONTROL_NO_ACCOUNTING, 5)
     assert problem is not None and "--slurm-status-command squeue" in problem
-    assert status_command_problem("squeue", SCONTROL_NO_ACCOUNTING) is None
+    assert status_command_problem("squeue", SCONTROL_NO_ACCOUNTING, 5) is None
+    # the plugin switches squeue back to sacct where MinJobAge < 3 x the first status-check delay: 300 < 3 x 120
+    assert status_command_problem("squeue", SCONTROL_NO_ACCOUNTING, 120) is not None
     with_db = SCONTROL_NO_ACCOUNTING.replace("accounting_storage/none", "accounting_storage/slurmdbd")
-    assert status_command_problem("sacct", with_db) is None
+    assert status_command_problem("sacct", with_db, 5) is None
