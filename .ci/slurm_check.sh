@@ -196,14 +196,15 @@ show() { echo "---- last lines of $WORK/$1.log"; tail -n "$2" "$WORK/$1.log"; }
 submitted_rules() {  # rule (or group) of each job a run submitted, from its SLURM log path
     # .snakemake/slurm_logs/rule_<rule>/... or .snakemake/slurm_logs/group_<group>_<its rules>/...
     grep 'has been submitted with SLURM jobid' "$WORK/$1.log" | grep -o 'slurm_logs/[a-z]*_[A-Za-z0-9_]*' \
-        | sed -E 's#slurm_logs/rule_##; s#slurm_logs/group_(census_grid)_.*#group:\1#' || true
+        | sed -E 's#slurm_logs/rule_##; s#slurm_logs/group_.*_(census_trials|census_budget_trials|census_grid_cell)$#group:\1#' \
+        || true
 }
 count_rules() { sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}'; }
 
 # Only real compute goes to SLURM: a job of seconds (plot, gather, table, claims) costs more in submission and polling
 # than it runs, so those rules are `localrule: True` and run inside the Snakemake process on the login node.
-# Grouped jobs (the site profile's `groups`) hold compute rules only: the census and the census grid.
-COMPUTE_RULES=" census_trials census_budget_trials census_grid_cell regpath_instance lemma1_table vit_train vit_pilot vit_recipe_train group:census_grid "
+# Grouped jobs (the site profile's `groups`, `group:<its rule>` here) hold compute rules only: the census jobs.
+COMPUTE_RULES=" census_trials census_budget_trials census_grid_cell regpath_instance lemma1_table vit_train vit_pilot vit_recipe_train group:census_trials group:census_budget_trials group:census_grid_cell "
 slurm_run() {  # slurm_run NAME DIR CONFIG TARGET...: TARGETS through the profile in DIR with CONFIG (a file, or
     local name="$1" dir="$2" config=() rc=0 start end rules  # `default`: the shipped config), timed; checks what
     [[ "$3" == default ]] || config=(--configfile "$3")     # was submitted. $RUN_ARGS: more options for this run

@@ -20,7 +20,7 @@ CHECK = REPO / ".ci" / "slurm_check.sh"
 # that runs a script is `localrule: True`.
 SUBMITTED = set(re.search(r'^COMPUTE_RULES="([^"]*)"', CHECK.read_text(), re.MULTILINE).group(1).split())
 COMPUTE_RULES = {name for name in SUBMITTED if not name.startswith("group:")}
-# ... and the groups of the site profile (`group:<name>` in slurm_check.sh), which hold compute rules only
+# ... and the rules the site profile groups (`group:<rule>` in slurm_check.sh), compute rules only
 COMPUTE_GROUPS = {name.removeprefix("group:") for name in SUBMITTED - COMPUTE_RULES}
 
 
@@ -32,9 +32,10 @@ def run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def planned_resources(stdout: str) -> dict[str, list[str]]:
     """Rule -> the `resources:` line of each job a dry run plans."""
-    jobs = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", stdout, flags=re.MULTILINE)
+    # a job of a group job is printed indented under "Group job <name>"
+    jobs = re.findall(r"^( *)rule (\w+):\n(?:\1    .*\n)*?\1    resources: (.*)$", stdout, flags=re.MULTILINE)
     planned: dict[str, list[str]] = {}
-    for rule, resources in jobs:
+    for _, rule, resources in jobs:
         planned.setdefault(rule, []).append(resources)
     return planned
 
@@ -97,13 +98,14 @@ def test_only_compute_rules_are_submitted(rules):
     assert submitted == COMPUTE_RULES
 
 
-def test_site_groups_hold_compute_rules_one_cell_at_a_time(site, workflow_profile):
+def test_site_groups_hold_compute_rules_one_job_at_a_time(site, workflow_profile):
     groups = dict(entry.split("=") for entry in site["groups"])
-    assert set(groups) <= COMPUTE_RULES and set(groups.values()) == COMPUTE_GROUPS
-    assert groups["census_grid_cell"] == "census_grid"
-    # plugin 2.8.0 runs a group's jobs one after the other: one cell per layer, so a group asks SLURM for 1 CPU
-    assert "census_grid_slot=1" in site["resources"] and "census_grid_slot=local" in site["set-resource-scopes"]
-    assert workflow_profile["set-resources"]["census_grid_cell"]["census_grid_slot"] == 1
+    assert set(groups) == COMPUTE_GROUPS and set(groups) <= COMPUTE_RULES  # the rules slurm_check.sh sees grouped
+    components = dict(entry.split("=") for entry in site["group-components"])
+    assert set(components) == set(groups.values())
+    # plugin 2.8.0 runs a group's jobs one after the other: one job per layer, so a group asks SLURM for 1 CPU
+    assert "census_slot=1" in site["resources"] and "census_slot=local" in site["set-resource-scopes"]
+    assert all(workflow_profile["set-resources"][rule]["census_slot"] == 1 for rule in groups)
     assert site["slurm-init-seconds-before-status-checks"] <= 10  # measured: 40 s of waiting per check otherwise
 
 
@@ -126,6 +128,8 @@ def test_dry_run_through_the_profile_plans_each_job(workdir):
     planned = planned_resources(proc.stdout)
     # the site defaults ("15m" is 15 minutes) and expressions in `attempt` evaluated for the first attempt
     assert all("mem_mb=1000," in r and "runtime=15" in r for r in planned["census_trials"])
+    assert all("census_slot=1" in r for r in planned["census_trials"])  # grouped, one at a time
+    assert "Group job census " in proc.stdout
     assert "mem_mb=2000," in planned["lemma1_table"][0]  # the workflow profile's set-resources
     # the ViT asks SLURM for the config's runtime and memory, and as many CPUs as the rule's threads (no override)
     vit = yaml.safe_load((REPO / CI_CONFIG).read_text())["vit"]["resources"]
