@@ -7,6 +7,7 @@ from snakemake.utils import min_version, validate
 # Found beside this Snakefile, installed or not: Snakemake puts the Snakefile's folder on sys.path, and hands its
 # sys.path to every Python script it runs, also in a conda env of workflow/envs/ (which holds only the library's
 # dependencies: tests/test_packaging.py checks that a job imports this copy).
+from maxmargin.cluster import check_slurm_status_command
 from maxmargin.config import check_config_beyond_schema
 
 min_version("9.0")
@@ -23,6 +24,11 @@ check_config_beyond_schema(
     Path(workflow.basedir) / "workflow/schemas/config.schema.yaml",
     workflow.configfiles,
 )
+
+
+# A SLURM run whose job status would never arrive (sacct on a cluster without accounting) stops here, not hangs.
+onstart:
+    check_slurm_status_command(workflow)
 
 
 # The landing page of `snakemake --report` (captions per file: workflow/report/*.rst).

@@ -25,13 +25,42 @@ import pandas as pd
 from maxmargin.core.gd import cosine
 from maxmargin.experiments.basin_claims import measure_fig1b_consistent, measure_lmm_cone
 from maxmargin.experiments.census_tables import wilson_interval
-from maxmargin.experiments.vit_learning import Learned, learned, sparsity_effect
+from maxmargin.core.vit_learning import Learned, learned, sparsity_effect
 
 Tables = Mapping[str, pd.DataFrame]
 Config = Mapping[str, Any]  # the pipeline's config: claim notes quote the settings that were run
 Measurement = tuple[str, str, str]  # measured, verdict, note
 COLUMNS = ["claim_id", "claim", "source", "paper_value", "measured", "verdict", "note"]
 VERDICTS = ("holds", "differs", "inconclusive", "not run")
+
+
+# The config keys the claims read (their notes quote the settings that ran): the claims table depends on these
+# only, and the rule passes only these (the report's parameter panel, and reruns, follow them).
+CONFIG_KEYS: tuple[tuple[str, ...], ...] = (
+    ("synthetic", "fig1"),
+    ("synthetic", "fig2"),
+    ("plots", "fig3c_iterations"),
+    ("plots", "fig4_iterations"),
+    ("census", "confidence"),
+    ("vit", "model", "num_classes"),
+    ("vit", "guard"),
+    ("basin", "constant"),
+    ("basin", "cone"),
+)
+
+
+def claims_config(config: Config) -> dict[str, Any]:
+    """The part of ``config`` the claims read (:data:`CONFIG_KEYS`), nested as in the config."""
+    subset: dict[str, Any] = {}
+    for path in CONFIG_KEYS:
+        value: Any = config
+        for key in path:
+            value = value[key]
+        node = subset
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+    return subset
 
 
 @dataclass(frozen=True)

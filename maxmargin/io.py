@@ -1,4 +1,4 @@
-"""Atomic writes, provenance sidecars and per-rule logging for the Snakemake scripts."""
+"""Atomic writes, provenance sidecars, per-rule logging and terminal progress for the Snakemake scripts."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from maxmargin.core.progress import PROGRESS_LOGGER
+
 # The provenance of the job in progress, set by rule_logging(snakemake): every table written
 # inside the block gets a sidecar and every figure the same record in its metadata.
 _PROVENANCE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("provenance", default=None)
@@ -27,6 +29,10 @@ def current_provenance() -> dict[str, Any] | None:
     return _PROVENANCE.get()
 
 
+# Progress of long jobs (ViT epochs, census chunks, regularization-path radii). Inside rule_logging a record goes to the
+# rule log like any other and also, one line each, to the job's stderr: the terminal when Snakemake runs the job
+# itself, the job's SLURM log (.snakemake/slurm_logs/) on a cluster. Logging, not tqdm: it is flushed line by line
+# and shown whether or not stderr is a terminal.
 def provenance_path(path: str | os.PathLike[str]) -> Path:
     """Where the sidecar of an output lives: ``tables/x.csv`` -> ``tables/x.csv.provenance.json``."""
     return Path(f"{path}.provenance.json")
@@ -219,22 +225,29 @@ def rule_logging(job: Any) -> Iterator[logging.Logger]:
     """Send the ``maxmargin`` logger, warnings, everything written to stderr and any traceback to the rule's log.
 
     ``job`` is the ``snakemake`` object of a script (its log file and provenance are used) or a log path. The log
-    is appended to; stderr still reaches the terminal too (a fallback warning must be seen, not only logged).
+    is appended to; stderr still reaches the terminal too (a fallback warning must be seen, not only logged), and
+    so do the :func:`progress` lines, prefixed with the job's rule and wildcards.
     """
     if isinstance(job, str | os.PathLike):
-        log_path, token = job, None
+        log_path, token, name = job, None, Path(job).stem
     else:
         from maxmargin.provenance import snakemake_provenance
 
         remove_stale_sidecars(job.output)
         log_path, token = job.log[0], _PROVENANCE.set(snakemake_provenance(job))
+        name = _job_name(job)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    terminal = sys.stderr
     with open(log_path, "a", encoding="utf-8") as log_file, _stderr_to(log_file):
         logger = logging.getLogger("maxmargin")
         logger.setLevel(logging.INFO)
         handler = logging.StreamHandler(log_file)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
+        # the terminal's own stream, not the tee: the rule log already gets the record through `handler`
+        progress_handler = logging.StreamHandler(terminal)
+        progress_handler.setFormatter(logging.Formatter(f"%(asctime)s [{name}] %(message)s", "%H:%M:%S"))
+        logging.getLogger(PROGRESS_LOGGER).addHandler(progress_handler)
         try:
             yield logger
         except BaseException:
@@ -244,6 +257,14 @@ def rule_logging(job: Any) -> Iterator[logging.Logger]:
             if token is not None:
                 _PROVENANCE.reset(token)
             logger.removeHandler(handler)
+            logging.getLogger(PROGRESS_LOGGER).removeHandler(progress_handler)
+
+
+def _job_name(job: Any) -> str:
+    """``rule k=v ...``: which job a progress line on a shared terminal comes from."""
+    wildcards = getattr(job, "wildcards", None) or {}
+    items = dict(wildcards.items()) if hasattr(wildcards, "items") else {}
+    return " ".join([str(getattr(job, "rule", "job")), *(f"{k}={v}" for k, v in items.items())])
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from conftest import DEFAULT_CONFIG, REPO, snakemake
 from matplotlib.figure import Figure
+from test_pdf_fonts import assert_no_type3
 
 from maxmargin import registry
 from maxmargin.experiments import instances, synthetic
@@ -70,6 +71,7 @@ def test_synthetic_targets_end_to_end(workflow_dir):
     for panel in PANELS:
         for ext in ("pdf", "png"):
             assert (results / "figures" / f"{panel}.{ext}").stat().st_size > 10_000
+        assert_no_type3(results / "figures" / f"{panel}.pdf")  # publishable: TrueType fonts only
     for exp in ["fig1a", "fig1b", "fig1c", "fig2", "fig3a", "fig3b", "fig4", "fig5", "fig8"]:
         assert (results / "logs" / "synthetic_experiment" / f"{exp}.log").exists()
         assert (results / "benchmarks" / "synthetic_experiment" / f"{exp}.tsv").exists()

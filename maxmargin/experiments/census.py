@@ -19,7 +19,6 @@ trials are split into chunks or jobs (tests/test_census.py checks it).
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -30,10 +29,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from maxmargin.core.model import Array, LossName, check_loss, log_non_selected_mass_of_logits
+from maxmargin.core.progress import progress
 from maxmargin.core.span_gd import SpanBatch, final_weights, normalized_gd_in_span, span_coordinates
 from maxmargin.core.svm import MaxMarginDirection, att_svm_ldp, classify_direction
-
-log = logging.getLogger(__name__)
 
 TRIAL_COLUMNS = [
     "d",
@@ -220,8 +218,8 @@ def run_trials(settings: CensusSettings, d: int, trials: Sequence[int] | None = 
     """The census of dimension d over ``trials`` (default: all ``settings.n_trials``), one row per trial.
 
     Appendix E, Figures 9 and 10. Trials run ``settings.chunk`` at a time (sampling, GD, classification),
-    which bounds memory for large d; each chunk logs one progress line (the rule log, followed with
-    ``tail -f`` on a cluster). Rows do not depend on the chunk size or on the split.
+    which bounds memory for large d; each chunk reports one progress line (:func:`maxmargin.core.progress.progress`: the
+    rule log and the job's terminal or SLURM log). Rows do not depend on the chunk size or on the split.
     """
     if d < 1:
         raise ValueError(f"need d >= 1, got {d}")
@@ -233,7 +231,7 @@ def run_trials(settings: CensusSettings, d: int, trials: Sequence[int] | None = 
             chunk = ids[start : start + settings.chunk]
             batch = sample_batch(settings.seed, d, chunk, settings.n, settings.T, settings.init_scale)
             parts.append(census_rows(batch, settings, d))
-            log.info(
+            progress(
                 "census d=%d: trials %d-%d done (%d/%d) in %.2f s; %d saturated",
                 d,
                 chunk[0],

@@ -40,6 +40,7 @@ from maxmargin.core.model import (
     selected_tokens,
     token_scores,
 )
+from maxmargin.core.progress import progress
 from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances
 from maxmargin.experiments.synthetic import max_margin_directions
@@ -142,7 +143,7 @@ def multistart_path(
         return [log_gradient(g, log_value, basis) for g, basis in zip(gradients(points), bases, strict=True)]
 
     records = []
-    for radius in radii:
+    for j, radius in enumerate(radii):
         starts = [
             radius * np.vstack([w, c, _random_units(rng, n_random, basis.shape[1])])
             for w, c, basis in zip(warm, candidates, bases, strict=True)
@@ -154,6 +155,16 @@ def multistart_path(
         same = np.all([cosine(z, z[best]) > SAME_POINT_COSINE for z in solve.x], axis=0)
         warm = [z[best][None] / np.linalg.norm(z[best]) for z in solve.x]
         records.append((ends, log_excess, solve, best, int(same.sum())))
+        progress(
+            "radius %d/%d: R %.4g, log(L - inf L) %.3f, KKT residual %.1e, %d/%d starts at the optimum",
+            j + 1,
+            len(radii),
+            radius,
+            log_excess[best],
+            solve.kkt_residual.max(axis=0)[best],
+            int(same.sum()),
+            same.size,
+        )
     return MultistartSolve(
         ends=[np.array([r[0][b] for r in records]) for b in range(len(bases))],
         log_excess=np.array([r[1] for r in records]),

@@ -40,6 +40,9 @@ STYLE = {
     "legend.framealpha": 0.85,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # TrueType (Type 42) fonts in PDF and PostScript: publishers reject matplotlib's default Type 3 bitmaps-as-glyphs
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
 }
 
 
@@ -59,7 +62,10 @@ def new_axes(figsize: tuple[float, float] | None = None) -> tuple[Figure, Axes]:
 
 
 def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
-    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance."""
+    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance.
+
+    Saved under the shared style: its ``savefig.*`` and ``pdf.fonttype`` keys are read when the file is written.
+    """
     from maxmargin.io import atomic_path, current_provenance
 
     meta = dict(metadata or {})
@@ -71,9 +77,9 @@ def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None
     pdf_meta["CreationDate"] = None
     if "Provenance" in meta:
         pdf_meta["Keywords"] = meta["Provenance"]
-    with atomic_path(pdf) as tmp:
+    with paper_style(), atomic_path(pdf) as tmp:
         fig.savefig(tmp, format="pdf", metadata=pdf_meta)
-    with atomic_path(png) as tmp:
+    with paper_style(), atomic_path(png) as tmp:
         fig.savefig(tmp, format="png", metadata=meta or None)
     plt.close(fig)
 

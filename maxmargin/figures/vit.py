@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
-from maxmargin.experiments.vit_learning import Learned, learned
+from maxmargin.core.vit_learning import Learned, learned
 from maxmargin.figures import style
 from maxmargin.figures.style import plt
 

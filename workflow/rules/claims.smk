@@ -1,4 +1,5 @@
 # The claims table (every quantitative claim of the paper next to the measured value) and the README gallery.
+from maxmargin.claims import claims_config
 
 CLAIM_TABLES = {
     "directions": results_path("tables/directions.csv"),
@@ -47,7 +48,7 @@ rule claims_table:
     conda:
         "../envs/core.yaml"
     params:
-        config=config,  # the notes quote the settings that were run
+        config=claims_config(config),  # the keys the claims read: their notes quote the settings that ran
     script:
         "../../scripts/claims_table.py"
 

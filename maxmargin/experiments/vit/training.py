@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from maxmargin.core.progress import progress
 from maxmargin.experiments.vit.checkpoint import (
     CHECKPOINT_FORMAT,
     load_checkpoint,
@@ -149,7 +150,7 @@ class _Trainer:
             "train_seconds": train_seconds,
             "epoch_seconds": time.perf_counter() - t0,
         }
-        log.info("%s", epoch_line(row))
+        progress("%s", epoch_line(row))
         return row, fixed_map, fixed_self
 
     def save(self, epoch: int) -> None:
