@@ -7,7 +7,8 @@ from snakemake.utils import min_version, validate
 # Found beside this Snakefile, installed or not: Snakemake puts the Snakefile's folder on sys.path, and hands its
 # sys.path to every Python script it runs, also in a conda env of workflow/envs/ (which holds only the library's
 # dependencies: tests/test_packaging.py checks that a job imports this copy).
-from maxmargin.config import check_config
+from maxmargin.cluster import check_slurm_status_command
+from maxmargin.config import check_config_beyond_schema
 
 min_version("9.0")
 
@@ -17,7 +18,17 @@ configfile: Path(workflow.basedir) / "workflow/config/default.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
-check_config(config)  # what the schema cannot say: every number finite
+# What the schema cannot say (every number finite, integers, indices inside the data, no duplicate YAML key).
+check_config_beyond_schema(
+    config,
+    Path(workflow.basedir) / "workflow/schemas/config.schema.yaml",
+    workflow.configfiles,
+)
+
+
+# A SLURM run whose job status would never arrive (sacct on a cluster without accounting) stops here, not hangs.
+onstart:
+    check_slurm_status_command(workflow)
 
 
 # The landing page of `snakemake --report` (captions per file: workflow/report/*.rst).
@@ -30,6 +41,7 @@ include: "workflow/rules/census.smk"
 include: "workflow/rules/vit.smk"
 include: "workflow/rules/regpath.smk"
 include: "workflow/rules/lemma1.smk"
+include: "workflow/rules/basin.smk"
 include: "workflow/rules/claims.smk"
 
 

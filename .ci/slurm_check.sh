@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CI against a real SLURM: a one-node cluster on 127.0.0.1 runs `fig9` (the census), `regpath lemma1` and one small
-# vit_train (workflow/config/ci_slurm.yaml) through workflow/profiles/slurm, one run after the other, each printing
-# `slurm_wall_s=<seconds> run=<name> submitted=<n> (<rule> x<n>, ...) local=<n> load="<loadavg>"`. Only the compute
-# rules may be submitted (the others are localrules), every SLURM log must be kept, and the tables must be identical to
-# a local run's; a job that fails on SLURM must make Snakemake fail, not hang.
+# vit_train (workflow/config/ci_slurm.yaml), then `fig9` with the default config (run fig9-default: what a user runs)
+# and `census_grid` (grouped jobs) through workflow/profiles/slurm as shipped plus --slurm-status-command squeue, one
+# run after the other, each printing
+# `slurm_wall_s=<seconds> run=<name> submitted=<n> (<rule or group> x<n>, ...) local=<n> load="<loadavg>"`. Only the
+# compute rules may be submitted (the others are localrules), every SLURM log must be kept, and the tables must be
+# identical to a local run's; a job that fails on SLURM must make Snakemake fail, not hang.
 # Needs root and apt-get (Debian's slurmctld, slurmd, slurm-client, munge); where SLURM
 # cannot be installed it prints "SKIP: <reason>" and exits 0. Every step is bounded in time; the daemons it starts are
 # stopped by pid on exit, also on failure.
@@ -179,10 +181,10 @@ copy_workflow() {  # like tests/conftest.py, plus the library: the jobs import t
 }
 export PATH="$REPO/.venv/bin:$PATH"  # jobs get this environment (sbatch --export=ALL): the same .venv
 export VIRTUAL_ENV="$REPO/.venv"
-# The CI cluster, not the shared profile: no accounting database, so job status through squeue (the profile keeps the
-# plugin's sacct); poll every few seconds from the start instead of the plugin's 40 s. (It has no accounts either, so
-# the plugin warns "Unable to guess SLURM account": plugin 2.8.0 declares --slurm-no-account but does not act on it.)
-SLURM_CI=(--slurm-status-command squeue --slurm-init-seconds-before-status-checks 3)
+# The shipped profile plus the one option this cluster needs: it has no accounting database, so job status through
+# squeue (with the plugin's sacct default, Snakemake would wait forever; the Snakefile stops such a run at once). (It
+# has no accounts either, so the plugin warns "Unable to guess SLURM account" after `sacct: invalid option -- '1'`.)
+SLURM_CI=(--slurm-status-command squeue)
 
 run_bg() {  # run_bg NAME DIR CMD...: CMD in DIR, output in $WORK/NAME.log; `exec` makes $! timeout's own pid.
     local name="$1" dir="$2"  # `timeout 300` exits 124 when it had to stop a run: a hang
@@ -191,22 +193,27 @@ run_bg() {  # run_bg NAME DIR CMD...: CMD in DIR, output in $WORK/NAME.log; `exe
     PIDS[$name]=$!
 }
 show() { echo "---- last lines of $WORK/$1.log"; tail -n "$2" "$WORK/$1.log"; }
-submitted_rules() {  # rule of each job a run submitted, from its SLURM log path .snakemake/slurm_logs/rule_<rule>/
-    grep 'has been submitted with SLURM jobid' "$WORK/$1.log" | grep -o 'slurm_logs/rule_[A-Za-z0-9_]*' \
-        | sed 's|slurm_logs/rule_||' || true
+submitted_rules() {  # rule (or group) of each job a run submitted, from its SLURM log path
+    # .snakemake/slurm_logs/rule_<rule>/... or .snakemake/slurm_logs/group_<group>_<its rules>/...
+    grep 'has been submitted with SLURM jobid' "$WORK/$1.log" | grep -o 'slurm_logs/[a-z]*_[A-Za-z0-9_]*' \
+        | sed -E 's#slurm_logs/rule_##; s#slurm_logs/group_.*_(census_trials|census_budget_trials|census_grid_cell)$#group:\1#' \
+        || true
 }
 count_rules() { sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}'; }
 
 # Only real compute goes to SLURM: a job of seconds (plot, gather, table, claims) costs more in submission and polling
 # than it runs, so those rules are `localrule: True` and run inside the Snakemake process on the login node.
-COMPUTE_RULES=" census_trials census_budget_trials census_grid_cell regpath_instance lemma1_table vit_train vit_pilot vit_recipe_train "
-slurm_run() {  # slurm_run NAME TARGET...: TARGETS through the profile in $WORK/slurm, timed; checks what was submitted
-    local name="$1" rc=0 start end rules
-    shift
-    say "SLURM run $name: snakemake --profile workflow/profiles/slurm ${SLURM_CI[*]} --configfile $CI_CONFIG $*"
+# Grouped jobs (the site profile's `groups`, `group:<its rule>` here) hold compute rules only: the census jobs.
+COMPUTE_RULES=" census_trials census_budget_trials census_grid_cell regpath_instance lemma1_table basin_tables vit_train vit_pilot vit_recipe_train group:census_trials group:census_budget_trials group:census_grid_cell "
+slurm_run() {  # slurm_run NAME DIR CONFIG TARGET...: TARGETS through the profile in DIR with CONFIG (a file, or
+    local name="$1" dir="$2" config=() rc=0 start end rules  # `default`: the shipped config), timed; checks what
+    [[ "$3" == default ]] || config=(--configfile "$3")     # was submitted. $RUN_ARGS: more options for this run
+    read -r -a extra <<<"${RUN_ARGS:-}"
+    config+=("${extra[@]}")
+    shift 3
+    say "SLURM run $name: snakemake --profile workflow/profiles/slurm ${SLURM_CI[*]} ${config[*]} $*"
     start=$EPOCHREALTIME
-    run_bg "$name" "$WORK/slurm" "$SNAKEMAKE" --profile workflow/profiles/slurm "${SLURM_CI[@]}" \
-        --configfile "$CI_CONFIG" -- "$@"
+    run_bg "$name" "$dir" "$SNAKEMAKE" --profile workflow/profiles/slurm "${SLURM_CI[@]}" "${config[@]}" -- "$@"
     wait "${PIDS[$name]}" || rc=$?
     unset "PIDS[$name]"
     end=$EPOCHREALTIME
@@ -231,6 +238,7 @@ slurm_run() {  # slurm_run NAME TARGET...: TARGETS through the profile in $WORK/
 
 copy_workflow "$WORK/local"
 copy_workflow "$WORK/slurm"
+copy_workflow "$WORK/user"  # the default config's runs: their tables are not compared
 mkdir -p "$WORK/failing"
 printf '%s\n' 'rule fails_on_purpose:' '    output:' '        "never.txt",' '    shell:' \
     "        \"echo 'failing on purpose' >&2; exit 3\"" >"$WORK/failing/Snakefile"
@@ -250,9 +258,26 @@ for name in local failing; do
     unset "PIDS[$name]"
 done
 [[ ${RC[local]} == 0 ]] || { show local 40; fail "the local run failed (exit ${RC[local]})"; }
-slurm_run census fig9
-slurm_run regpath regpath lemma1
-slurm_run vit "$VIT_TABLE"
+slurm_run census "$WORK/slurm" "$CI_CONFIG" fig9
+slurm_run regpath "$WORK/slurm" "$CI_CONFIG" regpath lemma1
+slurm_run vit "$WORK/slurm" "$CI_CONFIG" "$VIT_TABLE"
+# The silent hang: the shipped profile alone (status through sacct) on this cluster without accounting must stop at
+# once with the fix, not wait forever after the jobs end
+say "no status command: snakemake --profile workflow/profiles/slurm fig9 (must stop before submitting)"
+run_bg no-status "$WORK/user" "$SNAKEMAKE" --profile workflow/profiles/slurm fig9
+rc=0
+wait "${PIDS[no-status]}" || rc=$?
+unset "PIDS[no-status]"
+[[ $rc != 0 && $rc != 124 ]] || { show no-status 30; fail "without --slurm-status-command squeue the run did not stop"; }
+grep -q -- "--slurm-status-command squeue" "$WORK/no-status.log" || { show no-status 30; fail "no fix named"; }
+! grep -q 'has been submitted with SLURM jobid' "$WORK/no-status.log" || fail "it submitted jobs before stopping"
+say "no status command: stopped at the start (exit $rc), naming --slurm-status-command squeue"
+# What a user runs: fig9 on the default config (target: at most 45 s), and the census grid as a few grouped jobs (CI's
+# config has 12 cells of 10 trials, not 150 of 100: groups of 6 here instead of the profile's 30, so 2 groups)
+slurm_run fig9-default "$WORK/user" default fig9
+RUN_ARGS="--group-components census_grid=6" slurm_run census_grid "$WORK/user" "$CI_CONFIG" census_grid
+grid_jobs="$(submitted_rules census_grid | grep -c . || true)"
+[[ "$grid_jobs" == 2 ]] || fail "census_grid went to SLURM as $grid_jobs jobs, not as 2 groups of 6 cells"
 
 # ---- (d) the tables of both runs, byte for byte (the ViT's wall-clock columns aside) --------------------------------
 (cd "$WORK/local" && find results -path '*/tables/*.csv' | sort) >"$WORK/local.tables"

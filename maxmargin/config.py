@@ -1,14 +1,20 @@
 """Checks of the pipeline's config that JSON schema cannot express.
 
 JSON schema's ``type: number`` admits YAML's ``.nan`` and ``.inf``; a NaN step size then runs to the end and
-overwrites good tables with NaN ones. The Snakefile calls :func:`check_config` right after schema validation.
+overwrites good tables with NaN ones; its ``type: integer`` admits ``1000.0``, which then fails inside a job without
+naming the key. The Snakefile calls :func:`check_config_beyond_schema` right after schema validation: duplicate
+YAML keys, finite numbers, integers where the schema says integer, indices inside the data.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from maxmargin import registry
 
@@ -48,3 +54,134 @@ def check_config(config: Mapping[str, Any]) -> None:
             raise ValueError(
                 f"config key '{key}' is {number:g}: numbers beyond {MAX_MAGNITUDE:g} overflow float64 arithmetic"
             )
+
+
+# --- beyond the numbers: YAML duplicates, integer lists, values that must lie inside the data -------------------
+
+# The scikit-learn digits fallback of the ViT (maxmargin.experiments.vit.data.load_digits32) holds out 20% of the
+# 1797 digits: 360 test images (tests/test_integrity.py checks this against the loader).
+DIGITS_TEST_IMAGES = 360
+CIFAR10_TEST_IMAGES = 10000
+
+
+class StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that rejects a key given twice in one mapping (plain YAML keeps the last silently)."""
+
+
+def _no_duplicates(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ValueError(
+                f"{node.start_mark.name}: key '{key}' is given twice (lines {seen[key] + 1} and "
+                f"{key_node.start_mark.line + 1}); YAML would keep the last silently"
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def load_yaml(path: str | os.PathLike[str]) -> Any:
+    """Load a YAML file (config, profile), refusing duplicate keys."""
+    with open(path, encoding="utf-8") as f:
+        return yaml.load(f, Loader=StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
+def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = node.get("$ref", "")
+    if ref.startswith("#/"):
+        for part in ref[2:].split("/"):
+            root = root[part]
+        return root
+    return node
+
+
+def _typed_integers(value: Any, node: Mapping[str, Any], root: Mapping[str, Any], key: str) -> Iterator[str]:
+    """Every key under ``value`` whose schema type is integer but whose value is a float (JSON schema admits 3.0)."""
+    node = _resolve(node, root)
+    if node.get("type") == "integer" and isinstance(value, float):
+        yield key
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            sub = node.get("properties", {}).get(k) or (node.get("additionalProperties") or {})
+            if isinstance(sub, Mapping):
+                yield from _typed_integers(v, sub, root, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
+        for i, v in enumerate(value):
+            yield from _typed_integers(v, node["items"], root, f"{key}[{i}]")
+
+
+def _cifar10_present(root: str) -> bool:
+    return Path(root, "cifar-10-batches-py").is_dir() or Path(root, "cifar-10-python.tar.gz").exists()
+
+
+def _test_images(data: Mapping[str, Any]) -> tuple[int, str]:
+    """How many test images a ViT run can have, and why (``vit.data.n_test``, the data set found)."""
+    n_test = int(data["n_test"])
+    if data.get("fallback") and not _cifar10_present(str(data["root"])):
+        limit, why = DIGITS_TEST_IMAGES, f"the digits fallback ({data['root']} holds no CIFAR-10) has"
+    else:
+        limit, why = CIFAR10_TEST_IMAGES, "CIFAR-10 has"
+    if 0 < n_test < limit:
+        return n_test, f"vit.data.n_test keeps {n_test} (and {why} {limit})"
+    return limit, f"{why} {limit}"
+
+
+def check_data_indices(config: Mapping[str, Any]) -> None:
+    """``vit.probe.image_index`` must pick one of the test images the run will have (of every recipe, too)."""
+    vit = config.get("vit")
+    if not vit:
+        return
+    blocks = [("vit", vit["data"], vit["probe"])]
+    study = config.get("vit_recipes") or {}
+    if study.get("proxy"):
+        blocks.append(
+            ("vit_recipes", {**vit["data"], **study.get("data", {})}, {**vit["probe"], **study.get("probe", {})})
+        )
+    for name, data, probe in blocks:
+        n, why = _test_images(data)
+        if not 0 <= int(probe["image_index"]) < n:
+            raise ValueError(
+                f"config key 'vit.probe.image_index' is {probe['image_index']}, outside the {n} test images of "
+                f"the {name} run ({why}); pick an index below {n}"
+            )
+
+
+def check_cross_keys(config: Mapping[str, Any]) -> None:
+    """Keys that must agree with each other (the rule files check the census histogram and Figure 6 epochs)."""
+    fig3 = config.get("synthetic", {}).get("fig3")
+    if fig3 and len(fig3["v_starts"]) != len(fig3["starts"]):
+        raise ValueError(
+            f"config keys 'synthetic.fig3.v_starts' ({len(fig3['v_starts'])}) and 'synthetic.fig3.starts' "
+            f"({len(fig3['starts'])}) must list as many starts: one v(0) per p(0)"
+        )
+
+
+def check_config_files(files: Sequence[str | os.PathLike[str]]) -> None:
+    """Every YAML file the run's config came from loads without a duplicate key."""
+    for path in files:
+        load_yaml(path)
+
+
+def check_config_beyond_schema(
+    config: Mapping[str, Any], schema_path: str | os.PathLike[str], files: Sequence[str | os.PathLike[str]] = ()
+) -> None:
+    """Everything the Snakefile checks before any job, after schema validation, naming the key at fault."""
+    check_config_files(files)
+    check_config(config)
+    schema = load_yaml(schema_path)
+    for key in _typed_integers(config, schema, schema, ""):
+        value = _get_indexed(config, key)
+        raise ValueError(f"config key '{key}' is {value!r}: it must be an integer (write {int(value)})")
+    check_data_indices(config)
+    check_cross_keys(config)
+
+
+def _get_indexed(config: Any, key: str) -> Any:
+    """The value at a dotted key with ``[i]`` list indices."""
+    for part in key.replace("[", ".[").split("."):
+        config = config[int(part[1:-1])] if part.startswith("[") else config[part]
+    return config

@@ -1,9 +1,11 @@
-"""Atomic writes, provenance sidecars and per-rule logging for the Snakemake scripts."""
+"""Atomic writes, provenance sidecars, per-rule logging and terminal progress for the Snakemake scripts."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
+import io
 import json
 import logging
 import os
@@ -16,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from maxmargin.core.progress import PROGRESS_LOGGER
+
 # The provenance of the job in progress, set by rule_logging(snakemake): every table written
 # inside the block gets a sidecar and every figure the same record in its metadata.
 _PROVENANCE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("provenance", default=None)
@@ -25,6 +29,10 @@ def current_provenance() -> dict[str, Any] | None:
     return _PROVENANCE.get()
 
 
+# Progress of long jobs (ViT epochs, census chunks, regularization-path radii). Inside rule_logging a record goes to the
+# rule log like any other and also, one line each, to the job's stderr: the terminal when Snakemake runs the job
+# itself, the job's SLURM log (.snakemake/slurm_logs/) on a cluster. Logging, not tqdm: it is flushed line by line
+# and shown whether or not stderr is a terminal.
 def provenance_path(path: str | os.PathLike[str]) -> Path:
     """Where the sidecar of an output lives: ``tables/x.csv`` -> ``tables/x.csv.provenance.json``."""
     return Path(f"{path}.provenance.json")
@@ -67,18 +75,116 @@ def write_json(data: Any, path: str | os.PathLike[str]) -> None:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write a table atomically, with full float precision, plus its provenance sidecar inside a rule."""
-    with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.17g")
+class TableIntegrityError(RuntimeError):
+    """A table differs from its provenance record, or has none: it is stale, partial or edited."""
+
+
+def _config() -> Any:
+    provenance = current_provenance()
+    return None if provenance is None else provenance.get("config")
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's bytes, as its records hold it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def verify_file(path: str | os.PathLike[str], sha256: str | None, rebuild: str) -> None:
+    """Stop unless the file at ``path`` (an array, not a table) has the recorded sha256."""
+    if (actual := file_sha256(path)) != sha256:
+        raise TableIntegrityError(
+            f"{path} differs from its record (sha256 {actual}, recorded {sha256}): it was cut, edited or left by "
+            f"another run; rebuild it: snakemake --cores all --force -- {path} (rule {rebuild})"
+        )
+
+
+def table_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a provenance record holds of a table's bytes: its sha256 and its number of rows."""
+    data = Path(path).read_bytes()
+    try:
+        rows: int | str = len(pd.read_csv(io.BytesIO(data)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        rows = f"unreadable ({type(err).__name__})"
+    return {"sha256": hashlib.sha256(data).hexdigest(), "rows": rows}
+
+
+def write_provenance(path: str | os.PathLike[str]) -> None:
+    """Write the sidecar of the table at ``path``: the job's provenance, the table's sha256 and row count."""
     provenance = current_provenance()
     if provenance is not None:
-        write_json(provenance, provenance_path(path))
+        write_json({**provenance, **table_record(path)}, provenance_path(path))
+
+
+def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Check a table against its contract (maxmargin/tables.py), write it atomically with full float precision,
+    plus, inside a rule, its provenance sidecar (with the table's sha256 and row count)."""
+    from maxmargin.tables import check_table
+
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.17g")
+        check_table(pd.read_csv(tmp), str(path), _config())  # as every reader will see it
+    write_provenance(path)
+
+
+def rebuild_command(path: str | os.PathLike[str]) -> str:
+    """The command that rebuilds the table at ``path``, naming the rule that writes it when the table is declared.
+
+    ``--force`` reruns that one job (a finished ViT run is then restored from its checkpoint, not retrained).
+    """
+    from maxmargin.tables import find_contract
+
+    found = find_contract(str(path))
+    rule = f" (rule {found[0].rule})" if found is not None else ""
+    return f"snakemake --cores all --force -- {path}{rule}, with the --configfile of the run if any"
+
+
+def verify_table(path: str | os.PathLike[str], record: dict[str, Any] | None = None) -> None:
+    """Stop unless the table at ``path`` has the sha256 and row count of its provenance record.
+
+    ``record`` defaults to the sidecar ``<path>.provenance.json``; a missing sidecar is an error too.
+    """
+    if record is None:
+        sidecar = provenance_path(path)
+        if not sidecar.exists():
+            raise TableIntegrityError(
+                f"{path}: its provenance record {sidecar} is missing, so nothing says the table is complete and "
+                f"unedited; rebuild it: {rebuild_command(path)}"
+            )
+        record = json.loads(sidecar.read_text())
+    actual = table_record(path)
+    differs = [
+        f"{key} {actual[key]} (recorded {record.get(key)})"
+        for key in ("rows", "sha256")
+        if actual[key] != record.get(key)
+    ]
+    if differs:
+        raise TableIntegrityError(
+            f"{path} differs from its provenance record ({'; '.join(differs)}): it was cut, edited or left by "
+            f"another run; rebuild it: {rebuild_command(path)}"
+        )
+
+
+def read_table(path: str | os.PathLike[str], record: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Read a table a rule depends on: verified against its provenance record, then against its contract."""
+    from maxmargin.tables import TableContractError, check_table
+
+    verify_table(path, record)
+    frame = pd.read_csv(path)
+    try:
+        check_table(frame, str(path), _config())
+    except TableContractError as err:
+        raise TableContractError(f"{err}\nrebuild it: {rebuild_command(path)}") from None
+    return frame
 
 
 def save_figure(fig: Any, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
-    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance."""
+    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance.
+
+    Saved under the shared style: its ``savefig.*`` and ``pdf.fonttype`` keys are read when the file is written.
+    """
     import matplotlib.pyplot as plt
+
+    from maxmargin.figures.style import paper_style
 
     meta = dict(metadata or {})
     provenance = current_provenance()
@@ -89,9 +195,9 @@ def save_figure(fig: Any, pdf: str, png: str, metadata: dict[str, str] | None = 
     pdf_meta["CreationDate"] = None
     if "Provenance" in meta:
         pdf_meta["Keywords"] = meta["Provenance"]
-    with atomic_path(pdf) as tmp:
+    with paper_style(), atomic_path(pdf) as tmp:
         fig.savefig(tmp, format="pdf", metadata=pdf_meta)
-    with atomic_path(png) as tmp:
+    with paper_style(), atomic_path(png) as tmp:
         fig.savefig(tmp, format="png", metadata=meta or None)
     plt.close(fig)
 
@@ -144,22 +250,29 @@ def rule_logging(job: Any) -> Iterator[logging.Logger]:
     """Send the ``maxmargin`` logger, warnings, everything written to stderr and any traceback to the rule's log.
 
     ``job`` is the ``snakemake`` object of a script (its log file and provenance are used) or a log path. The log
-    is appended to; stderr still reaches the terminal too (a fallback warning must be seen, not only logged).
+    is appended to; stderr still reaches the terminal too (a fallback warning must be seen, not only logged), and
+    so do the :func:`progress` lines, prefixed with the job's rule and wildcards.
     """
     if isinstance(job, str | os.PathLike):
-        log_path, token = job, None
+        log_path, token, name = job, None, Path(job).stem
     else:
         from maxmargin.provenance import snakemake_provenance
 
         remove_stale_sidecars(job.output)
         log_path, token = job.log[0], _PROVENANCE.set(snakemake_provenance(job))
+        name = _job_name(job)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    terminal = sys.stderr
     with open(log_path, "a", encoding="utf-8") as log_file, _stderr_to(log_file):
         logger = logging.getLogger("maxmargin")
         logger.setLevel(logging.INFO)
         handler = logging.StreamHandler(log_file)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
+        # the terminal's own stream, not the tee: the rule log already gets the record through `handler`
+        progress_handler = logging.StreamHandler(terminal)
+        progress_handler.setFormatter(logging.Formatter(f"%(asctime)s [{name}] %(message)s", "%H:%M:%S"))
+        logging.getLogger(PROGRESS_LOGGER).addHandler(progress_handler)
         try:
             yield logger
         except BaseException:
@@ -169,6 +282,14 @@ def rule_logging(job: Any) -> Iterator[logging.Logger]:
             if token is not None:
                 _PROVENANCE.reset(token)
             logger.removeHandler(handler)
+            logging.getLogger(PROGRESS_LOGGER).removeHandler(progress_handler)
+
+
+def _job_name(job: Any) -> str:
+    """``rule k=v ...``: which job a progress line on a shared terminal comes from."""
+    wildcards = getattr(job, "wildcards", None) or {}
+    items = dict(wildcards.items()) if hasattr(wildcards, "items") else {}
+    return " ".join([str(getattr(job, "rule", "job")), *(f"{k}={v}" for k, v in items.items())])
 
 
 @contextlib.contextmanager
@@ -203,7 +324,10 @@ def save_result(
 
     table, sidecar, maps = result_tables(result, settings)
     write_csv(table, metrics_path)
-    with atomic_path(sidecar_path) as tmp:
-        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
     write_npz(maps, maps_path)
+    # The sha256 (and rows) of the metrics and maps travel with the run: Snakemake's cache keeps no other record.
+    sidecar["metrics_table"] = table_record(metrics_path)
+    sidecar["maps_sha256"] = file_sha256(maps_path)
+    with atomic_path(sidecar_path) as tmp:  # last: a run whose JSON exists wrote everything
+        tmp.write_text(json.dumps(sidecar, indent=2) + "\n")
     return table

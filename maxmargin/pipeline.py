@@ -18,10 +18,16 @@ from matplotlib.figure import Figure
 from maxmargin import registry
 from maxmargin.experiments import instances
 from maxmargin.experiments import synthetic as synthetic_experiments
-from maxmargin.figures import census, regpath, style, synthetic, vit
+from maxmargin.figures import basin, census, regpath, style, synthetic, vit
 
 # Family -> the module of its drawing functions (maxmargin.figures.<family>).
-FIGURE_MODULES: dict[str, ModuleType] = {"synthetic": synthetic, "census": census, "regpath": regpath, "vit": vit}
+FIGURE_MODULES: dict[str, ModuleType] = {
+    "synthetic": synthetic,
+    "census": census,
+    "regpath": regpath,
+    "vit": vit,
+    "basin": basin,
+}
 
 
 def _resolve(module: ModuleType, name: str, what: str) -> Callable[..., Any]:

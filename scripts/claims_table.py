@@ -1,12 +1,10 @@
 """Snakemake script: the claims table (rule claims_table) from the pipeline's own tables."""
 
-import pandas as pd
-
 from maxmargin.claims import claims_html, claims_markdown, evaluate_claims
-from maxmargin.io import atomic_path, rule_logging, write_csv
+from maxmargin.io import atomic_path, read_table, rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
-    tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}
+    tables = {name: read_table(path) for name, path in snakemake.input.items()}
     claims = evaluate_claims(tables, snakemake.params.config)
     write_csv(claims, snakemake.output.csv)
     with atomic_path(snakemake.output.md) as tmp:

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from maxmargin.io import rule_logging, write_csv
+from maxmargin.io import read_table, rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
-    table = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)
+    table = pd.concat([read_table(path) for path in snakemake.input], ignore_index=True)
     write_csv(table, snakemake.output[0])
     runs = table[table["record"] == "gd_run"]
     log.info(

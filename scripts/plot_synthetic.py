@@ -1,13 +1,11 @@
 """Snakemake script: draw one synthetic figure panel (rule plot_synthetic) from its tables."""
 
-import pandas as pd
-
-from maxmargin.io import rule_logging, save_figure
+from maxmargin.io import read_table, rule_logging, save_figure
 from maxmargin.pipeline import draw_synthetic_panel
 
 with rule_logging(snakemake) as log:
     panel = snakemake.wildcards.panel
-    tables = {name: pd.read_csv(path) for name, path in snakemake.input.items()}
+    tables = {name: read_table(path) for name, path in snakemake.input.items()}
     fig = draw_synthetic_panel(
         panel, tables["trajectories"], tables["tokens"], tables["directions"], dict(snakemake.params.plots)
     )

@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from maxmargin.io import rule_logging, write_csv
+from maxmargin.io import read_table, rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
-    path = pd.concat([pd.read_csv(f) for f in snakemake.input.path], ignore_index=True)
-    compare = pd.concat([pd.read_csv(f) for f in snakemake.input.compare], ignore_index=True)
+    path = pd.concat([read_table(f) for f in snakemake.input.path], ignore_index=True)
+    compare = pd.concat([read_table(f) for f in snakemake.input.compare], ignore_index=True)
     write_csv(path, snakemake.output.path)
     write_csv(compare, snakemake.output.compare)
     last = path[path["R"] == path.groupby("instance")["R"].transform("max")]

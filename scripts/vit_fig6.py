@@ -4,15 +4,21 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from maxmargin.io import rule_logging, save_figure
+from maxmargin.io import read_table, rule_logging, save_figure, verify_file
 from maxmargin.pipeline import drawing_function
 
 with rule_logging(snakemake) as log:
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
+    verify_file(snakemake.input.maps, sidecar.get("maps_sha256"), "vit_train")
     with np.load(snakemake.input.maps) as maps:
         arrays = {key: maps[key] for key in maps.files}
-    fig = drawing_function("fig6")(arrays, pd.read_csv(snakemake.input.metrics), sidecar, list(snakemake.params.epochs))
+    fig = drawing_function("fig6")(
+        arrays,
+        read_table(snakemake.input.metrics),
+        sidecar,
+        list(snakemake.params.epochs),
+        snakemake.params.learned_margin,
+    )
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig6"})
     log.info("drew fig6 (dataset %s)", sidecar["dataset"])

@@ -3,13 +3,11 @@
 import json
 from pathlib import Path
 
-import pandas as pd
-
-from maxmargin.io import rule_logging, save_figure
+from maxmargin.io import read_table, rule_logging, save_figure
 from maxmargin.pipeline import drawing_function
 
 with rule_logging(snakemake) as log:
     sidecar = json.loads(Path(snakemake.input.sidecar).read_text())
-    fig = drawing_function("fig7")(pd.read_csv(snakemake.input.metrics), sidecar)
+    fig = drawing_function("fig7")(read_table(snakemake.input.metrics), sidecar, snakemake.params.learned_margin)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig7"})
     log.info("drew fig7 (dataset %s)", sidecar["dataset"])

@@ -1,16 +1,21 @@
 """Snakemake script: copy the ViT run's metrics table and sidecar into the tables folder (rule vit_metrics_table).
 
 Byte for byte: the run's files may come from Snakemake's between-workflow cache, and the table must not change
-by a round trip through pandas.
+by a round trip through pandas. The run's table is first checked against the sha256 and row count its JSON
+sidecar records, and against its contract.
 """
 
+import json
 import shutil
+from pathlib import Path
 
-from maxmargin.io import atomic_path, current_provenance, provenance_path, rule_logging, write_json
+from maxmargin.io import atomic_path, read_table, rule_logging, write_provenance
 
 with rule_logging(snakemake) as log:
+    record = json.loads(Path(snakemake.input.sidecar).read_text()).get("metrics_table", {})
+    read_table(snakemake.input.metrics, record)
     for name in ("metrics", "sidecar"):
         with atomic_path(snakemake.output[name]) as tmp:
             shutil.copyfile(snakemake.input[name], tmp)
         log.info("copied %s to %s", snakemake.input[name], snakemake.output[name])
-    write_json(current_provenance(), provenance_path(snakemake.output.metrics))
+    write_provenance(snakemake.output.metrics)

@@ -22,8 +22,9 @@ with rule_logging(snakemake) as log:
     write_csv(row, snakemake.output[0])
     r = row.iloc[0].to_dict()
     log.info(
-        "pilot on %s (%s, compiled %s): %.1f images/s, %.1f s per epoch, projected %.2f h for %d epochs, "
+        "pilot of %s on %s (%s, compiled %s): %.1f images/s, %.1f s per epoch, projected %.2f h for %d epochs, "
         "peak memory %.0f MB",
+        r["dataset"],
         r["device"],
         r["dtype"],
         r["compiled"],

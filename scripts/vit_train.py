@@ -1,4 +1,8 @@
-"""Snakemake script: train the ViT of Figures 6-7 (rule vit_train), resuming from its checkpoint when there is one."""
+"""Snakemake script: train the ViT of Figures 6-7 (rule vit_train), resuming from its checkpoint when there is one.
+
+A finished checkpoint of the same settings, data and code restores the outputs without training, unless the run
+was started with ``--forcerun vit_train`` (or ``--forceall``).
+"""
 
 import torch
 
@@ -11,7 +15,9 @@ with rule_logging(snakemake) as log:
     log.info("ViT settings %s", settings)
     data = load_image_data(settings.data, settings.train.seed)
     log.info("data %s: %d train, %d test images", data.name, len(data.x_train), len(data.x_test))
-    result = train_vit(settings, data, snakemake.params.checkpoint)
+    # A finished run of the same settings (outputs lost to a later failure) is restored, not retrained.
+    retrain = bool(snakemake.resources.retrain)  # --forcerun vit_train or --forceall (workflow/rules/vit.smk)
+    result = train_vit(settings, data, snakemake.params.checkpoint, restore=not retrain)
     out = snakemake.output
     table = save_result(result, settings, out.metrics, out.sidecar, out.maps)
     first, last = table.iloc[0], table.iloc[-1]

@@ -38,7 +38,9 @@ def test_numpydoc_with_shapes(module, name, fn):
     assert "\nParameters\n----------\n" in doc and "\nReturns\n-------\n" in doc, f"{module}.{name}"
     params = doc.split("\nParameters\n----------\n")[1].split("\nReturns\n")[0]
     documented = {
-        n.strip() for line in re.findall(r"^(\S[^:\n]*?)(?: :|$)", params, re.MULTILINE) for n in line.split(",")
+        n.strip().lstrip("*")
+        for line in re.findall(r"^(\S[^:\n]*?)(?: :|$)", params, re.MULTILINE)
+        for n in line.split(",")
     }
     signature = [p for p in inspect.signature(fn).parameters if p not in ("self", "cls")]
     assert set(signature) <= documented, f"{module}.{name}: undocumented {set(signature) - documented}"

@@ -181,3 +181,29 @@ def test_snakemake_keeps_a_running_lock_when_another_run_ends(tmp_path: Path) ->
     finally:
         os.killpg(holder.pid, signal.SIGTERM)
         holder.wait(timeout=30)
+
+
+def test_the_lock_of_a_live_snakemake_started_by_hand_is_never_cleared(project: Path) -> None:
+    # Issue 19: `make figures` used to clear the lock of a direct `snakemake` run in the same folder as "stale".
+    holder = subprocess.Popen(
+        [str(project / ".venv/bin/snakemake"), "--cores", "1", "hold"],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(project / "started")
+        assert any((project / ".snakemake/locks").iterdir())
+        run = make(project, "figures")
+        assert run.returncode == 0, run.stderr
+        assert calls(project) == ["--cores 1 hold", "--cores 2"]  # no --unlock: the live run's lock stays
+        assert f"pid {holder.pid}" in run.stdout and "stale" not in run.stdout
+    finally:
+        (project / "release").touch()
+        holder.wait(timeout=30)
+    # Once that run is gone, a lock it left is stale and cleared as before.
+    (project / ".snakemake/locks").mkdir(parents=True, exist_ok=True)
+    (project / ".snakemake/locks/0.output.lock").write_text("results/x\n")
+    assert "clearing a stale Snakemake lock" in make(project, "figures").stdout
+    assert calls(project)[-2:] == ["--unlock --quiet", "--cores 2"]

@@ -82,14 +82,31 @@ def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
     return names - set(sys.stdlib_module_names) - {"snakemake"}
 
 
+# conda-forge name -> PyPI name, where they differ
+CONDA_NAMES = {"pytorch": "torch"}
+
+
+def _conda_split(entry: str) -> tuple[str, str]:
+    """A conda entry as (PyPI name, pip spec): ``pytorch=2.14.1=cpu*`` -> ("torch", "==2.14.1")."""
+    pinned = re.fullmatch(r"([A-Za-z0-9_.\-]+)=([^=<>!]+)=(\S+)", entry.strip())
+    if pinned:
+        return CONDA_NAMES.get(pinned[1], pinned[1]), f"=={pinned[2]}"
+    return _split(entry)
+
+
 def test_environment_yml_matches_pyproject():
     wanted = dict(_split(r) for r in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["test"])
-    env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
+    env_file = yaml.safe_load((REPO / "environment.yml").read_text())
+    env = env_file["dependencies"]
     conda = [d for d in env if isinstance(d, str) and not d.startswith(("python=", "pip"))]
     pip = next(d["pip"] for d in env if isinstance(d, dict))
-    listed = dict(_split(r) for r in conda + [p for p in pip if not p.startswith("-e")])
+    listed = dict(map(_conda_split, conda)) | dict(_split(r) for r in pip if not r.startswith("-e"))
+    assert len(listed) == len(conda) + len(pip) - 1  # no package listed twice
     assert listed == wanted
     assert "-e ." in pip
+    # conda-forge only, and PyTorch's CPU build (GPU users switch =cpu* to =cuda*, see the file's header)
+    assert env_file["channels"] == ["conda-forge", "nodefaults"]
+    assert {"pytorch=2.14.1=cpu*", "torchvision=0.29.1=cpu*"} <= set(conda)
 
 
 def test_every_rule_uses_a_pinned_env_of_workflow_envs():
@@ -152,11 +169,13 @@ def test_config_docs_are_up_to_date():
 
 
 def test_license_and_citation():
-    assert PROJECT["license"] == {"text": "MIT"}
+    assert PROJECT["license"] == "MIT"  # SPDX expression (PEP 639)
     assert (REPO / "LICENSE").read_text().startswith("MIT License\n")
     citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
     assert citation["cff-version"] == "1.2.0" and citation["license"] == "MIT"
     assert citation["version"] == PROJECT["version"]
+    assert citation["repository-code"].startswith("https://") and str(citation["date-released"])
+    assert {"type": "other", "value": "arXiv:2306.13596"}.items() <= citation["identifiers"][0].items()
     paper = citation["preferred-citation"]
     assert paper["title"] == "Max-Margin Token Selection in Attention Mechanism" and paper["year"] == 2023
     assert [author["family-names"] for author in paper["authors"]] == ["Ataee Tarzanagh", "Li", "Zhang", "Oymak"]

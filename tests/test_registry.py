@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from maxmargin import claims, pipeline, registry
 from maxmargin.experiments import synthetic
-from maxmargin.figures import census, regpath, vit
+from maxmargin.figures import basin, census, regpath, vit
 from maxmargin.figures import synthetic as synthetic_figures
 
 
@@ -46,7 +46,9 @@ def test_every_registry_entry_resolves():
 def test_nothing_is_left_unregistered():
     experiments = _public(synthetic, synthetic.ExperimentTables)
     assert experiments == {e.function for e in registry.EXPERIMENTS}
-    for family, module in [("synthetic", synthetic_figures), ("census", census), ("regpath", regpath), ("vit", vit)]:
+    modules = {"synthetic": synthetic_figures, "census": census, "regpath": regpath, "vit": vit, "basin": basin}
+    assert set(modules) == set(pipeline.FIGURE_MODULES)
+    for family, module in modules.items():
         assert _public(module, Figure) == {p.function for p in registry.panels_of(family)}, family
     used_blocks = {e.config for e in registry.EXPERIMENTS} | {"data"}
     assert set(DEFAULT_CONFIG["synthetic"]) == used_blocks
@@ -66,6 +68,7 @@ def test_report_categories_are_derived():
     assert registry.category("census") == "3 Census (Figures 9-10)"
     assert registry.category("vit") == "5 ViT (Figures 6-7)"
     assert registry.category("regpath") == "4 Regularization paths and Lemma 1"
+    assert registry.category("basin") == "6 Beyond the paper"
 
 
 def test_experiment_settings_turn_name_lists_into_switches():

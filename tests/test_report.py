@@ -49,6 +49,13 @@ def _json_var(report: str, name: str) -> dict:
 def test_landing_page_introduces_the_run(report):
     assert "Start with the claims table" in report  # workflow/report/workflow.rst, through `report:` in the Snakefile
     assert f"{RESULTS}/" in report  # its Jinja read the results root from the config
+    assert "inconclusive</tt>: a proportion measured on random trials" in report  # every verdict explained
+    # each rule is one node of the rule graph (the report draws one per rule and DAG level)
+    nodes = re.findall(r'"rule": "(\w+)", "fx"', report)
+    assert "plot_census" in nodes and len(nodes) == len(set(nodes))
+    # the claims job's parameter panel: the keys the claims read, not the whole config
+    params = re.search(r'"job_properties": \{"rule": "claims_table"[^}]*"params": "([^"]*)"', report).group(1)
+    assert "'census': {'confidence': 0.95}" in params and "'regpath'" not in params and "'results'" not in params
 
 
 def test_claims_table_is_an_html_table_with_every_claim(run, report):

@@ -18,7 +18,10 @@ CI_CONFIG = "workflow/config/ci_slurm.yaml"
 CHECK = REPO / ".ci" / "slurm_check.sh"
 # The only rules whose jobs go to SLURM (.ci/slurm_check.sh fails a run that submits another one); every other rule
 # that runs a script is `localrule: True`.
-COMPUTE_RULES = set(re.search(r'^COMPUTE_RULES="([^"]*)"', CHECK.read_text(), re.MULTILINE).group(1).split())
+SUBMITTED = set(re.search(r'^COMPUTE_RULES="([^"]*)"', CHECK.read_text(), re.MULTILINE).group(1).split())
+COMPUTE_RULES = {name for name in SUBMITTED if not name.startswith("group:")}
+# ... and the rules the site profile groups (`group:<rule>` in slurm_check.sh), compute rules only
+COMPUTE_GROUPS = {name.removeprefix("group:") for name in SUBMITTED - COMPUTE_RULES}
 
 
 def run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,9 +32,10 @@ def run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def planned_resources(stdout: str) -> dict[str, list[str]]:
     """Rule -> the `resources:` line of each job a dry run plans."""
-    jobs = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", stdout, flags=re.MULTILINE)
+    # a job of a group job is printed indented under "Group job <name>"
+    jobs = re.findall(r"^( *)rule (\w+):\n(?:\1    .*\n)*?\1    resources: (.*)$", stdout, flags=re.MULTILINE)
     planned: dict[str, list[str]] = {}
-    for rule, resources in jobs:
+    for _, rule, resources in jobs:
         planned.setdefault(rule, []).append(resources)
     return planned
 
@@ -94,6 +98,17 @@ def test_only_compute_rules_are_submitted(rules):
     assert submitted == COMPUTE_RULES
 
 
+def test_site_groups_hold_compute_rules_one_job_at_a_time(site, workflow_profile):
+    groups = dict(entry.split("=") for entry in site["groups"])
+    assert set(groups) == COMPUTE_GROUPS and set(groups) <= COMPUTE_RULES  # the rules slurm_check.sh sees grouped
+    components = dict(entry.split("=") for entry in site["group-components"])
+    assert set(components) == set(groups.values())
+    # plugin 2.8.0 runs a group's jobs one after the other: one job per layer, so a group asks SLURM for 1 CPU
+    assert "census_slot=1" in site["resources"] and "census_slot=local" in site["set-resource-scopes"]
+    assert all(workflow_profile["set-resources"][rule]["census_slot"] == 1 for rule in groups)
+    assert site["slurm-init-seconds-before-status-checks"] <= 10  # measured: 40 s of waiting per check otherwise
+
+
 def test_dry_run_through_the_profile_plans_each_job(workdir):
     proc = run(
         workdir,
@@ -113,6 +128,8 @@ def test_dry_run_through_the_profile_plans_each_job(workdir):
     planned = planned_resources(proc.stdout)
     # the site defaults ("15m" is 15 minutes) and expressions in `attempt` evaluated for the first attempt
     assert all("mem_mb=1000," in r and "runtime=15" in r for r in planned["census_trials"])
+    assert all("census_slot=1" in r for r in planned["census_trials"])  # grouped, one at a time
+    assert "Group job census " in proc.stdout
     assert "mem_mb=2000," in planned["lemma1_table"][0]  # the workflow profile's set-resources
     # the ViT asks SLURM for the config's runtime and memory, and as many CPUs as the rule's threads (no override)
     vit = yaml.safe_load((REPO / CI_CONFIG).read_text())["vit"]["resources"]
@@ -155,3 +172,24 @@ def test_ci_config_is_a_smaller_run_of_the_same_experiments():
 def test_slurm_check_script_parses():
     assert CHECK.stat().st_mode & 0o111, "not executable"
     subprocess.run(["bash", "-n", str(CHECK)], check=True, timeout=10)
+
+
+SCONTROL_NO_ACCOUNTING = """Configuration data as of 2026-11-25T10:00:00
+AccountingStorageHost   = (null)
+AccountingStorageType   = accounting_storage/none
+MinJobAge               = 300 sec
+"""
+
+
+def test_sacct_without_accounting_is_stopped_with_the_fix() -> None:
+    from maxmargin.cluster import accounting_storage, min_job_age, status_command_problem
+
+    assert accounting_storage(SCONTROL_NO_ACCOUNTING) == "accounting_storage/none"
+    assert min_job_age(SCONTROL_NO_ACCOUNTING) == 300
+    problem = status_command_problem("sacct", SCONTROL_NO_ACCOUNTING, 5)
+    assert problem is not None and "--slurm-status-command squeue" in problem
+    assert status_command_problem("squeue", SCONTROL_NO_ACCOUNTING, 5) is None
+    # the plugin switches squeue back to sacct where MinJobAge < 3 x the first status-check delay: 300 < 3 x 120
+    assert status_command_problem("squeue", SCONTROL_NO_ACCOUNTING, 120) is not None
+    with_db = SCONTROL_NO_ACCOUNTING.replace("accounting_storage/none", "accounting_storage/slurmdbd")
+    assert status_command_problem("sacct", with_db, 5) is None

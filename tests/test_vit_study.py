@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DEFAULT_CONFIG
+from conftest import DEFAULT_CONFIG, REPO
 
 from maxmargin.experiments import vit_study
 from maxmargin.experiments.vit import TrainResult
@@ -35,7 +35,7 @@ def test_pilot_projects_every_part_of_an_epoch():
         {"epoch": 1, "train_loss": 2.0, "test_acc": 0.3, "epoch_seconds": 40.0, "train_seconds": 35.0},  # compile
         {"epoch": 2, "train_loss": 1.8, "test_acc": 0.4, "epoch_seconds": 12.0, "train_seconds": 10.0},
     ]
-    info = {"n_train": 50000, "device_name": "cpu", "peak_memory_mb": 123.0}
+    info = {"n_train": 50000, "device_name": "cpu", "peak_memory_mb": 123.0, "dataset": "fashion_mnist"}
     result = TrainResult(metrics, np.zeros((3, 4)), np.zeros(3), np.zeros((32, 32, 3)), 0, (2, 2), info)
     settings = vit_study.recipe_settings(DEFAULT_CONFIG["vit"], DEFAULT_CONFIG["vit_recipes"], "adam-fixed")
     row = vit_study.pilot_row(settings, result, full_epochs=400).iloc[0]
@@ -44,4 +44,27 @@ def test_pilot_projects_every_part_of_an_epoch():
     assert (row["first_train_loss"], row["last_train_loss"], row["test_acc"]) == (2.0, 1.8, 0.4)
     assert list(vit_study.pilot_row(settings, result, 400).columns) == vit_study.PILOT_COLUMNS
     assert isinstance(row["compiled"], bool | np.bool_) and row["dtype"] == "float32"
-    assert pd.notna(row["peak_memory_mb"])
+    assert pd.notna(row["peak_memory_mb"]) and row["dataset"] == "fashion_mnist"
+
+
+def test_the_docs_recipe_table_is_read_from_the_study_table():
+    rows = []
+    for recipe, optimizer, w_end, acc in (("sgd-fixed", "sgd", 8.5, 0.535), ("adam-fixed", "adam", 42.48, 0.095)):
+        for epoch, (sparsity, w, test_acc) in enumerate([(1.0, 8.5, 0.1), (0.5, w_end, acc)]):
+            rows.append(
+                {"recipe": recipe, "optimizer": optimizer, "lr": 0.003, "warmup_epochs": 0.0, "weight_decay": 0.0,
+                 "grad_clip": 0.0, "epoch": epoch, "train_loss": 2.0, "test_acc": test_acc, "soft_sparsity": sparsity,
+                 "w_frobenius": w, "dataset": "digits-fallback"}
+            )  # fmt: skip
+    lines = vit_study.recipes_markdown(pd.DataFrame(rows, columns=vit_study.RECIPE_COLUMNS)).splitlines()
+    assert len(lines) == 4 and lines[1].count("|") == lines[2].count("|") == 12
+    assert lines[2] == (
+        "| `sgd-fixed` | sgd | 0.003 | 0 | 0 | 0 | 1 | 0.535 | 1.00 -> 0.50 | 8.50 -> 8.50 (1.00x) | digits-fallback |"
+    )
+    assert "| 0.095 |" in lines[3] and "8.50 -> 42.48 (5.00x)" in lines[3]
+
+
+def test_docs_vit_md_types_no_recipe_numbers():
+    text = (REPO / "docs" / "vit.md").read_text()
+    assert "results/vit_recipes.md" in text  # the generated table, linked
+    assert "| `sgd-fixed` |" not in text and "final test acc |" not in text

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import DEFAULT_CONFIG, snakemake
+from test_pdf_fonts import assert_no_type3
 
 from maxmargin import registry
 
@@ -43,6 +44,7 @@ def test_synthetic_targets_end_to_end(workflow_dir):
     for panel in PANELS:
         for ext in ("pdf", "png"):
             assert (results / "figures" / f"{panel}.{ext}").stat().st_size > 10_000
+        assert_no_type3(results / "figures" / f"{panel}.pdf")  # publishable: TrueType fonts only
     for exp in (e.name for e in registry.EXPERIMENTS):
         assert (results / "logs" / "synthetic_experiment" / f"{exp}.log").exists()
         assert (results / "benchmarks" / "synthetic_experiment" / f"{exp}.tsv").exists()

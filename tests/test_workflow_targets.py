@@ -11,6 +11,7 @@ from conftest import REPO, SNAKEMAKE, copy_workflow
 OFF_ALL = {
     "gallery_thumbnail",  # writes docs/gallery/ (committed), outside the results root: `make gallery`
     "docs_claims",  # writes docs/results/claims.md (committed): `make gallery`
+    "docs_vit_recipes",  # writes docs/results/vit_recipes.md (committed): `make gallery`
     "vit_pilot",  # times a few epochs before a long run: `vit_pilot`
     "vit_recipe_train",
     "vit_recipes_table",

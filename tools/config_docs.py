@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from maxmargin.config import StrictLoader, load_yaml
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 DEFAULTS = REPO / "workflow" / "config" / "default.yaml"
@@ -99,7 +101,7 @@ def _lookup(config: Any, path: str) -> Any:
 
 def config_markdown(schema: Mapping[str, Any], defaults_text: str) -> str:
     """docs/config.md: one table per top-level section of the config."""
-    defaults = yaml.safe_load(defaults_text)
+    defaults = yaml.load(defaults_text, Loader=StrictLoader)  # noqa: S506 (a SafeLoader refusing duplicate keys)
     comments = yaml_comments(defaults_text)
     lines = [
         "# Configuration keys",
@@ -146,7 +148,7 @@ def _row(cells: list[str]) -> str:
 
 
 def main(argv: list[str]) -> None:
-    text = config_markdown(yaml.safe_load(SCHEMA.read_text()), DEFAULTS.read_text())
+    text = config_markdown(load_yaml(SCHEMA), DEFAULTS.read_text())
     target = argv[0] if argv else str(OUTPUT)
     if target == "-":
         sys.stdout.write(text)

@@ -48,6 +48,7 @@ from maxmargin.core.model import (
     selected_tokens,
     token_scores,
 )
+from maxmargin.core.progress import PROGRESS_LOGGER, progress
 from maxmargin.core.regpath import (
     SAME_POINT_COSINE,
     MultistartSolve,
@@ -61,6 +62,7 @@ from maxmargin.core.span_gd import (
     SpanBatch,
     SpanTrajectory,
     final_weights,
+    gd_in_span,
     key_gradient,
     normalized_gd_in_span,
     span_coordinates,
@@ -76,6 +78,7 @@ from maxmargin.core.svm import (
     v_svm,
     v_svm_qp,
 )
+from maxmargin.core.vit_learning import Learned, SparsityEffect, learned, sparsity_effect
 
 __all__ = [
     "BLOCK_OF_KIND",
@@ -83,16 +86,19 @@ __all__ = [
     "MAX_ENUMERATED",
     "NEIGHBOR_TOL",
     "ON_SPHERE_RTOL",
+    "PROGRESS_LOGGER",
     "SAME_POINT_COSINE",
     "SVM_TOL",
     "Array",
     "BallSolve",
     "Gradient",
+    "Learned",
     "LossName",
     "MaxMarginDirection",
     "MultistartSolve",
     "RegularizationPath",
     "SVMResult",
+    "SparsityEffect",
     "SpanBatch",
     "SpanTrajectory",
     "Trajectory",
@@ -105,6 +111,7 @@ __all__ = [
     "classify_direction",
     "cosine",
     "final_weights",
+    "gd_in_span",
     "gmm_direction",
     "grad_p",
     "grad_v",
@@ -116,6 +123,7 @@ __all__ = [
     "key_difference_basis",
     "key_gradient",
     "keys",
+    "learned",
     "log_excess_risk",
     "log_gradient",
     "log_joint_risk",
@@ -131,6 +139,7 @@ __all__ = [
     "normalized_gd_in_span",
     "optimal_tokens",
     "p_relax",
+    "progress",
     "project_ball",
     "radius_grid",
     "record_iterations",
@@ -141,6 +150,7 @@ __all__ = [
     "solve_on_balls",
     "span_basis",
     "span_coordinates",
+    "sparsity_effect",
     "svm_neighbors",
     "token_scores",
     "v_svm",

@@ -27,6 +27,7 @@ from maxmargin.core.gd import cosine
 from maxmargin.core.logspace import log_excess_risk, log_gradient, log_joint_risk
 from maxmargin.core.loss import LossName, check_loss
 from maxmargin.core.model import Array, Gradient, grad_p, grad_v, risk, selected_tokens, token_scores
+from maxmargin.core.progress import progress
 
 SAME_POINT_COSINE = 1 - 1e-8  # two end points whose cosine exceeds this (in every block) are the same KKT point
 
@@ -160,7 +161,7 @@ def multistart_path(
         return [log_gradient(g, log_value, basis) for g, basis in zip(gradients(points), bases, strict=True)]
 
     records = []
-    for radius in radii:
+    for j, radius in enumerate(radii):
         starts = [
             radius * np.vstack([w, c, _random_units(rng, n_random, basis.shape[1])])
             for w, c, basis in zip(warm, candidates, bases, strict=True)
@@ -172,6 +173,16 @@ def multistart_path(
         same = np.all([cosine(z, z[best]) > SAME_POINT_COSINE for z in solve.x], axis=0)
         warm = [z[best][None] / np.linalg.norm(z[best]) for z in solve.x]
         records.append((ends, log_excess, solve, best, int(same.sum())))
+        progress(
+            "radius %d/%d: R %.4g, log(L - inf L) %.3f, KKT residual %.1e, %d/%d starts at the optimum",
+            j + 1,
+            len(radii),
+            radius,
+            log_excess[best],
+            solve.kkt_residual.max(axis=0)[best],
+            int(same.sum()),
+            same.size,
+        )
     return MultistartSolve(
         ends=[np.array([r[0][b] for r in records]) for b in range(len(bases))],
         log_excess=np.array([r[1] for r in records]),

@@ -182,10 +182,7 @@ class SpanTrajectory:
 def normalized_gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: LossName) -> SpanTrajectory:
     """Normalized GD p <- p - eta grad L(p) / ||grad L(p)|| on every problem of the batch at once.
 
-    Paper: Appendix E (normalized GD). In key coordinates the step is a <- a - eta beta / ||K^T beta||,
-    z <- z - eta G beta / ||K^T beta|| with ||K^T beta||^2 = beta^T G beta; a zero gradient is skipped
-    (counted), never divided by. Arrays are kept token-major with the batch last, (T, n, B), so that every
-    operation is vectorised across problems.
+    Paper: Appendix E (normalized GD); :func:`gd_in_span` with ``normalized=True``.
 
     Parameters
     ----------
@@ -203,9 +200,39 @@ def normalized_gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: Lo
     SpanTrajectory
         Final coefficients ``a`` (B, n T), logits ``z`` (B, n, T) and ``skipped`` steps (B,).
     """
+    return gd_in_span(batch, eta=eta, n_iter=n_iter, loss=loss, normalized=True)
+
+
+def gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: LossName, normalized: bool) -> SpanTrajectory:
+    """GD p <- p - eta g on every problem of the batch at once, g = grad L(p) / ||grad L(p)|| or grad L(p).
+
+    Paper: Appendix E (normalized GD) and eq. (3) with a constant step (Theorem 3). In key coordinates the step is
+    a <- a - eta c beta, z <- z - eta c G beta with c = 1 / ||K^T beta|| (normalized; ||K^T beta||^2 = beta^T G
+    beta) or c = exp(log_scale) of :func:`key_gradient` (constant step); a zero step (zero gradient, or a gradient
+    that underflows) is skipped (counted), never divided by. Arrays are kept token-major with the batch last,
+    (T, n, B), so that every operation is vectorised across problems.
+
+    Parameters
+    ----------
+    batch : SpanBatch
+        B problems in span coordinates (:func:`span_coordinates`).
+    eta : float
+        Step size.
+    n_iter : int
+        Iterations.
+    loss : {'logistic', 'exponential', 'correlation'}
+        The loss l (Assumption A).
+    normalized : bool
+        Normalized GD (c = 1 / ||grad||) or constant-step GD.
+
+    Returns
+    -------
+    SpanTrajectory
+        Final coefficients ``a`` (B, n T), logits ``z`` (B, n, T) and ``skipped`` steps (B,).
+    """
     check_loss(loss)
     if batch.gamma.shape[0] == 1:
-        traj = normalized_gd_in_span(batch.doubled(), eta=eta, n_iter=n_iter, loss=loss)
+        traj = gd_in_span(batch.doubled(), eta=eta, n_iter=n_iter, loss=loss, normalized=normalized)
         return SpanTrajectory(a=traj.a[:1], z=traj.z[:1], skipped=traj.skipped[:1])
     B, n, T = batch.gamma.shape
     m = n * T
@@ -216,12 +243,17 @@ def normalized_gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: Lo
     a = np.zeros((m, B))
     skipped = np.zeros(B, dtype=np.int64)
     for _ in range(n_iter):
-        beta, _ = _key_gradient_token_major(z, gamma, loss)
+        beta, scale = _key_gradient_token_major(z, gamma, loss)
         beta = beta.reshape(m, B)
         h = np.einsum("ijb,jb->ib", gram, beta)  # K K^T beta
         sq = (beta * h).sum(axis=0)  # ||K^T beta||^2
-        ok = sq > 0.0
-        step = eta / np.sqrt(np.where(ok, sq, 1.0)) * ok
+        if normalized:
+            ok = sq > 0.0
+            step = eta / np.sqrt(np.where(ok, sq, 1.0)) * ok
+        else:
+            with np.errstate(under="ignore"):
+                step = eta * np.exp(scale) * (sq > 0.0)
+            ok = step > 0.0
         z -= (h * step).reshape(T, n, B)
         a -= beta * step
         skipped += ~ok

@@ -19,7 +19,6 @@ trials are split into chunks or jobs (tests/test_census.py checks it).
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -29,13 +28,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from maxmargin.core.directions import classify_direction
+from maxmargin.core.directions import MaxMarginDirection, classify_direction
 from maxmargin.core.loss import LossName, check_loss
 from maxmargin.core.model import Array, log_non_selected_mass_of_logits
+from maxmargin.core.progress import progress
 from maxmargin.core.span_gd import SpanBatch, final_weights, normalized_gd_in_span, span_coordinates
 from maxmargin.core.svm import att_svm_ldp
-
-log = logging.getLogger(__name__)
 
 TRIAL_COLUMNS = [
     "d",
@@ -132,6 +130,22 @@ def log_unsaturation(z: Array) -> Array:
         return top[..., 0] + np.log(np.exp(ell - top).sum(axis=-1)) - np.log(ell.shape[-1])
 
 
+def is_saturated(z: Array, saturation_tol: float) -> NDArray[np.bool_]:
+    """Appendix E's saturation test on the logits z (..., n, T): 1/n sum_i S(z_i)_{alpha_i} >= 1 - saturation_tol."""
+    return log_unsaturation(z) <= np.log(saturation_tol)
+
+
+def classify_selection(K: Array, gamma: Array, alpha: NDArray[np.int64], tol: float) -> tuple[MaxMarginDirection, str]:
+    """The census label of the selected tokens alpha: GMM / LMM / neither / infeasible, and the solver used.
+
+    Definitions 1-2: (ATT-SVM) at alpha by LDP (cvxopt when its KKT check fails), classified by
+    :func:`maxmargin.core.svm.classify_direction`; ``tol`` is both the solve's KKT tolerance and the
+    SVM-neighbours' equality test.
+    """
+    fast = att_svm_ldp(K, alpha, tol=tol)
+    return classify_direction(K, gamma, alpha, tol=tol, svm=fast, neighbor_tol=tol), "cvxopt" if fast is None else "ldp"
+
+
 def _label_columns(
     batch: SpanBatch, q: Array, p_norm: Array, alpha: NDArray[np.int64], saturated: NDArray[np.bool_], tol: float
 ) -> dict[str, NDArray]:
@@ -151,9 +165,7 @@ def _label_columns(
         "solver": np.full(B, "", dtype=object),
     }
     for b in np.flatnonzero(saturated):
-        fast = att_svm_ldp(batch.keys[b], alpha[b], tol=tol)
-        cols["solver"][b] = "cvxopt" if fast is None else "ldp"
-        res = classify_direction(batch.keys[b], batch.gamma[b], alpha[b], tol=tol, svm=fast, neighbor_tol=tol)
+        res, cols["solver"][b] = classify_selection(batch.keys[b], batch.gamma[b], alpha[b], tol)
         cols["class"][b] = res.kind
         if res.svm.feasible:
             pmm = res.svm.solution
@@ -174,7 +186,7 @@ def census_rows(batch: SpanBatch, settings: CensusSettings, d: int) -> pd.DataFr
     q, p_norm, z = final_weights(batch, traj)
     alpha = z.argmax(axis=-1)
     log_unsat = log_unsaturation(z)
-    saturated = log_unsat <= np.log(settings.saturation_tol)
+    saturated = is_saturated(z, settings.saturation_tol)
     top = np.take_along_axis(batch.gamma, alpha[..., None], axis=-1)[..., 0]
     columns = {
         "d": d,
@@ -208,8 +220,8 @@ def run_trials(settings: CensusSettings, d: int, trials: Sequence[int] | None = 
     """The census of dimension d over ``trials`` (default: all ``settings.n_trials``), one row per trial.
 
     Appendix E, Figures 9 and 10. Trials run ``settings.chunk`` at a time (sampling, GD, classification),
-    which bounds memory for large d; each chunk logs one progress line (the rule log, followed with
-    ``tail -f`` on a cluster). Rows do not depend on the chunk size or on the split.
+    which bounds memory for large d; each chunk reports one progress line (:func:`maxmargin.core.progress.progress`: the
+    rule log and the job's terminal or SLURM log). Rows do not depend on the chunk size or on the split.
     """
     if d < 1:
         raise ValueError(f"need d >= 1, got {d}")
@@ -221,7 +233,7 @@ def run_trials(settings: CensusSettings, d: int, trials: Sequence[int] | None = 
             chunk = ids[start : start + settings.chunk]
             batch = sample_batch(settings.seed, d, chunk, settings.n, settings.T, settings.init_scale)
             parts.append(census_rows(batch, settings, d))
-            log.info(
+            progress(
                 "census d=%d: trials %d-%d done (%d/%d) in %.2f s; %d saturated",
                 d,
                 chunk[0],

@@ -33,6 +33,7 @@ RECIPE_COLUMNS = [
     "dataset",
 ]
 PILOT_COLUMNS = [
+    "dataset",
     "device",
     "dtype",
     "compiled",
@@ -67,6 +68,27 @@ def recipe_table(name: str, settings: VitSettings, result: TrainResult) -> pd.Da
     return frame[RECIPE_COLUMNS]
 
 
+def recipes_markdown(table: pd.DataFrame) -> str:
+    """The recipe study's summary as a Markdown table (docs/results/vit_recipes.md): per recipe its settings, final
+    test accuracy, and soft-sparsity and ||W||_F from the first to the last epoch, all read from ``table``."""
+    lines = [
+        "| recipe | optimizer | lr | warm-up (epochs) | weight decay | clip | epochs | final test acc | soft-sparsity "
+        "| `\\|\\|W\\|\\|_F` | dataset |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for recipe, runs in table.groupby("recipe", sort=False):
+        runs = runs.sort_values("epoch")
+        first, last = runs.iloc[0], runs.iloc[-1]
+        growth = last.w_frobenius / first.w_frobenius
+        lines.append(
+            f"| `{recipe}` | {last.optimizer} | {last.lr:g} | {last.warmup_epochs:g} | {last.weight_decay:g} | "
+            f"{last.grad_clip:g} | {int(last.epoch)} | {last.test_acc:.3f} | {first.soft_sparsity:.2f} -> "
+            f"{last.soft_sparsity:.2f} | {first.w_frobenius:.2f} -> {last.w_frobenius:.2f} ({growth:.2f}x) | "
+            f"{last.dataset} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def pilot_row(settings: VitSettings, pilot: TrainResult, full_epochs: int) -> pd.DataFrame:
     """What a pilot of a few epochs says about the full run of ``full_epochs`` epochs.
 
@@ -82,6 +104,7 @@ def pilot_row(settings: VitSettings, pilot: TrainResult, full_epochs: int) -> pd
     images_per_s = pilot.info["n_train"] / float(steady["train_seconds"].mean())
     total = float(m.loc[m["epoch"] == 0, "epoch_seconds"].iloc[0]) + epoch_seconds * full_epochs
     row = {
+        "dataset": pilot.info["dataset"],
         "device": pilot.info["device_name"],
         "dtype": "bfloat16" if settings.train.bf16 else "float32",
         "compiled": settings.train.compile,

@@ -40,6 +40,9 @@ STYLE = {
     "legend.framealpha": 0.85,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # TrueType (Type 42) fonts in PDF and PostScript: publishers reject matplotlib's default Type 3 bitmaps-as-glyphs
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
 }
 
 

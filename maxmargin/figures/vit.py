@@ -7,6 +7,7 @@ the last layer's combined key-query matrix against epoch, on two axes.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -14,10 +15,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
+from maxmargin.core.vit_learning import Learned, learned
 from maxmargin.figures import style
 from maxmargin.figures.style import plt
 
 MAP_CMAP = "viridis"
+WARNING_COLOR = "#c00000"
 
 
 def source_note(sidecar: dict[str, Any]) -> str:
@@ -34,6 +37,21 @@ def source_note(sidecar: dict[str, Any]) -> str:
     return note
 
 
+def learned_verdict(metrics: pd.DataFrame, sidecar: dict[str, Any], learned_margin: float) -> Learned:
+    """The run's final test accuracy against chance + ``learned_margin`` (the claim ``vit_learns``)."""
+    acc = float(metrics.sort_values("epoch")["test_acc"].iloc[-1])
+    return learned(acc, int(sidecar["settings"]["model"]["num_classes"]), learned_margin)
+
+
+def _accuracy_title(fig: Figure, verdict: Learned) -> None:
+    """The final test accuracy on top of the figure; a red warning instead when the model did not learn."""
+    if verdict.learned:
+        fig.suptitle(verdict.describe(), fontsize=8)
+    else:
+        text = textwrap.fill(verdict.warning(), width=int(fig.get_figwidth() * 14))  # ~14 bold characters an inch
+        fig.suptitle(text, fontsize=8, color=WARNING_COLOR, fontweight="bold")
+
+
 def _footnote(fig: Figure, text: str) -> None:
     """Write the source note under the axes, keeping the constrained layout clear of it."""
     height_pt = fig.get_figheight() * 72.0
@@ -43,12 +61,18 @@ def _footnote(fig: Figure, text: str) -> None:
 
 
 def draw_figure6(
-    maps: dict[str, np.ndarray], metrics: pd.DataFrame, sidecar: dict[str, Any], epochs: list[int]
+    maps: dict[str, np.ndarray],
+    metrics: pd.DataFrame,
+    sidecar: dict[str, Any],
+    epochs: list[int],
+    learned_margin: float,
 ) -> Figure:
     """Figure 6: (a) the input image, (b-...) its head-averaged [CLS] attention map at ``epochs``.
 
-    Each map is drawn over the patch grid with its own colour scale (0 to its maximum); the label under it is
-    the map's soft-sparsity d_nnz(s)/T, the ``soft_sparsity_image`` column of the metrics table.
+    The maps share one colour scale (0 to the largest entry of any of them, one colour bar), so a near-uniform map
+    looks uniform rather than as solid colour; the label under each is its soft-sparsity d_nnz(s)/T, the
+    ``soft_sparsity_image`` column of the metrics table. On top: the final test accuracy, or a warning when the
+    model did not learn (chance + ``learned_margin``).
     """
     available = maps["epochs"]
     missing = [e for e in epochs if e not in set(available.tolist())]
@@ -61,15 +85,16 @@ def draw_figure6(
     classes = sidecar.get("classes") or []
     label = int(maps["label"])
     n = len(epochs) + 1
+    drawn = [maps["maps"][int(np.flatnonzero(available == epoch)[0])] for epoch in epochs]
+    vmax = float(max(s.max() for s in drawn))
     with style.paper_style():
-        fig = plt.figure(figsize=(1.55 * n, 2.5), layout="constrained")
+        fig = plt.figure(figsize=(1.55 * n + 0.6, 2.9), layout="constrained")
         axes = fig.subplots(1, n)
         axes[0].imshow(maps["image"], interpolation="nearest")
         axes[0].set_title("(a) Input image", fontsize=8)
         axes[0].set_xlabel(classes[label] if label < len(classes) else f"class {label}", fontsize=7)
-        for k, (ax, epoch) in enumerate(zip(axes[1:], epochs, strict=True), start=1):
-            s = maps["maps"][int(np.flatnonzero(available == epoch)[0])]
-            ax.imshow(s.reshape(grid), cmap=MAP_CMAP, vmin=0.0, vmax=float(s.max()), interpolation="nearest")
+        for k, (ax, epoch, s) in enumerate(zip(axes[1:], epochs, drawn, strict=True), start=1):
+            image = ax.imshow(s.reshape(grid), cmap=MAP_CMAP, vmin=0.0, vmax=vmax, interpolation="nearest")
             ax.set_title(f"({chr(ord('a') + k)}) Epoch {epoch}", fontsize=8)
             sparsity = float(metrics.loc[metrics["epoch"] == epoch, "soft_sparsity_image"].iloc[0])
             ax.set_xlabel(f"$d_{{nnz}}/T$ = {sparsity:.3f}", fontsize=7)
@@ -77,14 +102,22 @@ def draw_figure6(
             ax.set_xticks([])
             ax.set_yticks([])
             ax.grid(False)
+        bar = fig.colorbar(image, ax=list(axes[1:]), shrink=0.8, pad=0.01)
+        bar.set_label("[CLS] attention", fontsize=7)
+        bar.ax.tick_params(labelsize=6)
+        _accuracy_title(fig, learned_verdict(metrics, sidecar, learned_margin))
         _footnote(fig, source_note(sidecar))
     return fig
 
 
-def draw_figure7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
-    """Figure 7: soft-sparsity d_nnz(s)/T (red, left axis, in [0, 1]) and ||W||_F (blue, right axis) per epoch."""
+def draw_figure7(metrics: pd.DataFrame, sidecar: dict[str, Any], learned_margin: float) -> Figure:
+    """Figure 7: soft-sparsity d_nnz(s)/T (red, left axis, in [0, 1]) and ||W||_F (blue, right axis) per epoch.
+
+    The legend sits above the axes, off the curves; on top, the final test accuracy, or a warning when the model
+    did not learn (chance + ``learned_margin``).
+    """
     with style.paper_style():
-        fig, ax = style.new_axes((4.6, 3.5))
+        fig, ax = style.new_axes((4.6, 4.0))
         ax.plot(
             metrics["epoch"],
             metrics["soft_sparsity"],
@@ -115,8 +148,10 @@ def draw_figure7(metrics: pd.DataFrame, sidecar: dict[str, Any]) -> Figure:
         right.grid(False)
         right.set_ylim(bottom=0.0)
         handles = ax.get_lines() + right.get_lines()
-        ax.legend(handles, [h.get_label() for h in handles], loc="center left")
+        labels = [h.get_label() for h in handles]
+        ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.02, 1.0, 0.1), ncols=2, fontsize=7)
         ax.set_xlim(metrics["epoch"].min(), metrics["epoch"].max())
+        _accuracy_title(fig, learned_verdict(metrics, sidecar, learned_margin))
         _footnote(fig, source_note(sidecar))
     return fig
 

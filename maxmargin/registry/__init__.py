@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from maxmargin.registry import census, lemma1, regpath, synthetic, vit
+from maxmargin.registry import basin, census, lemma1, regpath, synthetic, vit
 from maxmargin.registry.types import Experiment, Family, Panel, Table
 
 FAMILIES: tuple[Family, ...] = (
@@ -24,6 +24,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("regpath", 4, "Regularization paths and Lemma 1"),
     Family("lemma1", 4, "Regularization paths and Lemma 1"),
     Family("vit", 5, "ViT"),
+    Family("basin", 6, "Beyond the paper"),
 )
 
 # Figure targets kept off `all` (minutes of compute each), run by their own target.
@@ -31,9 +32,25 @@ ON_DEMAND: tuple[str, ...] = ("census_grid", "vit_recipes")
 
 # Every entry, family by family (maxmargin/registry/<family>.py).
 EXPERIMENTS: tuple[Experiment, ...] = synthetic.EXPERIMENTS
-PANELS: tuple[Panel, ...] = synthetic.PANELS + census.PANELS + regpath.PANELS + vit.PANELS
-TABLES: tuple[Table, ...] = synthetic.TABLES + census.TABLES + regpath.TABLES + lemma1.TABLES + vit.TABLES
+PANELS: tuple[Panel, ...] = synthetic.PANELS + census.PANELS + regpath.PANELS + vit.PANELS + basin.PANELS
+TABLES: tuple[Table, ...] = (
+    synthetic.TABLES + census.TABLES + regpath.TABLES + lemma1.TABLES + vit.TABLES + basin.TABLES
+)
 REGPATH_INSTANCES = regpath.REGPATH_INSTANCES
+
+# The config keys the claims read (their notes quote the settings that ran): the claims table depends on these
+# only, and the claims rule passes only these (the report's parameter panel, and reruns, follow them).
+CLAIMS_CONFIG_KEYS: tuple[tuple[str, ...], ...] = (
+    ("synthetic", "fig1"),
+    ("synthetic", "fig2"),
+    ("plots", "fig3c_iterations"),
+    ("plots", "fig4_iterations"),
+    ("census", "confidence"),
+    ("vit", "model", "num_classes"),
+    ("vit", "guard"),
+    ("basin", "constant"),
+    ("basin", "cone"),
+)
 
 
 def _find(entries: tuple[Any, ...], name: str, what: str) -> Any:
@@ -140,3 +157,17 @@ def experiment_settings(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
 def experiment_data(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """The data parameters of the data set an experiment runs on (Figure 4 runs on the Figure 1(c) tokens)."""
     return dict(config["synthetic"]["data"].get(experiment(name).instance, {}))
+
+
+def claims_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``config`` the claims read (:data:`CLAIMS_CONFIG_KEYS`), nested as in the config."""
+    subset: dict[str, Any] = {}
+    for path in CLAIMS_CONFIG_KEYS:
+        value: Any = config
+        for key in path:
+            value = value[key]
+        node = subset
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+    return subset

@@ -66,8 +66,13 @@ class Panel:
 
     @property
     def figure_label(self) -> str:
-        """The figure's name without the panel letter ("Figure 1" for "Figure 1(a)"): its report subcategory."""
-        return self.label.split("(")[0].rstrip()
+        """The figure's name without the panel letter ("Figure 1" for "Figure 1(a)"): its report subcategory.
+
+        The report lists subcategories in text order, where "Figure 10" precedes "Figure 9"; a one-digit number is
+        padded with a figure space (U+2007, the width of a digit, sorted before digits) so they list in numeric order.
+        """
+        name, _, number = self.label.split("(")[0].rstrip().rpartition(" ")
+        return f"{name} {number:\u2007>2}" if number.isdigit() else self.label.split("(")[0].rstrip()
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,9 @@ rule census_grid_gather:
 rule census_histogram:
     """Histogram and cumulative distribution of the minimal score gap (Figures 9(b) and 10)."""
     input:
-        results_path("tables/census_trials.csv"),
+        # the runs themselves, not the gathered table: every census plot is then one level of the DAG (one
+        # plot_census in the report's rule graph)
+        expand(results_path("runs/census/d{d}.csv"), d=CENSUS_HIST_DIMS),
     output:
         report(table_path("fig9b"), **table_report("fig9b")),
     log:

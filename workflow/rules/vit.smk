@@ -49,6 +49,12 @@ rule vit_train:
         gpu=VIT["resources"]["gpu"],
         runtime=VIT["resources"]["runtime"],
         mem_mb=VIT["resources"]["mem_mb"],
+        # 1 under --forcerun vit_train or --forceall: train again. 0: a finished checkpoint of the same settings
+        # restores outputs lost after training (scripts/vit_train.py). A resource, not a param: no rerun trigger.
+        retrain=lambda wildcards: int(
+            workflow.dag_settings.forceall
+            or "vit_train" in workflow.dag_settings.forcerun
+        ),
     params:
         settings=VIT_SETTINGS,
         checkpoint=f"{VIT_RUN}/checkpoint.pt",
@@ -97,6 +103,7 @@ rule vit_fig6:
         "../envs/core.yaml"
     params:
         epochs=VIT["plots"]["fig6_epochs"],
+        learned_margin=VIT["guard"]["learned_margin"],
     script:
         "../../scripts/vit_fig6.py"
 
@@ -119,6 +126,8 @@ rule vit_fig7:
     localrule: True
     conda:
         "../envs/core.yaml"
+    params:
+        learned_margin=VIT["guard"]["learned_margin"],
     script:
         "../../scripts/vit_fig7.py"
 
@@ -214,3 +223,23 @@ rule vit_recipes_plot:
         num_classes=VIT["model"]["num_classes"],
     script:
         "../../scripts/vit_recipes_plot.py"
+
+
+rule docs_vit_recipes:
+    """The recipe study's numbers for the docs (docs/results/vit_recipes.md, committed): generated, never typed.
+
+    The torch env: the table's code lives beside the study's (maxmargin.experiments.vit_study, which imports torch).
+    """
+    input:
+        rules.vit_recipes_table.output[0],
+    output:
+        "docs/results/vit_recipes.md",
+    log:
+        results_path("logs/docs_vit_recipes/vit_recipes.log"),
+    benchmark:
+        results_path("benchmarks/docs_vit_recipes/vit_recipes.tsv")
+    localrule: True
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../../scripts/docs_vit_recipes.py"

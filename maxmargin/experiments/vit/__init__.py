@@ -1,9 +1,10 @@
 """A ViT trained from scratch on CIFAR-10: the [CLS] attention probe, soft-sparsity and ||W||_F through training.
 
 Paper: Section 4 ("Real experiments"), Figures 6 and 7. One module per job: :mod:`.settings` (the config's
-``vit`` section as dataclasses), :mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.model` (the ViT and the
-probe: [CLS] attention, soft-sparsity, ||W||_F), :mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`,
-:mod:`.training` (the loop, logging every epoch) and :mod:`.results` (the metrics table, sidecar and maps).
+``vit`` section as dataclasses), :mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.fashion` (Fashion-MNIST,
+a full-size stand-in), :mod:`.model` (the ViT and the probe: [CLS] attention, soft-sparsity, ||W||_F),
+:mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`, :mod:`.training` (the loop, logging every epoch)
+and :mod:`.results` (the metrics table, sidecar and maps).
 
 The names below are imported on first use, so that importing a torch-free submodule (:mod:`.settings`, which the
 rule files read while building the DAG) does not import torch.
@@ -29,6 +30,12 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "load_cifar10",
         "load_digits32",
         "load_image_data",
+    ),
+    "fashion": (
+        "FASHION_MNIST_NAME",
+        "arrange_fashion_mnist",
+        "load_fashion_mnist",
+        "to_rgb32",
     ),
     "model": (
         "build_vit",
@@ -75,8 +82,10 @@ __all__ = sorted(_HOME_OF)
 def __getattr__(name: str) -> Any:
     if name not in _HOME_OF:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted(set(globals()) | set(__all__))

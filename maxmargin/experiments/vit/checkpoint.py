@@ -6,6 +6,7 @@ import logging
 import os
 import pickle
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +48,33 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
         Path(tmp).unlink(missing_ok=True)
 
 
-def load_checkpoint(path: str | os.PathLike[str], fingerprint: str) -> dict[str, Any] | None:
-    """The checkpoint at ``path`` if it belongs to a run with this fingerprint, else None (with a warning)."""
+class CheckpointWarning(UserWarning):
+    """A checkpoint is ignored: the run starts afresh (a warning reaches the terminal, not only the log)."""
+
+
+def _ignore(message: str) -> None:
+    log.warning(message)
+    warnings.warn(message, CheckpointWarning, stacklevel=3)
+
+
+def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: bool = False) -> dict[str, Any] | None:
+    """The checkpoint at ``path`` if it belongs to a run with this fingerprint, else None (with a warning).
+
+    A finished run's checkpoint is returned only with ``restore`` (its outputs are then rebuilt from it without
+    training); otherwise the run trains again from epoch 0.
+    """
     path = Path(path)
     if not path.exists():
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
-        log.warning("ignoring unreadable checkpoint %s (%s); starting afresh", path, err)
+        _ignore(f"ignoring unreadable checkpoint {path} ({err}); starting afresh")
         return None
     if state.get("format") != CHECKPOINT_FORMAT or state.get("fingerprint") != fingerprint:
-        log.warning("checkpoint %s belongs to other settings, data or code; starting afresh", path)
+        _ignore(f"checkpoint {path} belongs to other settings, data or code; starting afresh")
         return None
-    if state.get("finished"):
+    if state.get("finished") and not restore:
         log.info("checkpoint %s is of a finished run; training again from epoch 0", path)
         return None
     return state

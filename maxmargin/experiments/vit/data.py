@@ -1,7 +1,8 @@
-"""The images of the ViT experiment: CIFAR-10 through torchvision, or the quick-scale digits stand-in.
+"""The images of the ViT experiment: CIFAR-10 or Fashion-MNIST through torchvision, or the quick-scale digits stand-in.
 
-Paper: Section 4, "we train ... utilizing the CIFAR10 dataset [24]". A missing or damaged archive is told apart
-(which file, which md5) and, at the paper scale, never replaced by the stand-in.
+Paper: Section 4, "we train ... utilizing the CIFAR10 dataset [24]". Fashion-MNIST (``vit.data.dataset``) is a
+full-size stand-in where CIFAR-10 cannot be had (:mod:`.fashion`). A missing or damaged archive is told apart
+(which file, which md5) and, at the paper scale, never replaced by the digits.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ DIGITS_TEST_FRACTION = 0.2  # share of the 1797 digits held out as the test set 
 
 
 class DataUnavailableError(RuntimeError):
-    """CIFAR-10 could not be loaded and no fallback is allowed (the paper-scale config)."""
+    """The configured data set could not be loaded; ``problem`` says it in a few words (e.g. "CIFAR-10 unavailable").
+
+    Without a fallback (the paper-scale config) it stops the run; the message says where to put the files.
+    """
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -168,26 +176,46 @@ def _warn_terminal(message: str) -> None:
         print(f"WARNING: {message}", file=sys.stderr, flush=True)
 
 
-def load_image_data(settings: DataSettings, seed: int) -> ImageData:
-    """CIFAR-10 (downloaded into ``settings.root`` when allowed), else the digits fallback if allowed, subsetted.
-
-    Paper scale never falls back: :class:`DataUnavailableError` says where to put the archive, or which file is
-    corrupt. The subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
-    """
+def _load_cifar10_checked(settings: DataSettings) -> ImageData:
+    """CIFAR-10 from ``settings.root``; :class:`DataUnavailableError` says where to put it, or which file is corrupt."""
     root = Path(settings.root)
     # An intact archive placed by hand is extracted by torchvision's own download(), which then skips the network.
     # A damaged one is not handed over: torchvision would try to download a replacement, though download is off.
     download = settings.download or _archive_intact(root)
     try:
-        data = load_cifar10(root, download=download)
+        return load_cifar10(root, download=download)
     except (RuntimeError, OSError) as err:  # torchvision: RuntimeError "not found or corrupted"; URLError is OSError
         corrupt = corrupt_cifar10_files(root)
         message = corrupt_cifar10_message(root, corrupt) if corrupt else missing_cifar10_message(root)
-        if not settings.fallback:
-            raise DataUnavailableError(message) from err
         problem = "corrupt (md5 checksum mismatch)" if corrupt else "unavailable"
-        note = f"CIFAR-10 {problem}: quick-scale fallback to scikit-learn digits upsampled to 32x32x3"
-        _warn_terminal(f"{note} ({type(err).__name__}: {err}). {message}")
+        raise DataUnavailableError(message, f"CIFAR-10 {problem}") from err
+
+
+def _load_configured(settings: DataSettings) -> ImageData:
+    """The data set ``settings.dataset`` names, in full."""
+    from maxmargin.experiments.vit.fashion import FASHION_MNIST_NAME, load_fashion_mnist
+
+    if settings.dataset == FASHION_MNIST_NAME:
+        return load_fashion_mnist(settings.fashion_mnist_root, settings.fashion_mnist_files)
+    if settings.dataset == CIFAR10_NAME:
+        return _load_cifar10_checked(settings)
+    raise ValueError(f"unknown vit.data.dataset {settings.dataset!r}: {CIFAR10_NAME} or {FASHION_MNIST_NAME}")
+
+
+def load_image_data(settings: DataSettings, seed: int) -> ImageData:
+    """The configured data set (``vit.data.dataset``), else the digits fallback if allowed, subsetted.
+
+    Paper scale never falls back: :class:`DataUnavailableError` says where to put the files, or which file is
+    corrupt. The subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
+    """
+    try:
+        data = _load_configured(settings)
+    except DataUnavailableError as err:
+        if not settings.fallback:
+            raise
+        note = f"{err.problem}: quick-scale fallback to scikit-learn digits upsampled to 32x32x3"
+        cause = f" ({type(err.__cause__).__name__}: {err.__cause__})" if err.__cause__ else ""
+        _warn_terminal(f"{note}{cause}. {err}")
         data = dataclasses.replace(load_digits32(seed), note=note)
 
     def head(x: torch.Tensor, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -30,12 +30,18 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class DataSettings:
-    """Where CIFAR-10 lives, whether to download it, whether the quick-scale fallback is allowed, subset sizes.
+    """Which data set (``cifar10`` or ``fashion_mnist``), where it lives, whether to download CIFAR-10, whether the
+    quick-scale fallback is allowed, subset sizes.
 
-    ``n_train`` / ``n_test`` of 0 keep the whole training / test set.
+    ``root`` is CIFAR-10's folder; ``fashion_mnist_files`` holds Fashion-MNIST's four gzipped idx files and
+    ``fashion_mnist_root`` is where torchvision's layout of them is made. ``n_train`` / ``n_test`` of 0 keep the
+    whole training / test set.
     """
 
+    dataset: str
     root: str
+    fashion_mnist_root: str
+    fashion_mnist_files: str
     download: bool
     fallback: bool
     n_train: int
@@ -112,7 +118,7 @@ class VitSettings:
     def fingerprint(self, data_id: str) -> str:
         """Hash of every setting that changes the trajectory of a run, and of ``data_id`` (which data it got).
 
-        Left out: the device, ``compile`` and the data location/download switch. The training and probe code is in
+        Left out: the device, ``compile`` and the data locations/download switch. The training and probe code is in
         (:func:`code_fingerprint`): a checkpoint resumes only a run of these settings, data and code.
         """
         d = self.to_dict()
@@ -121,7 +127,7 @@ class VitSettings:
         d.pop("guard")  # warnings only: they do not change the trajectory
         for key in ("device", "compile"):
             d["train"].pop(key)
-        for key in ("root", "download"):
+        for key in ("root", "download", "fashion_mnist_root", "fashion_mnist_files"):
             d["data"].pop(key)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 

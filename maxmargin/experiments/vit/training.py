@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from maxmargin.core.progress import progress
 from maxmargin.experiments.vit.checkpoint import (
     CHECKPOINT_FORMAT,
     load_checkpoint,
@@ -149,7 +150,7 @@ class _Trainer:
             "train_seconds": train_seconds,
             "epoch_seconds": time.perf_counter() - t0,
         }
-        log.info("%s", epoch_line(row))
+        progress("%s", epoch_line(row))
         return row, fixed_map, fixed_self
 
     def save(self, epoch: int) -> None:
@@ -175,9 +176,9 @@ class _Trainer:
         )
         h.rows[-1]["epoch_seconds"] += time.perf_counter() - t0
 
-    def resume(self) -> int | None:
-        """Load an unfinished checkpoint of this run; the epoch it resumes from, or None for a fresh start."""
-        state = load_checkpoint(self.checkpoint, self.fingerprint)
+    def resume(self, restore: bool) -> int | None:
+        """Load this run's checkpoint (a finished one only with ``restore``); its epoch, or None for a fresh start."""
+        state = load_checkpoint(self.checkpoint, self.fingerprint, restore)
         if state is None:
             return None
         self.model.load_state_dict(state["model"])
@@ -188,7 +189,14 @@ class _Trainer:
         # Snakemake empties the rule log before each attempt: the resumed run's log still tells the whole run.
         for row in self.history.rows:
             log.info("%s (from the checkpoint)", epoch_line(row))
-        log.info("resuming from %s at epoch %d", self.checkpoint, int(state["epoch"]))
+        if state.get("finished"):
+            log.info(
+                "restoring the outputs of the finished run in %s: no training (snakemake --forcerun vit_train "
+                "trains again)",
+                self.checkpoint,
+            )
+        else:
+            log.info("resuming from %s at epoch %d", self.checkpoint, int(state["epoch"]))
         return int(state["epoch"])
 
     def train_epoch(self, epoch: int) -> tuple[float, float]:
@@ -249,18 +257,21 @@ def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes
     )
 
 
-def train_vit(settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str]) -> TrainResult:
+def train_vit(
+    settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str], restore: bool = False
+) -> TrainResult:
     """Train the ViT, measuring the [CLS] attention after every epoch (paper: Section 4, Figures 6-7).
 
     Epoch 0 is the initialisation (its train loss/accuracy is a full pass over the training set; later epochs
     report the running mean over the epoch's mini-batches). A checkpoint (model, optimiser, schedule, RNG states,
     metrics so far, settings) is written atomically after every epoch; a rerun of an unfinished run with the same
     settings, data and code resumes from it and gives the same metrics on the CPU. A finished run's checkpoint is
-    never resumed: a rerun trains again from epoch 0.
+    never resumed: a rerun trains again from epoch 0, unless ``restore``, which returns the finished run's result
+    without training (outputs lost to a failure after training, e.g. a full disk, come back in seconds).
     """
     t_start = time.perf_counter()
     run = _Trainer(settings, data, checkpoint)
-    resumed = run.resume()
+    resumed = run.resume(restore)
     if resumed is None:
         t0 = time.perf_counter()
         train_loss, train_acc = run.ev.loss_acc(data.x_train, data.y_train)

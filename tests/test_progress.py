@@ -1,0 +1,66 @@
+"""Progress of long jobs on the terminal (issue 21): census chunks, regularization-path radii, ViT epochs.
+
+One helper (maxmargin.core.progress.progress) writes each step to the rule log and, prefixed with the job, to the
+job's stderr:
+the terminal when Snakemake runs the job, its SLURM log on a cluster; whether or not stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import DEFAULT_CONFIG, snakemake
+
+from maxmargin.core.progress import progress
+from maxmargin.experiments.census import CensusSettings, run_trials
+from maxmargin.experiments.regpath import regpath_table
+from maxmargin.io import rule_logging
+
+
+def _job(tmp_path: Path, rule: str, **wildcards: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        output=[], log=[str(tmp_path / f"{rule}.log")], rule=rule, wildcards=wildcards, params={}, config={}
+    )
+
+
+def test_census_chunks_reach_the_terminal_once_and_the_log_once(tmp_path: Path, capsys) -> None:
+    settings = CensusSettings.from_config(DEFAULT_CONFIG["census"], n_trials=6, chunk=2, n_iter=20)
+    with rule_logging(_job(tmp_path, "census_trials", d="4")):
+        rows = run_trials(settings, 4)
+    assert len(rows) == 6
+    terminal = [line for line in capsys.readouterr().err.splitlines() if "[census_trials d=4]" in line]
+    assert [line.split("] ", 1)[1].split(" in ")[0] for line in terminal] == [
+        "census d=4: trials 0-1 done (2/6)",
+        "census d=4: trials 2-3 done (4/6)",
+        "census d=4: trials 4-5 done (6/6)",
+    ]
+    log = (tmp_path / "census_trials.log").read_text()
+    assert log.count("census d=4: trials 2-3 done (4/6)") == 1  # the record once, not once more through the tee
+
+
+def test_regularization_path_reports_every_radius(tmp_path: Path, capsys) -> None:
+    regpath = {**DEFAULT_CONFIG["regpath"], "n_random": 2, "n_iter": 200}
+    settings = {k: v for k, v in regpath.items() if k not in ("instances", "gd", "radii")} | {"gd": None}
+    with rule_logging(_job(tmp_path, "regpath_instance", regpath_instance="fig3a")):
+        regpath_table("fig3a", radii=np.geomspace(1.0, 4.0, 3), **settings)
+    prefix = "[regpath_instance regpath_instance=fig3a]"
+    lines = [line for line in capsys.readouterr().err.splitlines() if prefix in line]
+    assert [line.split("] ", 1)[1].split(":")[0] for line in lines] == ["radius 1/3", "radius 2/3", "radius 3/3"]
+    assert "R 4, log(L - inf L)" in lines[-1]
+
+
+def test_progress_outside_a_rule_prints_nothing(capsys) -> None:
+    progress("nobody listens %d", 1)  # library use without rule_logging: no handler, no noise
+    assert "nobody listens" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_snakemake_shows_census_progress_without_a_tty(workflow_dir: Path) -> None:
+    # subprocess.run with captured output: stdout and stderr are pipes, as under nohup, CI or sbatch
+    config = {"census": {"dims": [4], "histogram": {"dims": [4]}, "n_trials": 4, "chunk": 2}}
+    proc = snakemake(workflow_dir, "results/runs/census/d4.csv", config=config)
+    assert "[census_trials d=4] census d=4: trials 2-3 done (4/4)" in proc.stderr
+    assert "trials 2-3 done (4/4)" in (workflow_dir / "results/logs/census_trials/d4.log").read_text()

@@ -1,0 +1,109 @@
+"""What the HTML report shows, checked without building it (issue 21): the landing text and the claims caption as
+rendered from the config, figures in numeric order, a parameter panel with only the keys the claims read, and each
+rule once in the report's rule graph. (tests/test_report.py builds a whole report: slow.)"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import jinja2
+import pytest
+from conftest import DEFAULT_CONFIG, REPO, SNAKEMAKE, copy_workflow
+from test_claims_provenance import census_summary
+
+from maxmargin import registry
+from maxmargin.claims import CONFIG_KEYS, claims_config, evaluate_claims
+
+REPORT = REPO / "workflow" / "report"
+
+
+def render(name: str, config: dict) -> str:
+    """A report text as Snakemake renders it (Jinja2 with ``snakemake.config``)."""
+    return jinja2.Template((REPORT / name).read_text()).render(snakemake=type("S", (), {"config": config}))
+
+
+def test_landing_page_explains_every_verdict() -> None:
+    text = render("workflow.rst", DEFAULT_CONFIG)
+    for verdict in ("holds", "differs", "inconclusive", "not run"):
+        assert f"- ``{verdict}``:" in text
+    assert "95% Wilson interval contains the paper's threshold" in text  # census.confidence, not typed in
+    assert "95% Wilson interval contains" in render("claims.rst", DEFAULT_CONFIG)
+
+
+def _vit_line(text: str) -> str:
+    return " ".join(text.split("*5 ViT (Figures 6-7)*:")[1].split("This run wrote")[0].split())
+
+
+@pytest.mark.parametrize(
+    "dataset, fallback, shown, absent",
+    [
+        ("cifar10", True, "trained on CIFAR-10 (or, where the CIFAR-10 archive was missing, on scikit", ""),
+        ("cifar10", False, "trained on CIFAR-10.", "digits"),
+        ("fashion_mnist", True, "trained on Fashion-MNIST.", "CIFAR"),
+    ],
+)
+def test_landing_page_names_the_data_set_of_the_config(dataset, fallback, shown, absent) -> None:
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    config["vit"]["data"] |= {"dataset": dataset, "fallback": fallback}
+    line = _vit_line(render("workflow.rst", config))
+    assert shown in line and (not absent or absent not in line)
+
+
+def test_figures_are_listed_in_numeric_order() -> None:
+    labels = {panel.label: panel.figure_label for panel in registry.PANELS}
+    assert labels["Figure 9(a)"].replace("\u2007", "") == "Figure 9" and labels["Figure 10"] == "Figure 10"
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node.js: the report sorts subcategories with JavaScript's localeCompare")
+    names = sorted({label for label in labels.values() if label.startswith("Figure")}, key=lambda s: s[-2:])
+    script = "console.log(JSON.stringify(JSON.parse(process.argv[1]).sort((a, b) => a.localeCompare(b))))"
+
+    out = subprocess.run([node, "-e", script, json.dumps(names[::-1])], capture_output=True, text=True, check=True)
+    listed = [int(name.split()[-1].replace("\u2007", "")) for name in json.loads(out.stdout)]
+    assert listed == sorted(listed) and listed[-2:] == [9, 10]
+
+
+def test_claims_rule_gets_only_the_keys_the_claims_read() -> None:
+    sources = [
+        *sorted((REPO / "maxmargin" / "claims").glob("*.py")),
+        REPO / "maxmargin" / "experiments" / "basin_claims.py",
+    ]
+    source = "\n".join(path.read_text() for path in sources)
+    read = {tuple(re.findall(r"\[[\"'](\w+)[\"']\]", m)) for m in re.findall(r"cfg((?:\[[\"']\w+[\"']\])+)", source)}
+    # every key path a claim reads lies in a declared block, and every declared block is read
+    assert all(any(path[: len(key)] == key for key in CONFIG_KEYS) for path in read), read
+    assert all(any(path[: len(key)] == key for path in read) for key in CONFIG_KEYS), CONFIG_KEYS
+    subset = claims_config(DEFAULT_CONFIG)
+    assert set(subset) == {"synthetic", "plots", "census", "vit", "basin"} and subset["census"] == {"confidence": 0.95}
+    tables = {"census_summary": census_summary([10.0, 12.0, 16.0], n_trials=100)}
+    assert evaluate_claims(tables, subset).equals(evaluate_claims(tables, DEFAULT_CONFIG))
+
+
+def test_each_rule_is_one_node_of_the_report_rule_graph(tmp_path: Path) -> None:
+    """The report's rule graph keeps one job per rule and DAG level: a rule at two levels is drawn twice."""
+    workdir = copy_workflow(tmp_path)
+    dot = subprocess.run(
+        [str(SNAKEMAKE), "--cores", "1", "-n", "--dag"], cwd=workdir, capture_output=True, text=True, check=True
+    ).stdout
+    rule = {int(i): label.split("\\n")[0] for i, label in re.findall(r'^\s*(\d+)\[label = "([^"]*)"', dot, re.M)}
+    deps = defaultdict(set)
+    for u, v in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
+        deps[int(v)].add(int(u))
+    level: dict[int, int] = {}
+
+    def depth(job: int) -> int:
+        if job not in level:
+            level[job] = 1 + max((depth(d) for d in deps[job]), default=-1)
+        return level[job]
+
+    levels = defaultdict(set)
+    for job in rule:
+        levels[rule[job]].add(depth(job))
+    assert "plot_census" in levels and len(rule) > 50
+    assert {name: sorted(lv) for name, lv in levels.items() if len(lv) > 1} == {}

@@ -1,0 +1,144 @@
+"""ViT claims and figures that can fail for the right reasons (issue 17): a minimum effect for ``vit_sparsity``, a
+model that learned, and Figures 6-7 that say so on their face. Synthetic metrics tables, no training."""
+
+from __future__ import annotations
+
+import copy
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import DEFAULT_CONFIG
+
+from maxmargin.claims import evaluate_claims
+from maxmargin.figures.vit import draw_figure6, draw_figure7
+
+matplotlib.use("Agg")
+GUARD = DEFAULT_CONFIG["vit"]["guard"]
+
+
+def metrics(test_acc: float, sparsity: tuple[float, float], w: tuple[float, float], epochs: int = 4) -> pd.DataFrame:
+    """A run's metrics table, every column moving linearly from its first to its last value."""
+    t = np.linspace(0.0, 1.0, epochs + 1)
+    s = sparsity[0] + t * (sparsity[1] - sparsity[0])
+    return pd.DataFrame(
+        {
+            "epoch": np.arange(epochs + 1),
+            "test_acc": 0.1 + t * (test_acc - 0.1),
+            "soft_sparsity": s,
+            "soft_sparsity_image": s,
+            "w_frobenius": w[0] + t * (w[1] - w[0]),
+            "dataset": "fashion_mnist",
+        }
+    )
+
+
+def verdicts(table: pd.DataFrame, config: dict = DEFAULT_CONFIG) -> pd.DataFrame:
+    return evaluate_claims({"vit_metrics": table}, config).set_index("claim_id")
+
+
+def test_an_sgd_run_whose_w_barely_moved_does_not_hold() -> None:
+    # Issue 17: SGD with momentum at depth 12 learned (0.465) while ||W||_F grew by 0.002%.
+    claims = verdicts(metrics(0.465, (1.0, 0.98), (8.5, 8.5 * 1.00002)))
+    assert claims.loc["vit_learns", "verdict"] == "holds"
+    assert claims.loc["vit_sparsity", "verdict"] == "differs"
+    note = claims.loc["vit_sparsity", "note"]
+    assert "smaller than the configured minimum" in note and "x1 (needs >= 1.5)" in note and "x0.98" in note
+
+
+def test_a_run_at_chance_whose_w_exploded_does_not_hold() -> None:
+    # Issue 17: the quick config with Adam at 0.1 stayed at chance (0.075) while ||W||_F went 0.2 -> 513.
+    claims = verdicts(metrics(0.075, (1.0, 0.3), (0.2, 513.0)))
+    assert claims.loc["vit_learns", "verdict"] == "differs"
+    assert claims.loc["vit_sparsity", "verdict"] == "differs"
+    assert "did not learn" in claims.loc["vit_sparsity", "note"]
+    assert "0.2 -> 513" in claims.loc["vit_sparsity", "measured"]
+
+
+def test_a_learning_run_with_the_effect_holds() -> None:
+    claims = verdicts(metrics(0.6, (1.0, 0.26), (8.5, 15.66)))
+    assert claims.loc["vit_sparsity", "verdict"] == claims.loc["vit_learns", "verdict"] == "holds"
+    note = claims.loc["vit_sparsity", "note"]
+    assert "x1.84" in note and "stand-in for CIFAR-10" in note
+
+
+@pytest.mark.parametrize(
+    "w_end,sparsity_end,verdict",
+    [(1.5, 0.8, "holds"), (1.49, 0.5, "differs"), (3.0, 0.81, "differs")],
+)
+def test_the_minimum_effect_is_the_configs(w_end: float, sparsity_end: float, verdict: str) -> None:
+    assert (GUARD["min_w_growth"], GUARD["max_sparsity_ratio"]) == (1.5, 0.8)  # the values these cases straddle
+    assert verdicts(metrics(0.6, (1.0, sparsity_end), (1.0, w_end))).loc["vit_sparsity", "verdict"] == verdict
+
+
+def test_a_large_effect_in_the_wrong_order_does_not_hold() -> None:
+    table = metrics(0.6, (1.0, 0.5), (1.0, 3.0), epochs=6)
+    table["w_frobenius"] = [1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 3.0]  # shrinks while sparsity falls, jumps at the end
+    claims = verdicts(table)  # 3x growth, sparsity halved, learned; but Spearman(sparsity, ||W||_F) = +0.25
+    assert claims.loc["vit_sparsity", "verdict"] == "differs" and "Spearman >= 0" in claims.loc["vit_sparsity", "note"]
+    assert "Spearman(sparsity, ||W||_F) 0.25" in claims.loc["vit_sparsity", "measured"]
+
+
+def test_changing_the_config_changes_the_verdict() -> None:
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    config["vit"]["guard"]["min_w_growth"] = 1.0
+    config["vit"]["guard"]["max_sparsity_ratio"] = 1.0
+    table = metrics(0.465, (1.0, 0.98), (8.5, 8.5 * 1.00002))
+    assert verdicts(table, config).loc["vit_sparsity", "verdict"] == "holds"
+
+
+def sidecar() -> dict:
+    model = {"embed_dim": 64, "depth": 4, "num_heads": 4, "patch_size": 4, "num_classes": 10}
+    return {
+        "settings": {"model": model, "train": {"optimizer": "adam", "lr": 0.1, "batch_size": 128}},
+        "grid": [8, 8],
+        "dataset": "fashion_mnist",
+        "n_train": 2000,
+        "n_test": 1000,
+        "classes": [str(k) for k in range(10)],
+    }
+
+
+def figure_texts(fig: matplotlib.figure.Figure) -> str:
+    return "\n".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
+
+
+@pytest.mark.parametrize("final_acc,warned", [(0.075, True), (0.612, False)])
+def test_figure7_prints_the_accuracy_and_warns_when_nothing_was_learned(final_acc: float, warned: bool) -> None:
+    fig = draw_figure7(metrics(final_acc, (1.0, 0.3), (0.2, 513.0)), sidecar(), GUARD["learned_margin"])
+    text = figure_texts(fig)
+    assert f"final test accuracy {final_acc:.3f}" in text
+    assert ("did not learn" in text) == warned and ("WARNING" in text) == warned
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    legend_box, axes_box = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert legend_box.y0 >= axes_box.y1  # the legend is above the axes, off the curves
+    title_box = fig._suptitle.get_window_extent(renderer)
+    assert title_box.y0 >= legend_box.y1 and title_box.x0 >= 0 and title_box.x1 <= fig.bbox.width  # all readable
+    matplotlib.pyplot.close(fig)
+
+
+def test_figure6_maps_share_one_colour_scale_and_one_colorbar() -> None:
+    epochs = [0, 2, 4]
+    rng = np.random.default_rng(0)
+    maps = rng.random((5, 64))
+    maps[0] = 1.0 / 64  # the uniform epoch-0 map: solid colour on its own scale
+    maps[4] *= 3.0
+    arrays = {
+        "epochs": np.arange(5),
+        "maps": maps,
+        "image": np.zeros((32, 32, 3), dtype=np.uint8),
+        "label": np.int64(3),
+        "grid": np.array([8, 8]),
+    }
+    fig = draw_figure6(arrays, metrics(0.075, (1.0, 0.3), (0.2, 513.0)), sidecar(), epochs, GUARD["learned_margin"])
+    images = [im for ax in fig.axes for im in ax.get_images()][1:]  # the input image first
+    assert len(images) == len(epochs)
+    assert {im.get_clim() for im in images} == {(0.0, float(maps[[0, 2, 4]].max()))}
+    colorbars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(colorbars) == 1
+    text = figure_texts(fig)
+    assert "final test accuracy 0.075" in text and "did not learn" in text
+    matplotlib.pyplot.close(fig)

@@ -1,0 +1,147 @@
+"""Tests of the Fashion-MNIST stand-in (maxmargin.experiments.vit.fashion): tiny idx files written here, never the
+Debian package, never the network."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import REPO
+from snakemake.utils import validate
+from torchvision.datasets import FashionMNIST
+
+from maxmargin.experiments import vit
+from maxmargin.experiments.vit import DataSettings, DataUnavailableError, fashion
+
+DEFAULT_VIT = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
+N_TRAIN, N_TEST = 7, 5
+
+
+def idx_bytes(array: np.ndarray) -> bytes:
+    """The idx format of LeCun's MNIST: magic (0, 0, dtype 0x08 = uint8, ndim), each dimension as a big-endian
+    int32, then the values row-major."""
+    head = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    return head + array.astype(np.uint8).tobytes()
+
+
+def write_fashion(folder: Path, monkeypatch: pytest.MonkeyPatch, seed: int = 0, gz: bool = True) -> dict:
+    """The four files of Fashion-MNIST with random 28x28 images, gzipped (Debian's layout) or raw (torchvision's),
+    and :data:`fashion.IDX_MD5` set to their md5s; the arrays."""
+    rng = np.random.default_rng(seed)
+    arrays = {
+        "train-images-idx3-ubyte": rng.integers(0, 256, (N_TRAIN, 28, 28)),
+        "train-labels-idx1-ubyte": rng.integers(0, 10, N_TRAIN),
+        "t10k-images-idx3-ubyte": rng.integers(0, 256, (N_TEST, 28, 28)),
+        "t10k-labels-idx1-ubyte": rng.integers(0, 10, N_TEST),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    md5s = {}
+    for name, array in arrays.items():
+        raw = idx_bytes(array)
+        md5s[name] = hashlib.md5(raw).hexdigest()
+        if gz:
+            (folder / f"{name}.gz").write_bytes(gzip.compress(raw))
+        else:
+            (folder / name).write_bytes(raw)
+    monkeypatch.setattr(fashion, "IDX_MD5", md5s)
+    return arrays
+
+
+def settings(tmp_path: Path, **overrides: object) -> DataSettings:
+    data = {
+        **DEFAULT_VIT["data"],
+        "dataset": "fashion_mnist",
+        "fashion_mnist_files": str(tmp_path / "debian"),
+        "fashion_mnist_root": str(tmp_path / "root"),
+        "n_train": 0,
+        "n_test": 0,
+    }
+    return DataSettings(**{**data, **overrides})
+
+
+@pytest.fixture(autouse=True)
+def no_download(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("Fashion-MNIST must never be downloaded")
+
+    monkeypatch.setattr(FashionMNIST, "download", refuse)
+
+
+def test_debian_files_load_through_torchvision_as_32x32x3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    arrays = write_fashion(tmp_path / "debian", monkeypatch)
+    data = vit.load_image_data(settings(tmp_path), 0)
+    assert data.name == "fashion_mnist" and data.note == "" and data.classes[0] == "T-shirt/top"
+    assert data.x_train.shape == (N_TRAIN, 3, 32, 32) and data.x_test.shape == (N_TEST, 3, 32, 32)
+    assert data.x_train.dtype == torch.uint8
+    images_of = {"train-images-idx3-ubyte": data.x_train, "t10k-images-idx3-ubyte": data.x_test}
+    for name, x in images_of.items():
+        images = arrays[name]
+        np.testing.assert_array_equal(x[:, 1, 2:30, 2:30].numpy(), images)  # the 28x28 image, pixel for pixel
+        assert int(x[:, :, :2].max()) == int(x[:, :, 30:].max()) == int(x[:, :, :, :2].max()) == 0  # zero border
+        assert torch.equal(x[:, 0], x[:, 1]) and torch.equal(x[:, 0], x[:, 2])  # grey in all three channels
+    np.testing.assert_array_equal(data.y_train.numpy(), arrays["train-labels-idx1-ubyte"])
+    np.testing.assert_array_equal(data.y_test.numpy(), arrays["t10k-labels-idx1-ubyte"])
+    raw = tmp_path / "root" / "FashionMNIST" / "raw"  # torchvision's layout, decompressed
+    assert sorted(p.name for p in raw.iterdir()) == sorted(arrays)
+    sub = vit.load_image_data(settings(tmp_path, n_train=3, n_test=2), 0)  # the second load reads the raw folder
+    assert len(sub.x_train) == 3 and len(sub.x_test) == 2 and torch.equal(sub.x_train, data.x_train[:3])
+
+
+def test_raw_files_in_torchvisions_layout_need_no_gz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    arrays = write_fashion(tmp_path / "root" / "FashionMNIST" / "raw", monkeypatch, gz=False)
+    data = vit.load_image_data(settings(tmp_path, fashion_mnist_files=str(tmp_path / "nowhere")), 0)
+    np.testing.assert_array_equal(data.y_test.numpy(), arrays["t10k-labels-idx1-ubyte"])
+
+
+def test_missing_files_are_named_and_the_paper_config_stops(tmp_path: Path) -> None:
+    with pytest.raises(DataUnavailableError, match="dataset-fashion-mnist") as err:
+        vit.load_image_data(settings(tmp_path, fallback=False), 0)
+    assert "train-images-idx3-ubyte.gz" in str(err.value) and str((tmp_path / "debian").resolve()) in str(err.value)
+
+
+def test_quick_scale_falls_back_to_digits_with_the_reason(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    data = vit.load_image_data(settings(tmp_path, fallback=True), 0)
+    assert data.name == vit.DIGITS_NAME and data.note.startswith("Fashion-MNIST unavailable: quick-scale fallback")
+    assert "dataset-fashion-mnist" in capfd.readouterr().err
+
+
+def test_a_damaged_file_is_reported_as_corrupt_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_fashion(tmp_path / "debian", monkeypatch)
+    labels = tmp_path / "debian" / "t10k-labels-idx1-ubyte.gz"
+    raw = bytearray(gzip.decompress(labels.read_bytes()))
+    raw[-1] = (raw[-1] + 1) % 10  # a valid gzip of the wrong content: only the md5 can tell
+    labels.write_bytes(gzip.compress(bytes(raw)))
+    with pytest.raises(DataUnavailableError, match="corrupt") as err:
+        vit.load_image_data(settings(tmp_path, fallback=False), 0)
+    assert "t10k-labels-idx1-ubyte" in str(err.value) and hashlib.md5(raw).hexdigest() in str(err.value)
+    assert not (tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte").exists()
+
+
+def test_to_rgb32_pads_without_resampling() -> None:
+    image = torch.arange(28 * 28, dtype=torch.int64).remainder(256).to(torch.uint8).reshape(1, 28, 28)
+    out = fashion.to_rgb32(image)
+    assert out.shape == (1, 3, 32, 32)
+    assert torch.equal(out[0, 2, 2:30, 2:30], image[0]) and int(out.sum()) == 3 * int(image.sum())
+
+
+def test_the_schema_takes_fashion_mnist_and_nothing_else() -> None:
+    config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
+    config["vit"]["data"]["dataset"] = "fashion_mnist"
+    validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
+    config["vit"]["data"]["dataset"] = "mnist"
+    with pytest.raises(Exception, match="mnist"):
+        validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
+
+
+def test_the_data_location_is_not_part_of_the_fingerprint(tmp_path: Path) -> None:
+    vit_config = {**DEFAULT_VIT}
+    a = vit.VitSettings.from_config({**vit_config, "data": {**DEFAULT_VIT["data"], "dataset": "fashion_mnist"}})
+    moved = {**DEFAULT_VIT["data"], "dataset": "fashion_mnist", "fashion_mnist_root": str(tmp_path)}
+    b = vit.VitSettings.from_config({**vit_config, "data": moved})
+    c = vit.VitSettings.from_config(vit_config)
+    assert a.fingerprint("x") == b.fingerprint("x") != c.fingerprint("x")
