@@ -1,8 +1,9 @@
 """The contract of every table the pipeline writes: columns, types, allowed ranges, NaN rules and row counts.
 
-One place declares each table (issue 19). :func:`check_table` validates a frame with pandera when a rule writes it
-(``maxmargin.io.write_csv``) and again whenever a rule reads it (``maxmargin.io.read_table``); the row count, where
-it follows from the config (``census.n_trials``, ``census.dims``, ``vit.train.epochs`` ...), is checked too.
+One place declares each table (issue 19; its columns: :mod:`maxmargin.table_columns`). :func:`check_table`
+validates a frame with pandera when a rule writes it (``maxmargin.io.write_csv``) and again whenever a rule reads it
+(``maxmargin.io.read_table``); the row count, where it follows from the config (``census.n_trials``,
+``census.dims``, ``vit.train.epochs`` ...), is checked too.
 """
 
 from __future__ import annotations
