@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from maxmargin.core.gd import cosine
+from maxmargin.core.vit_learning import Learned, learned, sparsity_effect
 from maxmargin.experiments.basin_claims import measure_fig1b_consistent, measure_lmm_cone
 from maxmargin.experiments.census_tables import wilson_interval
-from maxmargin.core.vit_learning import Learned, learned, sparsity_effect
 
 Tables = Mapping[str, pd.DataFrame]
 Config = Mapping[str, Any]  # the pipeline's config: claim notes quote the settings that were run
