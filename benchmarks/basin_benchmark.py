@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from maxmargin.experiments import basin, instances, synthetic
+from maxmargin import pipeline
+from maxmargin.experiments import basin, instances
 from maxmargin.figures.basin import draw_basin
 from maxmargin.io import save_figure
 
@@ -41,7 +42,8 @@ def main() -> None:
     args = parser.parse_args()
     b, fig1 = CONFIG["basin"], CONFIG["synthetic"]["fig1"]
     tols = {k: CONFIG["census"][k] for k in ("saturation_tol", "svm_tol")}
-    fig1b = synthetic.run_experiment("fig1b", fig1, {})  # an input of the figure, made by another target
+    # an input of the figure, made by another target
+    fig1b = pipeline.run_experiment("fig1b", fig1, CONFIG["synthetic"]["data"].get("fig1b", {}))
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     start = time.perf_counter()
     tables = timed("study (grid, cone, Figure 1(b) paths)", lambda: basin.basin_study(b, fig1, tols, args.workers))
