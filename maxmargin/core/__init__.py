@@ -48,12 +48,10 @@ from maxmargin.core.model import (
     selected_tokens,
     token_scores,
 )
+from maxmargin.core.multistart import SAME_POINT_COSINE, MultistartSolve, multistart_path
 from maxmargin.core.progress import PROGRESS_LOGGER, progress
 from maxmargin.core.regpath import (
-    SAME_POINT_COSINE,
-    MultistartSolve,
     RegularizationPath,
-    multistart_path,
     radius_grid,
     regularization_path_joint,
     regularization_path_p,

@@ -130,6 +130,14 @@ def _step_block(block: _BlockState, gradient: Gradient, radius: float, running: 
     block.move = np.where(running[:, None], move, block.move)
 
 
+def _kkt_of_blocks(
+    blocks: Sequence[_BlockState], grads: Sequence[Gradient], radii: Sequence[float]
+) -> tuple[Array, NDArray[np.bool_]]:
+    """KKT residual and active constraint of every block (:func:`ball_kkt_residual`): two (n_blocks, S) arrays."""
+    pairs = [ball_kkt_residual(block.x, g, radius) for block, g, radius in zip(blocks, grads, radii, strict=True)]
+    return np.array([r for r, _ in pairs], dtype=np.float64), np.array([a for _, a in pairs], dtype=bool)
+
+
 def solve_on_balls(
     gradients: Callable[[list[Array]], list[Gradient]],
     x0: Sequence[Array],
@@ -175,12 +183,9 @@ def solve_on_balls(
     blocks = [_BlockState(np.array(x, dtype=np.float64), np.full(n_starts, step), np.zeros(np.shape(x))) for x in x0]
     running = np.ones(n_starts, dtype=bool)
     iterations = np.full(n_starts, n_iter, dtype=np.int64)
-    residual = np.zeros((len(blocks), n_starts))
-    active = np.zeros((len(blocks), n_starts), dtype=bool)
     for it in range(n_iter + 1):
         grads = gradients([block.x for block in blocks])
-        for b, (block, gradient, radius) in enumerate(zip(blocks, grads, radii, strict=True)):
-            residual[b], active[b] = ball_kkt_residual(block.x, gradient, radius)
+        residual, active = _kkt_of_blocks(blocks, grads, radii)
         # Inside the ball the risk can be flat to e^{-R gap} (a plateau, not a minimum), so only the
         # on-sphere KKT test or a collapsed step ends a start.
         steps = np.array([block.step for block in blocks])

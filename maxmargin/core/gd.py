@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
 from maxmargin.core.loss import LossName, check_loss
-from maxmargin.core.model import Array, grad_p, grad_v, token_scores
+from maxmargin.core.model import Array, Gradient, grad_p, grad_v, token_scores
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,13 @@ def _as_batch(x: Array) -> tuple[Array, bool]:
 def _finish(path: list[Array], squeeze: bool) -> Array:
     out = np.stack(path, axis=-2)
     return out[0] if squeeze else out
+
+
+def _step_direction(g: Gradient, normalized: bool) -> tuple[Array, NDArray[np.bool_]]:
+    """The step of GD before eta: grad / ||grad|| (normalized) or grad, and where the gradient is zero."""
+    if normalized:
+        return g.direction()
+    return g.value, ~np.any(g.value != 0, axis=-1)
 
 
 def gradient_descent(
@@ -89,8 +96,8 @@ def gradient_descent(
     Returns
     -------
     Trajectory
-        ``p`` of shape (B, n_iter + 1, d) (or (B, 2, d) without the path) and ``skipped`` (B,), the steps with a zero
-        gradient.
+        ``p`` of shape (B, n_iter + 1, d) (or (B, 1, d), the last iterate, without the path) and ``skipped``
+        (B,), the steps with a zero gradient.
     """
     check_loss(loss)
     if eta <= 0 or n_iter < 0:
@@ -99,12 +106,7 @@ def gradient_descent(
     skipped = np.zeros(p.shape[:-1], dtype=np.int64)
     path = [p.copy()]
     for _ in tqdm(range(n_iter), disable=not progress, desc="GD", leave=False):
-        g = grad_p(K, gamma, p, loss)
-        if normalized:
-            step, zero = g.direction()
-        else:
-            step = g.value
-            zero = ~np.any(step != 0, axis=-1)
+        step, zero = _step_direction(grad_p(K, gamma, p, loss), normalized)
         skipped += zero
         p = p - eta * step
         if keep_path:

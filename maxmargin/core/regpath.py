@@ -22,41 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from maxmargin.core.ball import key_difference_basis, solve_on_balls, span_basis
-from maxmargin.core.gd import cosine
-from maxmargin.core.logspace import log_excess_risk, log_gradient, log_joint_risk
+from maxmargin.core.ball import key_difference_basis, span_basis
+from maxmargin.core.logspace import log_excess_risk, log_joint_risk
 from maxmargin.core.loss import LossName, check_loss
-from maxmargin.core.model import Array, Gradient, grad_p, grad_v, risk, selected_tokens, token_scores
-from maxmargin.core.progress import progress
-
-SAME_POINT_COSINE = 1 - 1e-8  # two end points whose cosine exceeds this (in every block) are the same KKT point
-
-
-@dataclass(frozen=True)
-class MultistartSolve:
-    """Every start's end point at every radius, for the blocks (p,) or (v, p), and which start was kept.
-
-    ``ends`` holds one (n_radii, n_starts, d) array per block; ``kkt_residual`` and ``active`` are
-    (n_blocks, n_radii, n_starts); ``log_excess`` (n_radii, n_starts) is log(L - inf L); ``best`` is the kept
-    start per radius; ``n_at_best`` how many starts ended at the kept point (cosine above
-    ``SAME_POINT_COSINE`` in every block); ``iterations`` the most solver iterations any start used.
-    """
-
-    ends: list[Array]
-    log_excess: Array
-    kkt_residual: Array
-    active: NDArray[np.bool_]
-    best: NDArray[np.int64]
-    n_at_best: NDArray[np.int64]
-    iterations: NDArray[np.int64]
-
-    def at_best(self, values: Array) -> Array:
-        """``values`` of shape (..., n_radii, n_starts) at the kept start of each radius: (..., n_radii)."""
-        return np.take_along_axis(np.asarray(values), self.best[:, None], axis=-1)[..., 0]
-
-    def best_point(self, block: int) -> Array:
-        """The kept end point of ``block`` at each radius, (n_radii, d)."""
-        return self.ends[block][np.arange(len(self.best)), self.best]
+from maxmargin.core.model import Array, grad_p, grad_v, risk, selected_tokens, token_scores
+from maxmargin.core.multistart import MultistartSolve, multistart_path
 
 
 def _unit_rows(directions: Array | None, basis: Array) -> Array:
@@ -67,18 +37,6 @@ def _unit_rows(directions: Array | None, basis: Array) -> Array:
     norm = np.linalg.norm(coordinates, axis=-1)
     keep = norm > 1e-12
     return coordinates[keep] / norm[keep, None]
-
-
-def _random_units(rng: np.random.Generator, n: int, k: int) -> Array:
-    z = rng.standard_normal((n, k))
-    return z / np.linalg.norm(z, axis=-1, keepdims=True)
-
-
-def _pick_best(log_excess: Array, kkt: Array) -> int:
-    """Lowest risk; among risks equal to 1e-12 (relative, in log space), the smallest KKT residual."""
-    best = np.nanmin(log_excess)
-    tied = np.flatnonzero(log_excess <= best + 1e-12 * max(1.0, abs(best)))
-    return int(tied[np.argmin(kkt[tied])])
 
 
 def radius_grid(min: float, max: float, num: int) -> Array:  # noqa: A002 (the config's key names)
@@ -104,94 +62,6 @@ def _check_radii(radii: Array) -> Array:
     if radii.ndim != 1 or radii.size == 0 or np.any(radii <= 0) or np.any(np.diff(radii) <= 0):
         raise ValueError("radii must be a non-empty increasing sequence of positive numbers")
     return radii
-
-
-def multistart_path(
-    bases: Sequence[Array],
-    candidates: Sequence[Array],
-    gradients: Callable[[list[Array]], list[Gradient]],
-    log_objective: Callable[[list[Array]], Array],
-    radii: Array,
-    *,
-    n_random: int,
-    seed: int,
-    n_iter: int,
-    tol: float,
-) -> MultistartSolve:
-    """Solve min L over ||x_b|| <= R for every block b and every R of ``radii``, from several starts each.
-
-    The search runs in the coordinates of each block's orthonormal basis (the subspace the risk depends on).
-    Starts at each R: the previous radius's solution rescaled (a random direction at the first R), every row of
-    ``candidates[b]`` (unit coordinates), ``n_random`` random directions; the lowest ``log_objective`` wins.
-    ``gradients`` gives grad L at points in the original coordinates; the solver gets the gradient of
-    ``log_objective`` = log(L - inf L) (:func:`maxmargin.core.logspace.log_gradient`), so residuals are scale-free.
-
-    Parameters
-    ----------
-    bases : sequence of ndarray, shapes (d_b, k_b)
-        Orthonormal basis of each block's subspace.
-    candidates : sequence of ndarray, shapes (c, k_b)
-        Candidate unit directions per block (coordinates).
-    gradients : callable
-        Points (one (S, d_b) array per block) -> their gradients.
-    log_objective : callable
-        Points -> log(L - inf L), shape (S,).
-    radii : ndarray, shape (n_radii,)
-        Increasing radii.
-    n_random : int
-        Random starts per radius.
-    seed : int
-        Seed of the random starts.
-    n_iter : int
-        Cap on solver iterations.
-    tol : float
-        KKT residual at which a start stops.
-
-    Returns
-    -------
-    MultistartSolve
-        Every start's end point per radius (one (n_radii, S, d_b) array per block) and the kept one.
-    """
-    rng = np.random.default_rng(seed)
-    warm = [_random_units(rng, 1, basis.shape[1]) for basis in bases]
-
-    def coordinate_gradients(coordinates: list[Array]) -> list[Gradient]:
-        points = [z @ basis.T for z, basis in zip(coordinates, bases, strict=True)]
-        log_value = log_objective(points)
-        return [log_gradient(g, log_value, basis) for g, basis in zip(gradients(points), bases, strict=True)]
-
-    records = []
-    for j, radius in enumerate(radii):
-        starts = [
-            radius * np.vstack([w, c, _random_units(rng, n_random, basis.shape[1])])
-            for w, c, basis in zip(warm, candidates, bases, strict=True)
-        ]
-        solve = solve_on_balls(coordinate_gradients, starts, [radius] * len(bases), n_iter=n_iter, tol=tol)
-        ends = [z @ basis.T for z, basis in zip(solve.x, bases, strict=True)]
-        log_excess = log_objective(ends)
-        best = _pick_best(log_excess, solve.kkt_residual.max(axis=0))
-        same = np.all([cosine(z, z[best]) > SAME_POINT_COSINE for z in solve.x], axis=0)
-        warm = [z[best][None] / np.linalg.norm(z[best]) for z in solve.x]
-        records.append((ends, log_excess, solve, best, int(same.sum())))
-        progress(
-            "radius %d/%d: R %.4g, log(L - inf L) %.3f, KKT residual %.1e, %d/%d starts at the optimum",
-            j + 1,
-            len(radii),
-            radius,
-            log_excess[best],
-            solve.kkt_residual.max(axis=0)[best],
-            int(same.sum()),
-            same.size,
-        )
-    return MultistartSolve(
-        ends=[np.array([r[0][b] for r in records]) for b in range(len(bases))],
-        log_excess=np.array([r[1] for r in records]),
-        kkt_residual=np.stack([r[2].kkt_residual for r in records], axis=1),
-        active=np.stack([r[2].active for r in records], axis=1),
-        best=np.array([r[3] for r in records]),
-        n_at_best=np.array([r[4] for r in records]),
-        iterations=np.array([int(r[2].iterations.max()) for r in records]),
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,24 +240,12 @@ def regularization_path_joint(
     check_loss(loss)
     radii = _check_radii(radii)
     X, Y, K = (np.asarray(a, dtype=np.float64) for a in (X, Y, K))
-    basis_v, basis_p = span_basis(X), key_difference_basis(K)
-    candidate_v = _unit_rows(np.array([c[0] for c in candidates]) if candidates else None, basis_v)
-    candidate_p = _unit_rows(np.array([c[1] for c in candidates]) if candidates else None, basis_p)
-    if candidate_v.shape[0] != candidate_p.shape[0]:
-        raise ValueError("every candidate (v, p) needs a non-zero v and p inside the spans the risk depends on")
-
-    def gradients(points: list[Array]) -> list[Gradient]:
-        v, p = points
-        return [grad_v(X, K, Y, v, p, loss), grad_p(K, token_scores(X, Y, v), p, loss)]
-
-    def log_objective(points: list[Array]) -> Array:
-        return log_joint_risk(X, Y, K, points[0], points[1], loss)
-
+    bases = [span_basis(X), key_difference_basis(K)]
     solved = multistart_path(
-        [basis_v, basis_p],
-        [candidate_v, candidate_p],
-        gradients,
-        log_objective,
+        bases,
+        _joint_candidates(candidates, bases),
+        lambda vp: [grad_v(X, K, Y, vp[0], vp[1], loss), grad_p(K, token_scores(X, Y, vp[0]), vp[1], loss)],
+        lambda points: log_joint_risk(X, Y, K, points[0], points[1], loss),
         radii,
         n_random=n_random,
         seed=seed,
@@ -395,3 +253,14 @@ def regularization_path_joint(
         tol=tol,
     )
     return _path_of(radii, K, solved, None)
+
+
+def _joint_candidates(candidates: Sequence[tuple[Array, Array]], bases: Sequence[Array]) -> list[Array]:
+    """The candidate (v, p) directions as unit coordinates in the bases of v and p, pair by pair."""
+    units = [
+        _unit_rows(np.array([c[block] for c in candidates]) if candidates else None, basis)
+        for block, basis in enumerate(bases)
+    ]
+    if units[0].shape[0] != units[1].shape[0]:
+        raise ValueError("every candidate (v, p) needs a non-zero v and p inside the spans the risk depends on")
+    return units
