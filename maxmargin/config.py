@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -58,10 +57,9 @@ def check_config(config: Mapping[str, Any]) -> None:
 
 # --- beyond the numbers: YAML duplicates, integer lists, values that must lie inside the data -------------------
 
-# The scikit-learn digits fallback of the ViT (maxmargin.experiments.vit.data.load_digits32) holds out 20% of the
-# 1797 digits: 360 test images (tests/test_integrity.py checks this against the loader).
-DIGITS_TEST_IMAGES = 360
-CIFAR10_TEST_IMAGES = 10000
+# The test images of each data set the ViT may get: the digits stand-in (maxmargin.experiments.vit.data.load_digits32)
+# holds out 20% of the 1797 digits (tests/test_integrity.py checks this against the loader).
+TEST_IMAGES = {"cifar10": 10000, "fashion_mnist": 10000, "digits": 360}
 
 
 class StrictLoader(yaml.SafeLoader):
@@ -114,39 +112,38 @@ def _typed_integers(value: Any, node: Mapping[str, Any], root: Mapping[str, Any]
             yield from _typed_integers(v, node["items"], root, f"{key}[{i}]")
 
 
-def _cifar10_present(root: str) -> bool:
-    return Path(root, "cifar-10-batches-py").is_dir() or Path(root, "cifar-10-python.tar.gz").exists()
-
-
-def _test_images(data: Mapping[str, Any]) -> tuple[int, str]:
-    """How many test images a ViT run can have, and why (``vit.data.n_test``, the data set found)."""
+def _test_images(data: Mapping[str, Any], block: str) -> tuple[int, str]:
+    """How many test images a ViT run can have, and why: ``n_test``, and the smallest test set among the data set
+    and its stand-ins (any of them may be the one the run gets)."""
     n_test = int(data["n_test"])
-    if data.get("fallback") and not _cifar10_present(str(data["root"])):
-        limit, why = DIGITS_TEST_IMAGES, f"the digits fallback ({data['root']} holds no CIFAR-10) has"
-    else:
-        limit, why = CIFAR10_TEST_IMAGES, "CIFAR-10 has"
+    names = list(dict.fromkeys([data["dataset"], *data["fallback"]]))
+    smallest = min(names, key=TEST_IMAGES.__getitem__)
+    limit = TEST_IMAGES[smallest]
+    why = f"{smallest} (of {block}.data.dataset and fallback {names}) has {limit}"
     if 0 < n_test < limit:
-        return n_test, f"vit.data.n_test keeps {n_test} (and {why} {limit})"
-    return limit, f"{why} {limit}"
+        return n_test, f"{block}.data.n_test keeps {n_test}, and {why}"
+    return limit, why
 
 
 def check_data_indices(config: Mapping[str, Any]) -> None:
-    """``vit.probe.image_index`` must pick one of the test images the run will have (of every recipe, too)."""
+    """``vit.probe.image_index`` must pick one of the test images the run will have (and so must the recipe
+    study's, ``vit_recipes.probe.image_index``, which defaults to it): the error names the key to change."""
     vit = config.get("vit")
     if not vit:
         return
-    blocks = [("vit", vit["data"], vit["probe"])]
+    blocks = [("vit", vit["data"], vit["probe"], "vit.probe.image_index")]
     study = config.get("vit_recipes") or {}
     if study.get("proxy"):
-        blocks.append(
-            ("vit_recipes", {**vit["data"], **study.get("data", {})}, {**vit["probe"], **study.get("probe", {})})
-        )
-    for name, data, probe in blocks:
-        n, why = _test_images(data)
+        own = "image_index" in study.get("probe", {})
+        key = "vit_recipes.probe.image_index" + ("" if own else " (unset: it takes vit.probe.image_index)")
+        data, probe = {**vit["data"], **study.get("data", {})}, {**vit["probe"], **study.get("probe", {})}
+        blocks.append(("vit_recipes", data, probe, key))
+    for name, data, probe, key in blocks:
+        n, why = _test_images(data, name if name == "vit" or "n_test" in study.get("data", {}) else "vit")
         if not 0 <= int(probe["image_index"]) < n:
             raise ValueError(
-                f"config key 'vit.probe.image_index' is {probe['image_index']}, outside the {n} test images of "
-                f"the {name} run ({why}); pick an index below {n}"
+                f"config key '{key}' is {probe['image_index']}, outside the {n} test images of the {name} run "
+                f"({why}); pick an index below {n}"
             )
 
 

@@ -141,11 +141,24 @@ VIT_METRICS = {
     "soft_sparsity": _float(UNIT),
     "soft_sparsity_image": _float(UNIT),
     "w_frobenius": _float(NONNEG),
+    "w_cosine_previous": _float(Check.in_range(-1.0 - 1e-9, 1.0 + 1e-9), nullable=True),  # empty at epoch 0
+    "w_cosine_final": _float(Check.in_range(-1.0 - 1e-9, 1.0 + 1e-9)),
     "cls_self_attention": _float(UNIT),
     "lr": _float(NONNEG),
     "dataset": DATASET,
-    "train_seconds": _float(NONNEG),
-    "epoch_seconds": _float(NONNEG),
+}
+
+
+VIT_BASELINE = {
+    "dataset": _str(),
+    "n_train": _int(POSITIVE),
+    "n_test": _int(POSITIVE),
+    "n_features": _int(POSITIVE),
+    "chance": _float(UNIT),
+    "train_acc": _float(UNIT),
+    "test_acc": _float(UNIT),
+    "n_iter": _int(NONNEG),
+    "converged": _bool(),
 }
 
 

@@ -30,6 +30,7 @@ from maxmargin.table_columns import (
     TOKENS,
     TRAJECTORY,
     UNIT,
+    VIT_BASELINE,
     VIT_METRICS,
     _basin_starts,
     _budget_cells,
@@ -189,6 +190,7 @@ CONTRACTS = [
     TableContract(
         "vit_metrics", "tables/vit_metrics.csv", "vit_metrics_table", VIT_METRICS, lambda c, w: _vit_epochs(c)
     ),
+    TableContract("vit_baseline", "tables/vit_baseline.csv", "vit_baseline", VIT_BASELINE, lambda c, w: 1),
     TableContract("vit_pilot", "tables/vit_pilot.csv", "vit_pilot", {"dataset": DATASET}, lambda c, w: 1),
     TableContract("vit_recipe", "runs/vit_recipes/{recipe}.csv", "vit_recipe_train", {"dataset": DATASET}),
     TableContract("vit_recipes", "tables/vit_recipes.csv", "vit_recipes_table", {"dataset": DATASET}),

@@ -1,4 +1,4 @@
-"""Snakemake script: draw Figure 6 (rule vit_fig6) from the ViT run's maps, metrics and sidecar."""
+"""Snakemake script: draw Figure 6 (rule vit_fig6) from the ViT run's maps, metrics, sidecar and linear baseline."""
 
 import json
 from pathlib import Path
@@ -13,12 +13,15 @@ with rule_logging(snakemake) as log:
     verify_file(snakemake.input.maps, sidecar.get("maps_sha256"), "vit_train")
     with np.load(snakemake.input.maps) as maps:
         arrays = {key: maps[key] for key in maps.files}
+    p = snakemake.params
     fig = drawing_function("fig6")(
         arrays,
         read_table(snakemake.input.metrics),
+        read_table(snakemake.input.baseline),
         sidecar,
-        list(snakemake.params.epochs),
-        snakemake.params.learned_margin,
+        list(p.epochs),
+        p.fraction,
+        p.settings_footer,
     )
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": "maxmargin fig6"})
     log.info("drew fig6 (dataset %s)", sidecar["dataset"])

@@ -1,23 +1,24 @@
 """Snakemake script: the pilot of the configured ViT run (rule vit_pilot): time, memory, projected hours."""
 
 import dataclasses
+import json
 from pathlib import Path
 
-import torch
-
 from maxmargin.experiments.vit import VitSettings, load_image_data, resolve_device, train_vit
+from maxmargin.experiments.vit.checkpoint import w_history_path
 from maxmargin.experiments.vit_study import pilot_row, reset_peak_memory
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
-    full = VitSettings.from_config(dict(snakemake.params.settings))
+    full = VitSettings.from_config(snakemake.params.settings)
     pilot = dataclasses.replace(full, train=dataclasses.replace(full.train, epochs=snakemake.params.pilot_epochs))
-    data = load_image_data(pilot.data, pilot.train.seed)
+    manifest = json.loads(Path(snakemake.input.manifest).read_text())
+    data = load_image_data(pilot.data, pilot.train.seed, manifest)
     reset_peak_memory(resolve_device(pilot.train.device))
     checkpoint = Path(snakemake.params.checkpoint)
     result = train_vit(pilot, data, checkpoint)
-    checkpoint.unlink(missing_ok=True)  # the pilot's own: never resumed by the real run
+    for path in (checkpoint, w_history_path(checkpoint)):  # the pilot's own: never resumed by the real run
+        path.unlink(missing_ok=True)
     row = pilot_row(pilot, result, full.train.epochs)
     write_csv(row, snakemake.output[0])
     r = row.iloc[0].to_dict()

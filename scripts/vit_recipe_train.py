@@ -1,20 +1,27 @@
 """Snakemake script: train one recipe of the ViT recipe study (rule vit_recipe_train)."""
 
-import torch
+import json
+from pathlib import Path
 
 from maxmargin.experiments.vit import VitSettings, load_image_data, train_vit
 from maxmargin.experiments.vit_study import recipe_table
 from maxmargin.io import rule_logging, write_csv
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
-    settings = VitSettings.from_config(dict(snakemake.params.settings))
-    log.info("recipe %s: %s", snakemake.wildcards.recipe, settings.train)
-    data = load_image_data(settings.data, settings.train.seed)
-    result = train_vit(settings, data, snakemake.params.checkpoint)
+    settings = VitSettings.from_config(snakemake.params.settings)
+    log.info("recipe %s: %s, %s", snakemake.wildcards.recipe, settings.model, settings.train)
+    manifest = json.loads(Path(snakemake.input.manifest).read_text())
+    data = load_image_data(settings.data, settings.train.seed, manifest)
+    retrain = bool(snakemake.resources.retrain)  # --forcerun vit_recipe_train or --forceall
+    result = train_vit(settings, data, snakemake.params.checkpoint, restore=not retrain)
     table = recipe_table(snakemake.wildcards.recipe, settings, result)
     write_csv(table, snakemake.output[0])
     last = table.iloc[-1]
     log.info(
-        "final test acc %.3f, soft-sparsity %.3f, ||W||_F %.2f", last.test_acc, last.soft_sparsity, last.w_frobenius
+        "final test acc %.3f, soft-sparsity %.3f, ||W||_F %.2f after %d steps (%s)",
+        last.test_acc,
+        last.soft_sparsity,
+        last.w_frobenius,
+        last.step,
+        result.info["seconds_this_call_text"],
     )

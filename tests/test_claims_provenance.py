@@ -169,16 +169,20 @@ def vit_metrics(final_acc: float) -> pd.DataFrame:
             "test_acc": [0.1, 0.2, final_acc],
             "soft_sparsity": [0.9, 0.7, 0.5],
             "w_frobenius": [1.0, 2.0, 3.0],
+            "w_cosine_previous": [float("nan"), 0.9, 0.99],
+            "w_cosine_final": [0.2, 0.9, 1.0],
             "dataset": "cifar10",
         }
     )
 
 
 def test_vit_claims_need_a_model_that_learned():
-    learned = evaluate_claims({"vit_metrics": vit_metrics(0.55)}, DEFAULT_CONFIG).set_index("claim_id")
+    linear = pd.DataFrame({"test_acc": [0.8], "n_train": [2000], "n_iter": [200]})
+    tables = {"vit_metrics": vit_metrics(0.55), "vit_baseline": linear}
+    learned = evaluate_claims(tables, DEFAULT_CONFIG).set_index("claim_id")
     assert learned.loc["vit_learns", "verdict"] == "holds" and learned.loc["vit_sparsity", "verdict"] == "holds"
-    assert "0.550" in learned.loc["vit_learns", "measured"] and "0.30" in learned.loc["vit_learns", "note"]
-    chance = evaluate_claims({"vit_metrics": vit_metrics(0.12)}, DEFAULT_CONFIG).set_index("claim_id")
+    assert "0.550" in learned.loc["vit_learns", "measured"] and "= 0.450" in learned.loc["vit_learns", "note"]
+    chance = evaluate_claims({**tables, "vit_metrics": vit_metrics(0.12)}, DEFAULT_CONFIG).set_index("claim_id")
     assert chance.loc["vit_learns", "verdict"] == "differs"
     assert chance.loc["vit_sparsity", "verdict"] == "differs"  # the same sparsity trend, but nothing learned
     assert "did not learn" in chance.loc["vit_sparsity", "note"]

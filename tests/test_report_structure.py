@@ -43,9 +43,14 @@ def _vit_line(text: str) -> str:
 @pytest.mark.parametrize(
     "dataset, fallback, shown, absent",
     [
-        ("cifar10", True, "trained on CIFAR-10 (or, where the CIFAR-10 archive was missing, on scikit", ""),
-        ("cifar10", False, "trained on CIFAR-10.", "digits"),
-        ("fashion_mnist", True, "trained on Fashion-MNIST.", "CIFAR"),
+        (
+            "cifar10",
+            ["fashion_mnist", "digits"],
+            "trained on CIFAR-10 (or, where it is missing, on Fashion-MNIST, else scikit-learn's digits as a stand-in",
+            "",
+        ),
+        ("cifar10", [], "trained on CIFAR-10.", "digits"),
+        ("fashion_mnist", ["digits"], "trained on Fashion-MNIST (or, where it is missing, on scikit", "CIFAR"),
     ],
 )
 def test_landing_page_names_the_data_set_of_the_config(dataset, fallback, shown, absent) -> None:

@@ -1,5 +1,6 @@
-"""ViT claims and figures that can fail for the right reasons (issue 17): a minimum effect for ``vit_sparsity``, a
-model that learned, and Figures 6-7 that say so on their face. Synthetic metrics tables, no training."""
+"""ViT claims and figures that can fail for the right reasons (issues 17, 28): a minimum effect for ``vit_sparsity``,
+a model that learned against a linear baseline, a direction of W that settles, and Figures 6-7 that say so on their
+face. Synthetic metrics tables, no training."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ matplotlib.use("Agg")
 GUARD = DEFAULT_CONFIG["vit"]["guard"]
 
 
-def metrics(test_acc: float, sparsity: tuple[float, float], w: tuple[float, float], epochs: int = 4) -> pd.DataFrame:
+def metrics(
+    test_acc: float, sparsity: tuple[float, float], w: tuple[float, float], epochs: int = 4, last_cos: float = 0.99
+) -> pd.DataFrame:
     """A run's metrics table, every column moving linearly from its first to its last value."""
     t = np.linspace(0.0, 1.0, epochs + 1)
     s = sparsity[0] + t * (sparsity[1] - sparsity[0])
@@ -29,13 +32,21 @@ def metrics(test_acc: float, sparsity: tuple[float, float], w: tuple[float, floa
             "soft_sparsity": s,
             "soft_sparsity_image": s,
             "w_frobenius": w[0] + t * (w[1] - w[0]),
+            "w_cosine_previous": np.r_[np.nan, np.linspace(0.5, last_cos, epochs)],
+            "w_cosine_final": np.linspace(0.1, 1.0, epochs + 1),
             "dataset": "fashion_mnist",
         }
     )
 
 
-def verdicts(table: pd.DataFrame, config: dict = DEFAULT_CONFIG) -> pd.DataFrame:
-    return evaluate_claims({"vit_metrics": table}, config).set_index("claim_id")
+def baseline(test_acc: float = 0.8) -> pd.DataFrame:
+    """The linear baseline's table: logistic regression scoring ``test_acc``."""
+    row = {"dataset": "fashion_mnist", "n_train": 2000, "n_test": 1000, "n_features": 1024, "chance": 0.1}
+    return pd.DataFrame([{**row, "train_acc": 1.0, "test_acc": test_acc, "n_iter": 200, "converged": False}])
+
+
+def verdicts(table: pd.DataFrame, config: dict = DEFAULT_CONFIG, linear: float = 0.8) -> pd.DataFrame:
+    return evaluate_claims({"vit_metrics": table, "vit_baseline": baseline(linear)}, config).set_index("claim_id")
 
 
 def test_an_sgd_run_whose_w_barely_moved_does_not_hold() -> None:
@@ -45,6 +56,26 @@ def test_an_sgd_run_whose_w_barely_moved_does_not_hold() -> None:
     assert claims.loc["vit_sparsity", "verdict"] == "differs"
     note = claims.loc["vit_sparsity", "note"]
     assert "smaller than the configured minimum" in note and "x1 (needs >= 1.5)" in note and "x0.98" in note
+
+
+@pytest.mark.parametrize("acc, linear, verdict", [(0.451, 0.8, "holds"), (0.449, 0.8, "differs"), (0.3, 0.4, "holds")])
+def test_the_learning_bar_is_half_the_linear_baselines_gain(acc: float, linear: float, verdict: str) -> None:
+    # Issue 28: chance + 0.2 was passed by almost any run; the bar is chance + 0.5 x (baseline - chance)
+    assert GUARD["baseline_fraction"] == 0.5
+    claims = verdicts(metrics(acc, (1.0, 0.3), (1.0, 3.0)), linear=linear)
+    assert claims.loc["vit_learns", "verdict"] == verdict
+    assert f"linear baseline {linear:.3f}" in claims.loc["vit_learns", "measured"]
+    assert "logistic regression on the pixels of the same 2000 training images" in claims.loc["vit_learns", "note"]
+
+
+@pytest.mark.parametrize("last_cos, verdict", [(0.95, "holds"), (0.5, "differs")])
+def test_the_direction_of_w_settles_or_not(last_cos: float, verdict: str) -> None:
+    claims = verdicts(metrics(0.7, (1.0, 0.3), (1.0, 3.0), last_cos=last_cos))
+    assert claims.loc["vit_w_direction", "verdict"] == verdict
+    assert (
+        f"at the last epoch {last_cos:.4f} (needs >= {GUARD['min_direction_cosine']:g})"
+        in claims.loc["vit_w_direction", "measured"]
+    )
 
 
 def test_a_run_at_chance_whose_w_exploded_does_not_hold() -> None:
@@ -60,7 +91,7 @@ def test_a_learning_run_with_the_effect_holds() -> None:
     claims = verdicts(metrics(0.6, (1.0, 0.26), (8.5, 15.66)))
     assert claims.loc["vit_sparsity", "verdict"] == claims.loc["vit_learns", "verdict"] == "holds"
     note = claims.loc["vit_sparsity", "note"]
-    assert "x1.84" in note and "stand-in for CIFAR-10" in note
+    assert "x1.84" in note and "stand-in for the paper's CIFAR-10" in note
 
 
 @pytest.mark.parametrize(
@@ -76,7 +107,8 @@ def test_a_large_effect_in_the_wrong_order_does_not_hold() -> None:
     table = metrics(0.6, (1.0, 0.5), (1.0, 3.0), epochs=6)
     table["w_frobenius"] = [1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 3.0]  # shrinks while sparsity falls, jumps at the end
     claims = verdicts(table)  # 3x growth, sparsity halved, learned; but Spearman(sparsity, ||W||_F) = +0.25
-    assert claims.loc["vit_sparsity", "verdict"] == "differs" and "Spearman >= 0" in claims.loc["vit_sparsity", "note"]
+    note = claims.loc["vit_sparsity", "note"]
+    assert claims.loc["vit_sparsity", "verdict"] == "differs" and "Spearman 0.25 (needs <= -0.8)" in note
     assert "Spearman(sparsity, ||W||_F) 0.25" in claims.loc["vit_sparsity", "measured"]
 
 
@@ -106,9 +138,9 @@ def figure_texts(fig: matplotlib.figure.Figure) -> str:
 
 @pytest.mark.parametrize("final_acc,warned", [(0.075, True), (0.612, False)])
 def test_figure7_prints_the_accuracy_and_warns_when_nothing_was_learned(final_acc: float, warned: bool) -> None:
-    fig = draw_figure7(metrics(final_acc, (1.0, 0.3), (0.2, 513.0)), sidecar(), GUARD["learned_margin"])
+    fig = draw_figure7(metrics(final_acc, (1.0, 0.3), (0.2, 513.0)), baseline(), sidecar(), 0.5, True)
     text = figure_texts(fig)
-    assert f"final test accuracy {final_acc:.3f}" in text
+    assert f"final test accuracy {final_acc:.3f}" in text and "linear baseline 0.800" in text
     assert ("did not learn" in text) == warned and ("WARNING" in text) == warned
     fig.canvas.draw()
     ax = fig.axes[0]
@@ -117,6 +149,8 @@ def test_figure7_prints_the_accuracy_and_warns_when_nothing_was_learned(final_ac
     assert legend_box.y0 >= axes_box.y1  # the legend is above the axes, off the curves
     title_box = fig._suptitle.get_window_extent(renderer)
     assert title_box.y0 >= legend_box.y1 and title_box.x0 >= 0 and title_box.x1 <= fig.bbox.width  # all readable
+    panel_title = ax.title.get_window_extent(renderer)
+    assert panel_title.y0 >= legend_box.y1 - 1  # the panel's title above its legend, not over it
     matplotlib.pyplot.close(fig)
 
 
@@ -133,7 +167,7 @@ def test_figure6_maps_share_one_colour_scale_and_one_colorbar() -> None:
         "label": np.int64(3),
         "grid": np.array([8, 8]),
     }
-    fig = draw_figure6(arrays, metrics(0.075, (1.0, 0.3), (0.2, 513.0)), sidecar(), epochs, GUARD["learned_margin"])
+    fig = draw_figure6(arrays, metrics(0.075, (1.0, 0.3), (0.2, 513.0)), baseline(), sidecar(), epochs, 0.5, True)
     images = [im for ax in fig.axes for im in ax.get_images()][1:]  # the input image first
     assert len(images) == len(epochs)
     assert {im.get_clim() for im in images} == {(0.0, float(maps[[0, 2, 4]].max()))}
@@ -141,4 +175,16 @@ def test_figure6_maps_share_one_colour_scale_and_one_colorbar() -> None:
     assert len(colorbars) == 1
     text = figure_texts(fig)
     assert "final test accuracy 0.075" in text and "did not learn" in text
+    matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("footer", [True, False])
+def test_the_settings_footer_is_an_option_the_stand_in_warning_is_not(footer: bool) -> None:
+    note = "CIFAR-10 unavailable: stand-in Fashion-MNIST used instead"
+    fig = draw_figure7(
+        metrics(0.7, (1.0, 0.3), (0.2, 5.0)), baseline(), {**sidecar(), "dataset_note": note}, 0.5, footer
+    )
+    text = figure_texts(fig)
+    assert f"WARNING: {note}" in text
+    assert ("ViT 64-d, depth 4" in text) == footer
     matplotlib.pyplot.close(fig)

@@ -58,6 +58,7 @@ def settings(tmp_path: Path, **overrides: object) -> DataSettings:
         "dataset": "fashion_mnist",
         "fashion_mnist_files": str(tmp_path / "debian"),
         "fashion_mnist_root": str(tmp_path / "root"),
+        "download": False,
         "n_train": 0,
         "n_test": 0,
     }
@@ -100,14 +101,35 @@ def test_raw_files_in_torchvisions_layout_need_no_gz(tmp_path: Path, monkeypatch
 
 def test_missing_files_are_named_and_the_paper_config_stops(tmp_path: Path) -> None:
     with pytest.raises(DataUnavailableError, match="dataset-fashion-mnist") as err:
-        vit.load_image_data(settings(tmp_path, fallback=False), 0)
+        vit.load_image_data(settings(tmp_path, fallback=[]), 0)
     assert "train-images-idx3-ubyte.gz" in str(err.value) and str((tmp_path / "debian").resolve()) in str(err.value)
 
 
 def test_quick_scale_falls_back_to_digits_with_the_reason(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    data = vit.load_image_data(settings(tmp_path, fallback=True), 0)
-    assert data.name == vit.DIGITS_NAME and data.note.startswith("Fashion-MNIST unavailable: quick-scale fallback")
+    data = vit.load_image_data(settings(tmp_path, fallback=["digits"]), 0)
+    assert (
+        data.name == vit.DIGITS_NAME
+        and data.note == "Fashion-MNIST unavailable: stand-in scikit-learn's digits used instead"
+    )
     assert "dataset-fashion-mnist" in capfd.readouterr().err
+
+
+def test_an_offline_download_falls_back_naming_both_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """vit.data.download lets torchvision try the network where the files are missing; offline, the run falls back
+    to the next stand-in, and the message names the missing files and the failed download."""
+    import urllib.error
+
+    def offline(*_args: object, **_kwargs: object) -> None:
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(FashionMNIST, "download", offline)
+    manifest = vit.resolve_data(settings(tmp_path, download=True, fallback=["digits"]))
+    assert manifest["dataset"] == "digits" and not manifest["downloaded"]
+    (tried,) = manifest["tried"]
+    assert tried["dataset"] == "fashion_mnist" and "dataset-fashion-mnist" in tried["message"]
+    assert "download failed too (URLError" in tried["message"]
 
 
 def test_a_damaged_file_is_reported_as_corrupt_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +139,7 @@ def test_a_damaged_file_is_reported_as_corrupt_and_removed(tmp_path: Path, monke
     raw[-1] = (raw[-1] + 1) % 10  # a valid gzip of the wrong content: only the md5 can tell
     labels.write_bytes(gzip.compress(bytes(raw)))
     with pytest.raises(DataUnavailableError, match="corrupt") as err:
-        vit.load_image_data(settings(tmp_path, fallback=False), 0)
+        vit.load_image_data(settings(tmp_path, fallback=[]), 0)
     assert "t10k-labels-idx1-ubyte" in str(err.value) and hashlib.md5(raw).hexdigest() in str(err.value)
     assert not (tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte").exists()
 
@@ -144,4 +166,5 @@ def test_the_data_location_is_not_part_of_the_fingerprint(tmp_path: Path) -> Non
     moved = {**DEFAULT_VIT["data"], "dataset": "fashion_mnist", "fashion_mnist_root": str(tmp_path)}
     b = vit.VitSettings.from_config({**vit_config, "data": moved})
     c = vit.VitSettings.from_config(vit_config)
-    assert a.fingerprint("x") == b.fingerprint("x") != c.fingerprint("x")
+    # which data set a run got is the data identity (name, files' digest, sizes), not the configured preference
+    assert a.fingerprint("x") == b.fingerprint("x") == c.fingerprint("x") != a.fingerprint("y")

@@ -14,13 +14,14 @@ from maxmargin.experiments.vit.settings import recipe_config
 
 def test_recipe_merges_the_proxy_and_the_recipe_over_the_vit_block():
     vit, study = DEFAULT_CONFIG["vit"], DEFAULT_CONFIG["vit_recipes"]
-    name = study["recipes"][-1]["name"]
+    (recipe,) = [r for r in study["recipes"] if r["name"] == "adamw-cosine"]
+    name = recipe["name"]
     s = vit_study.recipe_settings(vit, study, name)
     assert s.model.embed_dim == study["model"]["embed_dim"] and s.model.mlp_ratio == vit["model"]["mlp_ratio"]
     assert s.train.epochs == study["train"]["epochs"] and s.train.seed == vit["train"]["seed"]
     assert (s.train.optimizer, s.train.schedule) == (
-        study["recipes"][-1]["optimizer"],
-        study["recipes"][-1]["schedule"],
+        recipe["optimizer"],
+        recipe["schedule"],
     )
     assert s.data.n_train == study["data"]["n_train"] and s.data.root == vit["data"]["root"]
     full = vit_study.recipe_settings(vit, {**study, "proxy": False}, name)
@@ -31,13 +32,18 @@ def test_recipe_merges_the_proxy_and_the_recipe_over_the_vit_block():
 
 def test_pilot_projects_every_part_of_an_epoch():
     metrics = [
-        {"epoch": 0, "train_loss": 2.4, "test_acc": 0.1, "epoch_seconds": 5.0, "train_seconds": 0.0},
-        {"epoch": 1, "train_loss": 2.0, "test_acc": 0.3, "epoch_seconds": 40.0, "train_seconds": 35.0},  # compile
-        {"epoch": 2, "train_loss": 1.8, "test_acc": 0.4, "epoch_seconds": 12.0, "train_seconds": 10.0},
+        {"epoch": 0, "train_loss": 2.4, "test_acc": 0.1},
+        {"epoch": 1, "train_loss": 2.0, "test_acc": 0.3},
+        {"epoch": 2, "train_loss": 1.8, "test_acc": 0.4},
+    ]
+    times = [
+        {"epoch": 0, "epoch_seconds": 5.0, "train_seconds": 0.0},
+        {"epoch": 1, "epoch_seconds": 40.0, "train_seconds": 35.0},  # compilation
+        {"epoch": 2, "epoch_seconds": 12.0, "train_seconds": 10.0},
     ]
     info = {"n_train": 50000, "device_name": "cpu", "peak_memory_mb": 123.0, "dataset": "fashion_mnist"}
-    result = TrainResult(metrics, np.zeros((3, 4)), np.zeros(3), np.zeros((32, 32, 3)), 0, (2, 2), info)
-    settings = vit_study.recipe_settings(DEFAULT_CONFIG["vit"], DEFAULT_CONFIG["vit_recipes"], "adam-fixed")
+    result = TrainResult(metrics, times, np.zeros((3, 4)), np.zeros(3), np.zeros((32, 32, 3)), 0, (2, 2), info)
+    settings = vit_study.recipe_settings(DEFAULT_CONFIG["vit"], DEFAULT_CONFIG["vit_recipes"], "adam-3e-3-fixed")
     row = vit_study.pilot_row(settings, result, full_epochs=400).iloc[0]
     assert row["epoch_seconds"] == 12.0 and row["images_per_s"] == 5000.0
     assert row["projected_total_hours"] == pytest.approx((5.0 + 400 * 12.0) / 3600)
@@ -50,18 +56,21 @@ def test_pilot_projects_every_part_of_an_epoch():
 def test_the_docs_recipe_table_is_read_from_the_study_table():
     rows = []
     for recipe, optimizer, w_end, acc in (("sgd-fixed", "sgd", 8.5, 0.535), ("adam-fixed", "adam", 42.48, 0.095)):
-        for epoch, (sparsity, w, test_acc) in enumerate([(1.0, 8.5, 0.1), (0.5, w_end, acc)]):
+        for epoch, (sparsity, w, test_acc, cos) in enumerate([(1.0, 8.5, 0.1, np.nan), (0.5, w_end, acc, 0.97)]):
             rows.append(
-                {"recipe": recipe, "optimizer": optimizer, "lr": 0.003, "warmup_epochs": 0.0, "weight_decay": 0.0,
-                 "grad_clip": 0.0, "epoch": epoch, "train_loss": 2.0, "test_acc": test_acc, "soft_sparsity": sparsity,
-                 "w_frobenius": w, "dataset": "digits-fallback"}
+                {"recipe": recipe, "optimizer": optimizer, "lr": 0.003, "warmup_epochs": 0.0, "schedule": "constant",
+                 "weight_decay": 0.0, "grad_clip": 0.0, "lr_base_width": 0 if optimizer == "sgd" else 96,
+                 "embed_dim": 768, "depth": 12, "patch_size": 8, "batch_size": 16, "n_train": 480, "epoch": epoch,
+                 "step": 30 * epoch, "train_loss": 2.0, "test_acc": test_acc, "soft_sparsity": sparsity,
+                 "w_frobenius": w, "w_cosine_previous": cos, "dataset": "fashion_mnist"}
             )  # fmt: skip
     lines = vit_study.recipes_markdown(pd.DataFrame(rows, columns=vit_study.RECIPE_COLUMNS)).splitlines()
-    assert len(lines) == 4 and lines[1].count("|") == lines[2].count("|") == 12
+    assert len(lines) == 4 and lines[1].count("|") == lines[2].count("|") == 15
     assert lines[2] == (
-        "| `sgd-fixed` | sgd | 0.003 | 0 | 0 | 0 | 1 | 0.535 | 1.00 -> 0.50 | 8.50 -> 8.50 (1.00x) | digits-fallback |"
+        "| `sgd-fixed` | 768-d, depth 12, patch 8 | sgd | 0.003 | 0 | constant | 0 | 0 | 30 | 0.535 | 1.00 -> 0.50 | "
+        "8.50 -> 8.50 (1.00x) | 0.970 | fashion_mnist |"
     )
-    assert "| 0.095 |" in lines[3] and "8.50 -> 42.48 (5.00x)" in lines[3]
+    assert "| 0.003 x 96/768 |" in lines[3] and "| 0.095 |" in lines[3] and "8.50 -> 42.48 (5.00x)" in lines[3]
 
 
 def test_docs_vit_md_types_no_recipe_numbers():

@@ -49,7 +49,7 @@ from maxmargin.core.model import (
     token_scores,
 )
 from maxmargin.core.multistart import SAME_POINT_COSINE, MultistartSolve, multistart_path
-from maxmargin.core.progress import PROGRESS_LOGGER, progress
+from maxmargin.core.progress import PROGRESS_LOGGER, Progress, duration, progress
 from maxmargin.core.regpath import (
     RegularizationPath,
     radius_grid,
@@ -76,7 +76,7 @@ from maxmargin.core.svm import (
     v_svm,
     v_svm_qp,
 )
-from maxmargin.core.vit_learning import Learned, SparsityEffect, learned, sparsity_effect
+from maxmargin.core.vit_learning import Direction, Learned, SparsityEffect, learned, sparsity_effect
 
 __all__ = [
     "BLOCK_OF_KIND",
@@ -90,12 +90,14 @@ __all__ = [
     "Array",
     "BallSolve",
     "Gradient",
+    "Direction",
     "Learned",
     "LossName",
     "MaxMarginDirection",
     "MultistartSolve",
     "RegularizationPath",
     "SVMResult",
+    "Progress",
     "SparsityEffect",
     "SpanBatch",
     "SpanTrajectory",
@@ -137,6 +139,7 @@ __all__ = [
     "normalized_gd_in_span",
     "optimal_tokens",
     "p_relax",
+    "duration",
     "progress",
     "project_ball",
     "radius_grid",

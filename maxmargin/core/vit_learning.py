@@ -1,97 +1,157 @@
-"""Whether a ViT run learned, and whether its Figure 7 trend is large enough to count (no torch).
+"""Whether a ViT run learned, whether its Figure 7 trend is large enough to count, whether W's direction settles.
 
 Paper: Section 4, Figures 6-7: the [CLS] attention sparsifies as ||W||_F grows. A model that stayed at chance can
 show that picture (Adam at 3e-3 at width 768: test accuracy 0.075, ||W||_F 0.2 -> 513), and a tiny move can show
-its direction (SGD: ||W||_F grew 0.002%). The claims ``vit_learns`` / ``vit_sparsity`` and Figures 6-7 read the
-verdicts from here, with the thresholds of the config's ``vit.guard``.
+its direction (SGD: ||W||_F grew 0.002%). The claims ``vit_learns``, ``vit_sparsity`` and ``vit_w_direction`` and
+Figures 6-7 read the verdicts from here, with the thresholds of the config's ``vit.guard``. No torch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import spearmanr
 
 
 @dataclass(frozen=True)
 class Learned:
-    """The final test accuracy against chance + ``learned_margin`` (the claim ``vit_learns``)."""
+    """The final test accuracy against the linear baseline's (the claim ``vit_learns``).
+
+    ``bar`` = chance + ``fraction`` x (baseline - chance): the ViT must recover at least ``fraction`` of what a
+    linear model gains over chance on the same images.
+    """
 
     learned: bool
     test_acc: float
     chance: float
-    bar: float
+    baseline: float
+    fraction: float
+
+    @property
+    def bar(self) -> float:
+        return self.chance + self.fraction * max(self.baseline - self.chance, 0.0)
+
+    @property
+    def recovered(self) -> float:
+        """(accuracy - chance) / (baseline - chance): the share of the baseline's gain the ViT recovers."""
+        gain = self.baseline - self.chance
+        return (self.test_acc - self.chance) / gain if gain > 0 else float("nan")
 
     def describe(self) -> str:
-        return f"final test accuracy {self.test_acc:.3f} (chance {self.chance:.2f})"
+        return (
+            f"final test accuracy {self.test_acc:.3f}; linear baseline {self.baseline:.3f}, chance {self.chance:.2f}: "
+            f"recovers {self.recovered:.0%} of the baseline's gain over chance"
+        )
 
     def warning(self) -> str:
         """The warning written on the figures when the model did not learn."""
         return (
-            f"WARNING: the model did not learn: final test accuracy {self.test_acc:.3f} < chance + margin = "
-            f"{self.bar:.2f}; this figure does not show the paper's effect"
+            f"WARNING: the model did not learn: final test accuracy {self.test_acc:.3f} < {self.bar:.3f} (chance "
+            f"{self.chance:.2f} + {self.fraction:g} x the linear baseline's gain); this figure does not show the "
+            "paper's effect"
         )
 
 
-def learned(test_acc: float, num_classes: int, learned_margin: float) -> Learned:
-    """Whether ``test_acc`` is at least chance (1 / ``num_classes``) plus ``learned_margin``.
+def learned(test_acc: float, num_classes: int, baseline_acc: float, fraction: float) -> Learned:
+    """Whether ``test_acc`` recovers at least ``fraction`` of the linear baseline's gain over chance.
 
     Parameters
     ----------
     test_acc : float
-        Final test accuracy.
+        The ViT's final test accuracy.
     num_classes : int
         Number of classes (chance accuracy is its inverse).
-    learned_margin : float
-        How far above chance counts as learned (``vit.guard.learned_margin``).
+    baseline_acc : float
+        Test accuracy of the linear baseline (logistic regression on the same training images' pixels).
+    fraction : float
+        The share of the baseline's gain over chance that counts as learned (``vit.guard.baseline_fraction``).
 
     Returns
     -------
     Learned
-        The verdict, the accuracy, chance and the bar.
+        The verdict, the accuracy, chance, the baseline and the fraction (its ``bar`` is the accuracy needed).
     """
     chance = 1.0 / num_classes
-    bar = chance + learned_margin
-    return Learned(test_acc >= bar, test_acc, chance, bar)
+    verdict = Learned(False, test_acc, chance, baseline_acc, fraction)
+    return Learned(test_acc >= verdict.bar and test_acc > chance, test_acc, chance, baseline_acc, fraction)
 
 
 @dataclass(frozen=True)
 class SparsityEffect:
-    """How far soft-sparsity fell and ||W||_F grew from epoch 0 to the end, against the config's minimum effect."""
+    """How far soft-sparsity fell and ||W||_F grew from epoch 0 to the end, and how closely the two move against
+    each other over the epochs (Spearman), against the config's minimum effect."""
 
     w_growth: float  # last ||W||_F / first
     sparsity_ratio: float  # last soft-sparsity / first
+    spearman: float  # rank correlation of soft-sparsity and ||W||_F over the epochs
     min_w_growth: float
     max_sparsity_ratio: float
+    max_spearman: float
 
     @property
     def large_enough(self) -> bool:
-        return self.w_growth >= self.min_w_growth and self.sparsity_ratio <= self.max_sparsity_ratio
+        return (
+            self.w_growth >= self.min_w_growth
+            and self.sparsity_ratio <= self.max_sparsity_ratio
+            and self.spearman <= self.max_spearman
+        )
 
     def describe(self) -> str:
         return (
             f"||W||_F x{self.w_growth:.3g} (needs >= {self.min_w_growth:g}), soft-sparsity x{self.sparsity_ratio:.3g} "
-            f"(needs <= {self.max_sparsity_ratio:g})"
+            f"(needs <= {self.max_sparsity_ratio:g}), Spearman {self.spearman:.2f} (needs <= {self.max_spearman:g})"
         )
 
 
 def sparsity_effect(
-    sparsity: tuple[float, float], w_frobenius: tuple[float, float], min_w_growth: float, max_sparsity_ratio: float
+    sparsity: Sequence[float], w_frobenius: Sequence[float], guard: Mapping[str, float]
 ) -> SparsityEffect:
-    """The effect of Figure 7 from (first, last) soft-sparsity and (first, last) ||W||_F of a run.
+    """The effect of Figure 7 from the soft-sparsity and ||W||_F of every epoch of a run.
 
     Parameters
     ----------
-    sparsity : tuple of float
-        Soft-sparsity at the first and the last epoch.
-    w_frobenius : tuple of float
-        ||W||_F at the first and the last epoch.
-    min_w_growth : float
-        Smallest growth factor of ||W||_F that counts (``vit.guard``).
-    max_sparsity_ratio : float
-        Largest ratio last / first soft-sparsity that counts (``vit.guard``).
+    sparsity : sequence of float
+        Soft-sparsity per epoch, from epoch 0.
+    w_frobenius : sequence of float
+        ||W||_F per epoch, from epoch 0.
+    guard : mapping
+        The config's ``vit.guard``: ``min_w_growth`` (smallest growth factor of ||W||_F that counts),
+        ``max_sparsity_ratio`` (largest ratio last / first soft-sparsity) and ``max_spearman`` (largest rank
+        correlation of the two over the epochs).
 
     Returns
     -------
     SparsityEffect
-        The growth and ratio against their thresholds.
+        The growth, ratio and correlation against their thresholds.
     """
-    return SparsityEffect(w_frobenius[1] / w_frobenius[0], sparsity[1] / sparsity[0], min_w_growth, max_sparsity_ratio)
+    s, w = np.asarray(sparsity, dtype=float), np.asarray(w_frobenius, dtype=float)
+    rho = float(spearmanr(s, w).statistic) if len(s) > 2 else float("nan")
+    return SparsityEffect(
+        w[-1] / w[0],
+        s[-1] / s[0],
+        rho,
+        guard["min_w_growth"],
+        guard["max_sparsity_ratio"],
+        guard["max_spearman"],
+    )
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Whether the direction of the last layer's W settles: the cosine of its last epoch with the one before."""
+
+    last_step_cosine: float  # cos(W_{T-1}, W_T)
+    start_cosine: float  # cos(W_0, W_T): how far the direction moved from the initialisation
+    threshold: float
+
+    @property
+    def settled(self) -> bool:
+        return self.last_step_cosine >= self.threshold
+
+    def describe(self) -> str:
+        return (
+            f"cos(W, previous epoch's W) at the last epoch {self.last_step_cosine:.4f} (needs >= {self.threshold:g}); "
+            f"cos(W at epoch 0, final W) {self.start_cosine:.3f}"
+        )

@@ -23,13 +23,22 @@ RECIPE_COLUMNS = [
     "optimizer",
     "lr",
     "warmup_epochs",
+    "schedule",
     "weight_decay",
     "grad_clip",
+    "lr_base_width",
+    "embed_dim",
+    "depth",
+    "patch_size",
+    "batch_size",
+    "n_train",
     "epoch",
+    "step",
     "train_loss",
     "test_acc",
     "soft_sparsity",
     "w_frobenius",
+    "w_cosine_previous",
     "dataset",
 ]
 PILOT_COLUMNS = [
@@ -54,38 +63,54 @@ def recipe_settings(vit: Mapping[str, Any], study: Mapping[str, Any], name: str)
 
 
 def recipe_table(name: str, settings: VitSettings, result: TrainResult) -> pd.DataFrame:
-    """One run of the study: a row per epoch with its recipe's settings (``results/tables/vit_recipes.csv``)."""
-    t = settings.train
+    """One run of the study: a row per epoch with its recipe's settings and the optimiser steps taken so far
+    (``results/tables/vit_recipes.csv``)."""
+    t, m = settings.train, settings.model
     frame = pd.DataFrame(result.metrics)
+    steps_per_epoch = result.info["steps"] // t.epochs
     frame = frame.assign(
         recipe=name,
         optimizer=t.optimizer,
         lr=t.lr,
         warmup_epochs=t.warmup_epochs,
+        schedule=t.schedule,
         weight_decay=t.weight_decay,
         grad_clip=t.grad_clip,
+        lr_base_width=t.lr_base_width,
+        embed_dim=m.embed_dim,
+        depth=m.depth,
+        patch_size=m.patch_size,
+        batch_size=t.batch_size,
+        n_train=result.info["n_train"],
+        step=frame["epoch"] * steps_per_epoch,
     )
     return frame[RECIPE_COLUMNS]
 
 
+def _recipe_line(recipe: str, runs: pd.DataFrame) -> str:
+    runs = runs.sort_values("epoch")
+    first, last = runs.iloc[0], runs.iloc[-1]
+    growth = last.w_frobenius / first.w_frobenius
+    rate = f"{last.lr:g}" + (f" x {last.lr_base_width:g}/{last.embed_dim:g}" if last.lr_base_width > 0 else "")
+    return (
+        f"| `{recipe}` | {last.embed_dim:g}-d, depth {last.depth:g}, patch {last.patch_size:g} | {last.optimizer} | "
+        f"{rate} | {last.warmup_epochs:g} | {last.schedule} | {last.weight_decay:g} | {last.grad_clip:g} | "
+        f"{int(last.step)} | {last.test_acc:.3f} | {first.soft_sparsity:.2f} -> {last.soft_sparsity:.2f} | "
+        f"{first.w_frobenius:.2f} -> {last.w_frobenius:.2f} ({growth:.2f}x) | {last.w_cosine_previous:.3f} | "
+        f"{last.dataset} |"
+    )
+
+
 def recipes_markdown(table: pd.DataFrame) -> str:
-    """The recipe study's summary as a Markdown table (docs/results/vit_recipes.md): per recipe its settings, final
-    test accuracy, and soft-sparsity and ||W||_F from the first to the last epoch, all read from ``table``."""
+    """The recipe study's summary as a Markdown table (docs/results/): per recipe its model and settings, the
+    optimiser steps, the final test accuracy, soft-sparsity and ||W||_F from the first to the last epoch and the
+    cosine of W's last epoch with the one before, all read from ``table``."""
     lines = [
-        "| recipe | optimizer | lr | warm-up (epochs) | weight decay | clip | epochs | final test acc | soft-sparsity "
-        "| `\\|\\|W\\|\\|_F` | dataset |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| recipe | model | optimizer | lr | warm-up (epochs) | schedule | weight decay | clip | steps "
+        "| final test acc | soft-sparsity | `\\|\\|W\\|\\|_F` | last cos(W, previous W) | dataset |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for recipe, runs in table.groupby("recipe", sort=False):
-        runs = runs.sort_values("epoch")
-        first, last = runs.iloc[0], runs.iloc[-1]
-        growth = last.w_frobenius / first.w_frobenius
-        lines.append(
-            f"| `{recipe}` | {last.optimizer} | {last.lr:g} | {last.warmup_epochs:g} | {last.weight_decay:g} | "
-            f"{last.grad_clip:g} | {int(last.epoch)} | {last.test_acc:.3f} | {first.soft_sparsity:.2f} -> "
-            f"{last.soft_sparsity:.2f} | {first.w_frobenius:.2f} -> {last.w_frobenius:.2f} ({growth:.2f}x) | "
-            f"{last.dataset} |"
-        )
+    lines += [_recipe_line(recipe, runs) for recipe, runs in table.groupby("recipe", sort=False)]
     return "\n".join(lines) + "\n"
 
 
@@ -97,7 +122,7 @@ def pilot_row(settings: VitSettings, pilot: TrainResult, full_epochs: int) -> pd
     training step alone. The first trained epoch carries compilation when ``compile`` is on, so with two or more
     epochs the mean leaves it out.
     """
-    m = pd.DataFrame(pilot.metrics)
+    m = pd.DataFrame(pilot.metrics).merge(pd.DataFrame(pilot.times), on="epoch")
     trained = m[m["epoch"] >= 1]
     steady = trained.iloc[1:] if len(trained) > 1 else trained
     epoch_seconds = float(steady["epoch_seconds"].mean())

@@ -1,8 +1,9 @@
-"""Figures 6 and 7 of the ViT experiment, drawn only from the files that rule vit_train writes (no torch).
+"""Figures 6 and 7 of the ViT experiment, drawn only from the files that rules vit_train and vit_baseline write.
 
 Paper: Section 4 ("Real experiments"). Figure 6: a test image and the [CLS] attention map of the last layer
 (averaged over heads, over the patch grid) at several epochs. Figure 7: soft-sparsity d_nnz(s)/T and ||W||_F of
-the last layer's combined key-query matrix against epoch, on two axes.
+the last layer's combined key-query matrix against epoch, on two axes; beyond the paper, the test accuracy against
+a linear baseline and the direction of W. No torch.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
@@ -24,55 +26,62 @@ WARNING_COLOR = "#c00000"
 
 
 def source_note(sidecar: dict[str, Any]) -> str:
-    """One line naming the model, the optimiser and the data (with the fallback warning, if any)."""
+    """The settings line: model, optimiser and data (a plot option: the captions carry them anyway)."""
     m, t = sidecar["settings"]["model"], sidecar["settings"]["train"]
     grid = "x".join(str(g) for g in sidecar["grid"])
-    note = (
+    return (
         f"ViT {m['embed_dim']}-d, depth {m['depth']}, {m['num_heads']} heads, patch {m['patch_size']} "
-        f"({grid} tokens); {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}\n"
+        f"({grid} tokens); {t['optimizer']} lr {t['lr']:g}, batch {t['batch_size']}; "
         f"data: {sidecar['dataset']} ({sidecar['n_train']} train / {sidecar['n_test']} test images)"
     )
-    if sidecar.get("dataset_note"):
-        note += f"\nWARNING: {sidecar['dataset_note']}"
-    return note
 
 
-def learned_verdict(metrics: pd.DataFrame, sidecar: dict[str, Any], learned_margin: float) -> Learned:
-    """The run's final test accuracy against chance + ``learned_margin`` (the claim ``vit_learns``)."""
+def learned_verdict(metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, Any], fraction: float) -> Learned:
+    """The run's final test accuracy against the linear baseline's (the claim ``vit_learns``)."""
     acc = float(metrics.sort_values("epoch")["test_acc"].iloc[-1])
-    return learned(acc, int(sidecar["settings"]["model"]["num_classes"]), learned_margin)
+    classes = int(sidecar["settings"]["model"]["num_classes"])
+    return learned(acc, classes, float(baseline["test_acc"].iloc[0]), fraction)
 
 
-def _accuracy_title(fig: Figure, verdict: Learned) -> None:
-    """The final test accuracy on top of the figure; a red warning instead when the model did not learn."""
+def _title(fig: Figure, verdict: Learned, sidecar: dict[str, Any], settings_footer: bool) -> None:
+    """On top: the final test accuracy, or a red warning when the model did not learn. Below the axes, in red, the
+    stand-in warning when the data set is not the configured one; under it, optionally, the settings line."""
+    width = int(fig.get_figwidth() * 14)  # ~14 bold characters an inch
     if verdict.learned:
-        fig.suptitle(verdict.describe(), fontsize=8)
+        fig.suptitle(textwrap.fill(verdict.describe(), width=width), fontsize=8)
     else:
-        text = textwrap.fill(verdict.warning(), width=int(fig.get_figwidth() * 14))  # ~14 bold characters an inch
-        fig.suptitle(text, fontsize=8, color=WARNING_COLOR, fontweight="bold")
+        fig.suptitle(textwrap.fill(verdict.warning(), width=width), fontsize=8, color=WARNING_COLOR, fontweight="bold")
+    lines = [(f"WARNING: {sidecar['dataset_note']}", WARNING_COLOR)] if sidecar.get("dataset_note") else []
+    lines += [(source_note(sidecar), "0.4")] if settings_footer else []
+    _footer(fig, lines)
 
 
-def _footnote(fig: Figure, text: str) -> None:
-    """Write the source note under the axes, keeping the constrained layout clear of it."""
-    height_pt = fig.get_figheight() * 72.0
-    bottom = (text.count("\n") + 1) * 7.5 / height_pt + 0.01
-    fig.get_layout_engine().set(rect=(0.0, bottom, 1.0, 1.0 - bottom))
-    style.annotate_source(fig, text)
+def _footer(fig: Figure, lines: list[tuple[str, str]]) -> None:
+    """Lines of text (and colours) under the axes, the constrained layout kept clear of them."""
+    if not lines:
+        return
+    line_height = 9.0 / (fig.get_figheight() * 72.0)
+    fig.get_layout_engine().set(rect=(0.0, len(lines) * line_height + 0.01, 1.0, 1.0 - len(lines) * line_height - 0.01))
+    for k, (text, colour) in enumerate(reversed(lines)):
+        weight = "bold" if colour == WARNING_COLOR else "normal"
+        fig.text(0.01, 0.005 + k * line_height, text, fontsize=6.5, color=colour, fontweight=weight, va="bottom")
 
 
 def draw_figure6(
     maps: dict[str, np.ndarray],
     metrics: pd.DataFrame,
+    baseline: pd.DataFrame,
     sidecar: dict[str, Any],
     epochs: list[int],
-    learned_margin: float,
+    fraction: float,
+    settings_footer: bool,
 ) -> Figure:
     """Figure 6: (a) the input image, (b-...) its head-averaged [CLS] attention map at ``epochs``.
 
     The maps share one colour scale (0 to the largest entry of any of them, one colour bar), so a near-uniform map
     looks uniform rather than as solid colour; the label under each is its soft-sparsity d_nnz(s)/T, the
     ``soft_sparsity_image`` column of the metrics table. On top: the final test accuracy, or a warning when the
-    model did not learn (chance + ``learned_margin``).
+    model did not learn (against the linear baseline, ``fraction``), and a warning when the data is a stand-in.
     """
     available = maps["epochs"]
     missing = [e for e in epochs if e not in set(available.tolist())]
@@ -105,54 +114,86 @@ def draw_figure6(
         bar = fig.colorbar(image, ax=list(axes[1:]), shrink=0.8, pad=0.01)
         bar.set_label("[CLS] attention", fontsize=7)
         bar.ax.tick_params(labelsize=6)
-        _accuracy_title(fig, learned_verdict(metrics, sidecar, learned_margin))
-        _footnote(fig, source_note(sidecar))
+        _title(fig, learned_verdict(metrics, baseline, sidecar, fraction), sidecar, settings_footer)
     return fig
 
 
-def draw_figure7(metrics: pd.DataFrame, sidecar: dict[str, Any], learned_margin: float) -> Figure:
-    """Figure 7: soft-sparsity d_nnz(s)/T (red, left axis, in [0, 1]) and ||W||_F (blue, right axis) per epoch.
+def _sparsity_and_norm(ax: Axes, metrics: pd.DataFrame) -> None:
+    """The paper's Figure 7: soft-sparsity (red, left axis, in [0, 1]) and ||W||_F (blue, right axis)."""
+    ax.plot(
+        metrics["epoch"], metrics["soft_sparsity"], color=style.COLORS["p"], lw=1.6, label="soft-sparsity (probe mean)"
+    )
+    ax.plot(
+        metrics["epoch"],
+        metrics["soft_sparsity_image"],
+        color=style.COLORS["p"],
+        lw=1.0,
+        alpha=0.4,
+        label="(Figure 6 image)",
+    )
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("Epoch")
+    ax.set_ylabel("Sparsity level $d_{nnz}(s)/T$", color=style.COLORS["p"])
+    ax.tick_params(axis="y", colors=style.COLORS["p"])
+    right = ax.twinx()
+    right.plot(metrics["epoch"], metrics["w_frobenius"], color=style.COLORS["v"], lw=1.6, label="$\\|W\\|_F$")
+    right.set_ylabel("$\\|W\\|_F$ (last layer)", color=style.COLORS["v"])
+    right.tick_params(axis="y", colors=style.COLORS["v"])
+    right.spines["right"].set_visible(True)
+    right.grid(False)
+    right.set_ylim(bottom=0.0)
+    handles = ax.get_lines() + right.get_lines()
+    ax.legend(handles, [h.get_label() for h in handles], loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=3)
+    ax.set_title("(a) Sparsity and $\\|W\\|_F$", fontsize=9, pad=22)
 
-    The legend sits above the axes, off the curves; on top, the final test accuracy, or a warning when the model
-    did not learn (chance + ``learned_margin``).
-    """
+
+def _accuracy(ax: Axes, metrics: pd.DataFrame, verdict: Learned) -> None:
+    """Test accuracy per epoch against the linear baseline, the learning bar and chance."""
+    ax.plot(metrics["epoch"], metrics["test_acc"], color="k", lw=1.6, label="ViT test accuracy")
+    ax.axhline(verdict.baseline, color="0.35", ls="--", lw=1.0, label=f"linear baseline {verdict.baseline:.3f}")
+    ax.axhline(verdict.bar, color=WARNING_COLOR, ls=":", lw=1.0, label=f"learning bar {verdict.bar:.3f}")
+    ax.axhline(verdict.chance, color="0.6", ls="-.", lw=0.8, label=f"chance {verdict.chance:.2f}")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_xlabel("Epoch")
+    ax.set_ylabel("Test accuracy")
+    ax.legend(loc="lower right")
+    ax.set_title("(b) Does it learn?", fontsize=9, pad=22)
+
+
+def _direction(ax: Axes, metrics: pd.DataFrame) -> None:
+    """Where W is heading: its cosine with the final W and with the previous epoch's W."""
+    ax.plot(metrics["epoch"], metrics["w_cosine_final"], color=style.COLORS["v"], lw=1.6, label="cos($W$, final $W$)")
+    ax.plot(
+        metrics["epoch"],
+        metrics["w_cosine_previous"],
+        color=style.COLORS["v"],
+        lw=1.0,
+        ls="--",
+        label="cos($W$, previous epoch's $W$)",
+    )
+    ax.set_ylim(min(0.0, float(metrics[["w_cosine_final", "w_cosine_previous"]].min().min())), 1.02)
+    ax.set_xlabel("Epoch")
+    ax.set_ylabel("Cosine")
+    ax.legend(loc="lower right")
+    ax.set_title("(c) Direction of $W$", fontsize=9, pad=22)
+
+
+def draw_figure7(
+    metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, Any], fraction: float, settings_footer: bool
+) -> Figure:
+    """Figure 7: (a) the paper's panel, soft-sparsity d_nnz(s)/T and ||W||_F per epoch on two axes; beyond the
+    paper, (b) test accuracy against the linear baseline and the learning bar, (c) the cosine of W with its final
+    value and with the previous epoch's. On top, the verdict of the learning bar and any stand-in warning."""
     with style.paper_style():
-        fig, ax = style.new_axes((4.6, 4.0))
-        ax.plot(
-            metrics["epoch"],
-            metrics["soft_sparsity"],
-            color=style.COLORS["p"],
-            lw=1.6,
-            label="soft-sparsity $d_{nnz}(s)/T$ (probe mean)",
-        )
-        if "soft_sparsity_image" in metrics:  # the single Figure 6 image, as the paper may have drawn it
-            ax.plot(
-                metrics["epoch"],
-                metrics["soft_sparsity_image"],
-                color=style.COLORS["p"],
-                lw=1.0,
-                alpha=0.4,
-                label="soft-sparsity (Figure 6 image)",
-            )
-        ax.set_ylim(0.0, 1.05)
-        ax.set_xlabel("Epoch")
-        ax.set_ylabel("Sparsity level $d_{nnz}(s)/T$", color=style.COLORS["p"])
-        ax.tick_params(axis="y", colors=style.COLORS["p"])
-        right = ax.twinx()
-        right.plot(
-            metrics["epoch"], metrics["w_frobenius"], color=style.COLORS["v"], lw=1.6, label="$\\|W\\|_F$ (last layer)"
-        )
-        right.set_ylabel("$\\|W\\|_F$", color=style.COLORS["v"])
-        right.tick_params(axis="y", colors=style.COLORS["v"])
-        right.spines["right"].set_visible(True)
-        right.grid(False)
-        right.set_ylim(bottom=0.0)
-        handles = ax.get_lines() + right.get_lines()
-        labels = [h.get_label() for h in handles]
-        ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.02, 1.0, 0.1), ncols=2, fontsize=7)
-        ax.set_xlim(metrics["epoch"].min(), metrics["epoch"].max())
-        _accuracy_title(fig, learned_verdict(metrics, sidecar, learned_margin))
-        _footnote(fig, source_note(sidecar))
+        fig = plt.figure(figsize=(11.5, 3.9), layout="constrained")
+        axes = fig.subplots(1, 3, width_ratios=[1.25, 1.0, 1.0])
+        verdict = learned_verdict(metrics, baseline, sidecar, fraction)
+        _sparsity_and_norm(axes[0], metrics)
+        _accuracy(axes[1], metrics, verdict)
+        _direction(axes[2], metrics)
+        for ax in axes:
+            ax.set_xlim(metrics["epoch"].min(), metrics["epoch"].max())
+        _title(fig, verdict, sidecar, settings_footer)
     return fig
 
 
@@ -164,7 +205,7 @@ RECIPE_PANELS = (
 
 
 def draw_recipes(table: pd.DataFrame, num_classes: int) -> Figure:
-    """The recipe study: test accuracy, soft-sparsity and ||W||_F against epoch, one line per recipe.
+    """The recipe study: test accuracy, soft-sparsity and ||W||_F against optimiser steps, one line per recipe.
 
     Chance accuracy (1 / ``num_classes``) is the dashed line of the first panel: a recipe near it has not learned,
     whatever its attention does. ||W||_F is drawn relative to its initial value on a log scale, so that a flat 1.0
@@ -176,9 +217,9 @@ def draw_recipes(table: pd.DataFrame, num_classes: int) -> Figure:
         axes = fig.subplots(1, len(RECIPE_PANELS))
         for recipe, runs in table.groupby("recipe", sort=False):
             for ax, (column, _) in zip(axes, RECIPE_PANELS, strict=True):
-                ax.plot(runs["epoch"], runs[column], marker="o", ms=3, lw=1.4, label=recipe)
+                ax.plot(runs["step"], runs[column], marker="o", ms=3, lw=1.4, label=recipe)
         for ax, (_, title) in zip(axes, RECIPE_PANELS, strict=True):
-            ax.set_xlabel("Epoch")
+            ax.set_xlabel("Optimiser steps")
             ax.set_title(title, fontsize=9)
         axes[0].axhline(1.0 / num_classes, color="k", ls="--", lw=0.8, label=f"chance ({num_classes} classes)")
         axes[1].set_ylim(0.0, 1.05)

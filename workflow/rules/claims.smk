@@ -90,7 +90,7 @@ rule gallery:
     input:
         expand("docs/gallery/{figure}.png", figure=GALLERY),
         "docs/results/claims.md",
-        "docs/results/vit_recipes.md",
+        f"docs/results/{config['vit_recipes']['docs']}.md",
     localrule: True
 
 

@@ -8,9 +8,20 @@ from maxmargin import registry
 RESULTS = config["results"]
 
 
+def user_configfiles():
+    """The --configfile files of this run (default.yaml left out), as given: what a rebuild command must repeat."""
+    default = (Path(workflow.basedir) / "workflow/config/default.yaml").resolve()
+    return [str(p) for p in workflow.configfiles if Path(p).resolve() != default]
+
+
 def results_path(path):
     """``path`` (wildcards allowed) under the results root of this config."""
     return f"{RESULTS}/{path}"
+
+
+def data_manifest(block):
+    """The data manifest of a config block that trains on images (vit, vit_recipes): rule vit_data's output."""
+    return results_path(f"runs/data/{block}.json")
 
 
 def table_path(name, ext="csv"):

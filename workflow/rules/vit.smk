@@ -3,6 +3,7 @@
 
 # Torch-free (tests/test_layers.py: parsing the rule files imports no heavy library).
 from maxmargin.experiments.vit.settings import code_fingerprint, recipe_config
+from maxmargin.experiments.vit.sources import data_plan
 
 VIT = config["vit"]
 RECIPES = [recipe["name"] for recipe in config["vit_recipes"]["recipes"]]
@@ -14,24 +15,59 @@ if max(VIT["plots"]["fig6_epochs"]) > VIT["train"]["epochs"]:
     )
 
 VIT_SETTINGS = {key: VIT[key] for key in ("model", "data", "train", "probe", "guard")}
+# The data settings of each block that reads images: the run of Figures 6-7 and the recipe study.
+VIT_DATA = {
+    "vit": VIT["data"],
+    "vit_recipes": recipe_config(VIT, config["vit_recipes"], RECIPES[0])["data"],
+}
+
 
 # The figures and tables are registered (common.smk puts them in `all`); here the run behind them.
 ALL_TARGETS += [
+    data_manifest("vit"),
     f"{VIT_RUN}/vit_metrics.csv",
     f"{VIT_RUN}/vit_metrics.json",
     f"{VIT_RUN}/vit_attention_maps.npz",
 ]
 
 
+rule vit_data:
+    """The data manifest: which data set the ViT gets (the configured one, else the first stand-in there), its files
+    and their md5s. Rerun when the local files change (the plan), and with it everything trained on them.
+    """
+    output:
+        results_path("runs/data/{block}.json"),
+    log:
+        results_path("logs/vit_data/{block}.log"),
+    benchmark:
+        results_path("benchmarks/vit_data/{block}.tsv")
+    wildcard_constraints:
+        block="|".join(VIT_DATA),
+    # On the submitting node: a cluster's login node often reaches the network where its compute nodes do not.
+    localrule: True
+    conda:
+        "../envs/torch.yaml"
+    params:
+        data=lambda wildcards: VIT_DATA[wildcards.block],
+        plan=lambda wildcards: data_plan(
+            VIT_DATA[wildcards.block], data_manifest(wildcards.block)
+        ),
+    script:
+        "../../scripts/vit_data.py"
+
+
 rule vit_train:
-    """Train the ViT, logging test accuracy, soft-sparsity, ||W||_F and the Figure 6 maps after every epoch.
+    """Train the ViT, logging test accuracy, soft-sparsity, ||W||_F, W's direction and the Figure 6 maps after every
+    epoch.
 
     The checkpoint (not a declared output, so a failed or killed job keeps it) lets a rerun resume. With
     `vit.cache` (paper.yaml) the run is cacheable between work directories (`--cache` with SNAKEMAKE_OUTPUT_CACHE
     set; docs/vit.md): its outputs form one multiext, as Snakemake's cache requires, and `code` puts the ViT
     package's source into the cache key. No `benchmark:`, which Snakemake forbids on a cacheable rule: the run's
-    times are the metrics' train_seconds / epoch_seconds, and its log has a line per epoch.
+    times are in the sidecar (epoch_times), and its log has a line per epoch.
     """
+    input:
+        manifest=data_manifest("vit"),
     output:
         multiext(
             f"{VIT_RUN}/vit",
@@ -44,7 +80,7 @@ rule vit_train:
     cache: VIT["cache"]
     conda:
         "../envs/torch.yaml"
-    threads: 2
+    threads: VIT["train"]["threads"]
     resources:
         gpu=VIT["resources"]["gpu"],
         runtime=VIT["resources"]["runtime"],
@@ -61,6 +97,29 @@ rule vit_train:
         code=code_fingerprint(),
     script:
         "../../scripts/vit_train.py"
+
+
+rule vit_baseline:
+    """The linear baseline of the learning bar: logistic regression on the pixels of the ViT's training images."""
+    input:
+        manifest=data_manifest("vit"),
+    output:
+        table_path("vit_baseline"),
+    log:
+        results_path("logs/vit_baseline/vit_baseline.log"),
+    benchmark:
+        results_path("benchmarks/vit_baseline/vit_baseline.tsv")
+    conda:
+        "../envs/torch.yaml"
+    threads: VIT["train"]["threads"]
+    params:
+        data=VIT["data"],
+        seed=VIT["train"]["seed"],
+        num_classes=VIT["model"]["num_classes"],
+        baseline=VIT["baseline"],
+        threads=VIT["train"]["threads"],
+    script:
+        "../../scripts/vit_baseline.py"
 
 
 rule vit_metrics_table:
@@ -88,6 +147,7 @@ rule vit_fig6:
         maps=rules.vit_train.output.maps,
         metrics=rules.vit_metrics_table.output.metrics,
         sidecar=rules.vit_metrics_table.output.sidecar,
+        baseline=table_path("vit_baseline"),
     output:
         pdf=panel_files("fig6")[0],
         png=report(
@@ -103,16 +163,18 @@ rule vit_fig6:
         "../envs/core.yaml"
     params:
         epochs=VIT["plots"]["fig6_epochs"],
-        learned_margin=VIT["guard"]["learned_margin"],
+        fraction=VIT["guard"]["baseline_fraction"],
+        settings_footer=VIT["plots"]["settings_footer"],
     script:
         "../../scripts/vit_fig6.py"
 
 
 rule vit_fig7:
-    """Figure 7: soft-sparsity (left axis) and ||W||_F (right axis) against epoch."""
+    """Figure 7: soft-sparsity and ||W||_F against epoch; test accuracy against the baseline; W's direction."""
     input:
         metrics=rules.vit_metrics_table.output.metrics,
         sidecar=rules.vit_metrics_table.output.sidecar,
+        baseline=table_path("vit_baseline"),
     output:
         pdf=panel_files("fig7")[0],
         png=report(
@@ -127,7 +189,8 @@ rule vit_fig7:
     conda:
         "../envs/core.yaml"
     params:
-        learned_margin=VIT["guard"]["learned_margin"],
+        fraction=VIT["guard"]["baseline_fraction"],
+        settings_footer=VIT["plots"]["settings_footer"],
     script:
         "../../scripts/vit_fig7.py"
 
@@ -137,6 +200,8 @@ rule vit_pilot:
 
     Its own checkpoint (deleted afterwards) keeps the real run's untouched.
     """
+    input:
+        manifest=data_manifest("vit"),
     output:
         results_path("tables/vit_pilot.csv"),
     log:
@@ -145,7 +210,7 @@ rule vit_pilot:
         results_path("benchmarks/vit_pilot/pilot.tsv")
     conda:
         "../envs/torch.yaml"
-    threads: 2
+    threads: VIT["train"]["threads"]
     resources:
         gpu=VIT["resources"]["gpu"],
         mem_mb=VIT["resources"]["mem_mb"],
@@ -159,6 +224,8 @@ rule vit_pilot:
 
 rule vit_recipe_train:
     """One recipe of the study: the ViT (the CPU proxy by default) trained under one optimiser recipe."""
+    input:
+        manifest=data_manifest("vit_recipes"),
     output:
         results_path("runs/vit_recipes/{recipe}.csv"),
     log:
@@ -169,11 +236,15 @@ rule vit_recipe_train:
         recipe="|".join(RECIPES),
     conda:
         "../envs/torch.yaml"
-    threads: 2
+    threads: VIT["train"]["threads"]
     resources:
         gpu=VIT["resources"]["gpu"],
         runtime=VIT["resources"]["runtime"],
         mem_mb=VIT["resources"]["mem_mb"],
+        retrain=lambda wildcards: int(
+            workflow.dag_settings.forceall
+            or "vit_recipe_train" in workflow.dag_settings.forcerun
+        ),
     params:
         settings=lambda wildcards: recipe_config(
             VIT, config["vit_recipes"], wildcards.recipe
@@ -181,6 +252,7 @@ rule vit_recipe_train:
         checkpoint=lambda wildcards: results_path(
             f"runs/vit_recipes/{wildcards.recipe}.pt"
         ),
+        code=code_fingerprint(),
     script:
         "../../scripts/vit_recipe_train.py"
 
@@ -203,7 +275,7 @@ rule vit_recipes_table:
 
 
 rule vit_recipes_plot:
-    """Test accuracy, soft-sparsity and ||W||_F against epoch, one line per recipe."""
+    """Test accuracy, soft-sparsity and ||W||_F against optimiser steps, one line per recipe."""
     input:
         rules.vit_recipes_table.output[0],
     output:
@@ -226,14 +298,17 @@ rule vit_recipes_plot:
 
 
 rule docs_vit_recipes:
-    """The recipe study's numbers for the docs (docs/results/vit_recipes.md, committed): generated, never typed.
+    """The recipe study's numbers and figure for the docs (docs/results/<vit_recipes.docs>.{md,png}, committed):
+    generated, never typed.
 
     The torch env: the table's code lives beside the study's (maxmargin.experiments.vit_study, which imports torch).
     """
     input:
-        rules.vit_recipes_table.output[0],
+        table=rules.vit_recipes_table.output[0],
+        png=rules.vit_recipes_plot.output.png,
     output:
-        "docs/results/vit_recipes.md",
+        md=f"docs/results/{config['vit_recipes']['docs']}.md",
+        png=f"docs/results/{config['vit_recipes']['docs']}.png",
     log:
         results_path("logs/docs_vit_recipes/vit_recipes.log"),
     benchmark:
@@ -241,5 +316,7 @@ rule docs_vit_recipes:
     localrule: True
     conda:
         "../envs/torch.yaml"
+    params:
+        configfiles=user_configfiles(),
     script:
         "../../scripts/docs_vit_recipes.py"

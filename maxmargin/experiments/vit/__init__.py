@@ -1,8 +1,9 @@
 """A ViT trained from scratch on CIFAR-10: the [CLS] attention probe, soft-sparsity and ||W||_F through training.
 
 Paper: Section 4 ("Real experiments"), Figures 6 and 7. One module per job: :mod:`.settings` (the config's
-``vit`` section as dataclasses), :mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.fashion` (Fashion-MNIST,
-a full-size stand-in), :mod:`.model` (the ViT and the probe: [CLS] attention, soft-sparsity, ||W||_F),
+``vit`` section as dataclasses), :mod:`.sources` (which data set, from which files: the data manifest),
+:mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.fashion` (Fashion-MNIST, a full-size stand-in),
+:mod:`.model` (the ViT and the probe: [CLS] attention, soft-sparsity, ||W||_F),
 :mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`, :mod:`.training` (the loop, logging every epoch)
 and :mod:`.results` (the metrics table, sidecar and maps).
 
@@ -30,6 +31,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "load_cifar10",
         "load_digits32",
         "load_image_data",
+        "resolve_data",
     ),
     "fashion": (
         "FASHION_MNIST_NAME",
@@ -51,6 +53,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "DeviceUnavailableError",
         "lr_factor",
         "make_optimizer",
+        "param_groups",
         "resolve_device",
     ),
     "results": (
@@ -66,10 +69,18 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "TrainSettings",
         "VitSettings",
         "code_fingerprint",
+        "training_code_fingerprint",
+    ),
+    "sources": (
+        "DATASETS",
+        "DISPLAY_NAMES",
+        "data_plan",
     ),
     "training": (
         "LearningStalledWarning",
+        "WHistory",
         "check_learning",
+        "cpu_name",
         "peak_memory_mb",
         "train_vit",
     ),

@@ -1,4 +1,8 @@
-"""Checkpoints of a ViT run: written atomically after every epoch, resumed only by the same settings, data and code."""
+"""Checkpoints of a ViT run: written atomically, resumed only by the same settings, data and training code.
+
+A checkpoint of other settings or code is never overwritten: it is kept aside under its fingerprint
+(``checkpoint.<fingerprint>.pt``, with its W history), so that editing the ViT code cannot destroy a long run.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import torch
 
 log = logging.getLogger("maxmargin")
 
-CHECKPOINT_FORMAT = 2  # 2: schedule state, settings and the "finished" flag
+CHECKPOINT_FORMAT = 3  # 3: W history beside it, epoch times apart from the metrics
 
 
 def rng_state(generator: torch.Generator) -> dict[str, Any]:
@@ -31,11 +35,17 @@ def set_rng_state(state: dict[str, Any], generator: torch.Generator) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def w_history_path(checkpoint: str | os.PathLike[str]) -> Path:
+    """The file beside a checkpoint holding the last layer's key-query matrix W of every epoch (float32 blocks)."""
+    path = Path(checkpoint)
+    return path.with_name(path.name + ".w_history")
+
+
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
     """Write a checkpoint atomically (a kill during the write leaves the previous one intact).
 
-    A temporary file beside it replaces it once written, as :func:`maxmargin.io.atomic_path` does for the tables
-    (the experiments layer imports no I/O module: tests/test_layers.py). A checkpoint is never read by anyone else.
+    A temporary file beside it replaces it once written (the experiments layer writes no table: nobody else
+    reads a checkpoint).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -49,19 +59,32 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
 
 
 class CheckpointWarning(UserWarning):
-    """A checkpoint is ignored: the run starts afresh (a warning reaches the terminal, not only the log)."""
+    """A checkpoint is not resumed: the run starts afresh (a warning reaches the terminal, not only the log)."""
 
 
-def _ignore(message: str) -> None:
+def _warn(message: str) -> None:
     log.warning(message)
     warnings.warn(message, CheckpointWarning, stacklevel=3)
 
 
-def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: bool = False) -> dict[str, Any] | None:
-    """The checkpoint at ``path`` if it belongs to a run with this fingerprint, else None (with a warning).
+def keep_aside(path: Path, tag: str) -> Path:
+    """Move a checkpoint (and its W history) to ``<stem>.<tag><suffix>``, never over another one; the new path."""
+    target = path.with_name(f"{path.stem}.{tag}{path.suffix}")
+    n = 1
+    while target.exists():
+        target, n = path.with_name(f"{path.stem}.{tag}-{n}{path.suffix}"), n + 1
+    os.replace(path, target)
+    if w_history_path(path).exists():
+        os.replace(w_history_path(path), w_history_path(target))
+    return target
 
-    A finished run's checkpoint is returned only with ``restore`` (its outputs are then rebuilt from it without
-    training); otherwise the run trains again from epoch 0.
+
+def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: bool = False) -> dict[str, Any] | None:
+    """The checkpoint at ``path`` if it belongs to a run with this fingerprint, else None.
+
+    One of other settings, data or code (or an unreadable one) is kept aside under its fingerprint, with a
+    warning that says where. A finished run's checkpoint is returned only with ``restore`` (its outputs are then
+    rebuilt from it without training); otherwise the run trains again from epoch 0.
     """
     path = Path(path)
     if not path.exists():
@@ -69,10 +92,15 @@ def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: boo
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
-        _ignore(f"ignoring unreadable checkpoint {path} ({err}); starting afresh")
+        aside = keep_aside(path, "unreadable")
+        _warn(f"unreadable checkpoint {path} ({err}), kept aside as {aside}; starting afresh")
         return None
     if state.get("format") != CHECKPOINT_FORMAT or state.get("fingerprint") != fingerprint:
-        _ignore(f"checkpoint {path} belongs to other settings, data or code; starting afresh")
+        aside = keep_aside(path, str(state.get("fingerprint", "unknown")))
+        _warn(
+            f"checkpoint {path} belongs to other settings, data or code (fingerprint {state.get('fingerprint')}, "
+            f"this run {fingerprint}): kept aside as {aside}; starting afresh"
+        )
         return None
     if state.get("finished") and not restore:
         log.info("checkpoint %s is of a finished run; training again from epoch 0", path)

@@ -1,8 +1,9 @@
-"""The images of the ViT experiment: CIFAR-10 or Fashion-MNIST through torchvision, or the quick-scale digits stand-in.
+"""The images of the ViT experiment: CIFAR-10 or Fashion-MNIST through torchvision, or scikit-learn's digits.
 
-Paper: Section 4, "we train ... utilizing the CIFAR10 dataset [24]". Fashion-MNIST (``vit.data.dataset``) is a
-full-size stand-in where CIFAR-10 cannot be had (:mod:`.fashion`). A missing or damaged archive is told apart
-(which file, which md5) and, at the paper scale, never replaced by the digits.
+Paper: Section 4, "we train ... utilizing the CIFAR10 dataset [24]". The config names the data set and the
+stand-ins allowed when it cannot be had (``vit.data.fallback``; by default Fashion-MNIST, :mod:`.fashion`, then the
+digits); :func:`resolve_data` picks one and writes the data manifest (:mod:`.sources`) that every job reading images
+follows. A missing or damaged archive is told apart (which file, which md5) and, at the paper scale, never replaced.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import dataclasses
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,19 +22,33 @@ import torch
 from torch.nn import functional
 
 from maxmargin.experiments.vit.settings import DataSettings
+from maxmargin.experiments.vit.sources import (
+    CIFAR10,
+    CIFAR10_BATCHES,
+    CIFAR10_FOLDER,
+    DATASETS,
+    DIGITS,
+    DISPLAY_NAMES,
+    FASHION_IDX,
+    FASHION_MNIST,
+    data_plan,
+    file_md5,
+    local_files,
+    manifest_digest,
+)
 
 log = logging.getLogger("maxmargin")
 
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-CIFAR10_NAME = "cifar10"
-DIGITS_NAME = "digits-fallback"
+CIFAR10_NAME = CIFAR10
+DIGITS_NAME = DIGITS
 DIGITS_TEST_FRACTION = 0.2  # share of the 1797 digits held out as the test set (stratified)
 
 
 class DataUnavailableError(RuntimeError):
-    """The configured data set could not be loaded; ``problem`` says it in a few words (e.g. "CIFAR-10 unavailable").
+    """A data set could not be loaded; ``problem`` says it in a few words (e.g. "CIFAR-10 unavailable").
 
-    Without a fallback (the paper-scale config) it stops the run; the message says where to put the files.
+    Without a stand-in (the paper-scale config) it stops the run; the message says where to put the files.
     """
 
     def __init__(self, message: str, problem: str) -> None:
@@ -50,12 +66,13 @@ class ImageData:
     y_test: torch.Tensor
     name: str
     classes: list[str]
-    note: str = ""  # e.g. the fallback warning, written on the figures
+    note: str = ""  # why a stand-in was taken (empty: the configured data set), written on the figures
+    digest: str = ""  # the manifest's hash of the data set's name and files
 
     @property
     def identity(self) -> str:
-        """Dataset name and sizes: a checkpoint of a digits-fallback run never resumes on CIFAR-10."""
-        return f"{self.name}:{len(self.x_train)}:{len(self.x_test)}"
+        """Data set, files and sizes: a checkpoint of a run on one data set never resumes on another."""
+        return f"{self.name}:{self.digest}:{len(self.x_train)}:{len(self.x_test)}"
 
     @property
     def mean(self) -> torch.Tensor:
@@ -191,32 +208,102 @@ def _load_cifar10_checked(settings: DataSettings) -> ImageData:
         raise DataUnavailableError(message, f"CIFAR-10 {problem}") from err
 
 
-def _load_configured(settings: DataSettings) -> ImageData:
-    """The data set ``settings.dataset`` names, in full."""
-    from maxmargin.experiments.vit.fashion import FASHION_MNIST_NAME, load_fashion_mnist
-
-    if settings.dataset == FASHION_MNIST_NAME:
-        return load_fashion_mnist(settings.fashion_mnist_root, settings.fashion_mnist_files)
-    if settings.dataset == CIFAR10_NAME:
-        return _load_cifar10_checked(settings)
-    raise ValueError(f"unknown vit.data.dataset {settings.dataset!r}: {CIFAR10_NAME} or {FASHION_MNIST_NAME}")
+def _cifar10_md5s(root: Path) -> dict[str, str]:
+    """The md5 of every extracted CIFAR-10 batch file under ``root`` (the manifest's record of them)."""
+    folder = root / CIFAR10_FOLDER
+    return {str(folder / name): file_md5(folder / name) for name in CIFAR10_BATCHES}
 
 
-def load_image_data(settings: DataSettings, seed: int) -> ImageData:
-    """The configured data set (``vit.data.dataset``), else the digits fallback if allowed, subsetted.
+def _make_available(name: str, settings: DataSettings) -> tuple[dict[str, str], bool]:
+    """Make data set ``name`` readable (extract, decompress, download where allowed) and check it: its files'
+    md5s and whether this call downloaded it. :class:`DataUnavailableError` says what is missing or corrupt."""
+    from maxmargin.experiments.vit.fashion import arrange_fashion_mnist
 
-    Paper scale never falls back: :class:`DataUnavailableError` says where to put the files, or which file is
-    corrupt. The subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
+    if name == CIFAR10_NAME:
+        downloading = local_files(CIFAR10_NAME, dataclasses.asdict(settings)) is None
+        _load_cifar10_checked(settings)
+        return _cifar10_md5s(Path(settings.root)), downloading
+    if name == FASHION_MNIST:
+        raw, downloaded = arrange_fashion_mnist(
+            settings.fashion_mnist_root, settings.fashion_mnist_files, settings.download
+        )
+        return {str(raw / n): file_md5(raw / n) for n in FASHION_IDX}, downloaded
+    if name == DIGITS_NAME:
+        return {}, False
+    raise ValueError(f"unknown vit.data.dataset {name!r}; known: {', '.join(DATASETS)}")
+
+
+def resolve_data(settings: DataSettings) -> dict[str, Any]:
+    """The data manifest: the first of ``settings.candidates`` that is there (or can be downloaded) and intact,
+    its files with their md5s and sizes, the candidates tried before it and why they failed, and the plan
+    (:func:`~maxmargin.experiments.vit.sources.data_plan`) this was decided from.
+
+    Without an allowed stand-in, the first failure stops: :class:`DataUnavailableError` says where to put the files.
     """
-    try:
-        data = _load_configured(settings)
-    except DataUnavailableError as err:
-        if not settings.fallback:
-            raise
-        note = f"{err.problem}: quick-scale fallback to scikit-learn digits upsampled to 32x32x3"
-        cause = f" ({type(err.__cause__).__name__}: {err.__cause__})" if err.__cause__ else ""
-        _warn_terminal(f"{note}{cause}. {err}")
-        data = dataclasses.replace(load_digits32(seed), note=note)
+    plan = data_plan(dataclasses.asdict(settings))
+    tried: list[dict[str, str]] = []
+    for name in settings.candidates:
+        try:
+            md5s, downloaded = _make_available(name, settings)
+        except DataUnavailableError as err:
+            if not tried and len(settings.candidates) == 1:
+                raise
+            tried.append({"dataset": name, "problem": err.problem, "message": str(err)})
+            continue
+        note = f"{tried[0]['problem']}: stand-in {DISPLAY_NAMES[name]} used instead" if tried else ""
+        return {
+            "dataset": name,
+            "md5": md5s,
+            "sizes": local_files(name, dataclasses.asdict(settings)),
+            "digest": manifest_digest(name, md5s),
+            "downloaded": downloaded,
+            "tried": tried,
+            "note": note,
+            "plan": plan,
+        }
+    raise DataUnavailableError(
+        "no data set of vit.data.dataset and vit.data.fallback is available: " + " ".join(t["message"] for t in tried),
+        "no data set available",
+    )
+
+
+def _read(name: str, settings: DataSettings, seed: int) -> ImageData:
+    """Read data set ``name``, made available by :func:`resolve_data`, in full."""
+    from maxmargin.experiments.vit.fashion import load_fashion_mnist
+
+    if name == CIFAR10_NAME:
+        return load_cifar10(settings.root, download=False)
+    if name == FASHION_MNIST:
+        return load_fashion_mnist(settings.fashion_mnist_root, settings.fashion_mnist_files)
+    return load_digits32(seed)
+
+
+def _check_files(manifest: Mapping[str, Any]) -> None:
+    """Stop when a file named in the manifest changed since (its md5 differs): the manifest must be rebuilt."""
+    for path, md5 in manifest["md5"].items():
+        if not Path(path).is_file() or (found := file_md5(path)) != md5:
+            now = f"md5 {found}" if Path(path).is_file() else "missing"
+            raise DataUnavailableError(
+                f"{path} changed since the data manifest was written (recorded md5 {md5}, now {now}); rebuild "
+                "the manifest and what was trained on it: snakemake --cores all --forcerun vit_data -- fig6 fig7",
+                f"{manifest['dataset']} changed",
+            )
+
+
+def load_image_data(settings: DataSettings, seed: int, manifest: Mapping[str, Any] | None = None) -> ImageData:
+    """The data set a manifest names (:func:`resolve_data` when none is given), its files checked, subsetted.
+
+    A stand-in is announced on the terminal and in the log, and carried in ``note`` (the figures print it). The
+    subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
+    """
+    manifest = resolve_data(settings) if manifest is None else manifest
+    _check_files(manifest)
+    if manifest["note"]:
+        reasons = " ".join(t["message"] for t in manifest["tried"])
+        _warn_terminal(f"{manifest['note']}. {reasons}")
+    data = dataclasses.replace(
+        _read(manifest["dataset"], settings, seed), note=manifest["note"], digest=manifest["digest"]
+    )
 
     def head(x: torch.Tensor, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         return (x, y) if n <= 0 else (x[:n], y[:n])

@@ -2,9 +2,10 @@
 
 Paper: Section 4 trains on CIFAR-10 (50,000 + 10,000 colour 32x32 images), which cannot be downloaded on machines
 without network. Fashion-MNIST (60,000 + 10,000 grey 28x28 images, 10 classes) ships as four gzipped idx files,
-e.g. in Debian's package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist``). Nothing is downloaded:
-the files are decompressed into torchvision's layout (``<root>/FashionMNIST/raw/``) and checked by md5, then
-each image is zero-padded to 32x32 and repeated over 3 channels, so that the paper's model runs unchanged.
+e.g. in Debian's package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist``), or torchvision downloads
+them where ``vit.data.download`` allows and the network does. The files are decompressed into torchvision's layout
+(``<root>/FashionMNIST/raw/``) and checked by md5, then each image is zero-padded to 32x32 and repeated over 3
+channels, so that the paper's model runs unchanged.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import torch
 from torch.nn import functional
 
 from maxmargin.experiments.vit.data import DataUnavailableError, ImageData
+from maxmargin.experiments.vit.sources import FASHION_MNIST
 
-FASHION_MNIST_NAME = "fashion_mnist"
+FASHION_MNIST_NAME = FASHION_MNIST
 IMAGE_SIZE = 32  # CIFAR-10's side, the model's vit.model.img_size at both scales
 SOURCE_SIZE = 28  # Fashion-MNIST's side
 
@@ -46,7 +48,7 @@ def missing_fashion_mnist_message(files: Path, missing: list[str]) -> str:
         f"Fashion-MNIST is not available: {', '.join(missing)} not in {files.resolve()}. Install Debian's package "
         "dataset-fashion-mnist (apt-get install dataset-fashion-mnist puts the four files in "
         "/usr/share/datasets/fashion-mnist), or copy the four .gz files into a folder and set "
-        "vit.data.fashion_mnist_files to it. Nothing is downloaded."
+        "vit.data.fashion_mnist_files to it (or allow vit.data.download on a machine with network access)."
     )
 
 
@@ -58,23 +60,45 @@ def _decompress(source: Path, target: Path) -> None:
     partial.replace(target)
 
 
-def arrange_fashion_mnist(root: str | os.PathLike[str], files: str | os.PathLike[str]) -> Path:
-    """Decompress the four gzipped idx files of ``files`` into ``<root>/FashionMNIST/raw/``, where torchvision reads
-    them; the raw folder.
+def _download(root: Path, files: Path, missing: list[str]) -> None:
+    """torchvision's download of the upstream files into ``<root>/FashionMNIST/raw/`` (a network error, or an
+    offline machine, becomes :class:`DataUnavailableError` naming the local files that were missing)."""
+    from torchvision.datasets import FashionMNIST
+
+    try:
+        FashionMNIST(str(root), train=True, download=True)
+    except (RuntimeError, OSError) as err:  # URLError is an OSError
+        raise DataUnavailableError(
+            f"{missing_fashion_mnist_message(files, missing)} The download failed too ({type(err).__name__}: {err}).",
+            "Fashion-MNIST unavailable",
+        ) from err
+
+
+def arrange_fashion_mnist(
+    root: str | os.PathLike[str], files: str | os.PathLike[str], download: bool = False
+) -> tuple[Path, bool]:
+    """Make ``<root>/FashionMNIST/raw/`` hold the four decompressed idx files, where torchvision reads them: from the
+    gzipped files of ``files``, else (``download``) by torchvision's download. The raw folder, and whether this
+    call downloaded.
 
     A file already there is kept. Every decompressed file must have its md5 (:data:`IDX_MD5`); a damaged one is
     named with its md5, removed, and the error says where it came from.
     """
     from torchvision.datasets.utils import calculate_md5
 
-    files, raw = Path(files), _raw_folder(Path(root))
+    files, root = Path(files), Path(root)
+    raw = _raw_folder(root)
     todo = [name for name in IDX_MD5 if not (raw / name).is_file()]
     missing = [f"{name}.gz" for name in todo if not (files / f"{name}.gz").is_file()]
-    if missing:
+    downloaded = bool(missing) and download
+    if downloaded:
+        _download(root, files, missing)
+    elif missing:
         raise DataUnavailableError(missing_fashion_mnist_message(files, missing), "Fashion-MNIST unavailable")
-    raw.mkdir(parents=True, exist_ok=True)
-    for name in todo:
-        _decompress(files / f"{name}.gz", raw / name)
+    else:
+        raw.mkdir(parents=True, exist_ok=True)
+        for name in todo:
+            _decompress(files / f"{name}.gz", raw / name)
     corrupt = [(name, md5, found) for name, md5 in IDX_MD5.items() if (found := calculate_md5(raw / name)) != md5]
     if corrupt:
         for name, _, _ in corrupt:
@@ -86,7 +110,7 @@ def arrange_fashion_mnist(root: str | os.PathLike[str], files: str | os.PathLike
             f"Fashion-MNIST is present but corrupt (md5 checksum mismatch, the file was removed): {named}.",
             "Fashion-MNIST corrupt (md5 checksum mismatch)",
         )
-    return raw
+    return raw, downloaded
 
 
 def to_rgb32(images: torch.Tensor) -> torch.Tensor:
@@ -109,7 +133,7 @@ def load_fashion_mnist(root: str | os.PathLike[str], files: str | os.PathLike[st
     """
     from torchvision.datasets import FashionMNIST
 
-    arrange_fashion_mnist(root, files)
+    arrange_fashion_mnist(root, files)  # no download here: rule vit_data's manifest made the files available
     train = FashionMNIST(str(root), train=True, download=False)
     test = FashionMNIST(str(root), train=False, download=False)
     return ImageData(

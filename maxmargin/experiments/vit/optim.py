@@ -51,12 +51,45 @@ def make_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, total, warmup, settings.schedule))
 
 
-def make_optimizer(params: Any, settings: TrainSettings) -> torch.optim.Optimizer:
-    """SGD with momentum, Adam or AdamW at the fixed learning rate ``settings.lr``."""
+# Parameters kept out of weight decay, as the standard ViT recipes do (DeiT, timm): norms and biases (1-d), the
+# position embedding and the [CLS] token.
+NO_DECAY_NAMES = ("pos_embed", "cls_token")
+
+
+def _hidden(name: str, param: torch.nn.Parameter) -> bool:
+    """A hidden matrix of a transformer block (qkv, proj, fc1, fc2): the weights muP scales with the width."""
+    return name.startswith("blocks.") and param.ndim == 2
+
+
+def param_groups(model: torch.nn.Module, settings: TrainSettings, embed_dim: int) -> list[dict[str, Any]]:
+    """The optimiser's parameter groups: weight decay off for norms, biases, position embedding and [CLS]; with
+    ``lr_base_width`` the hidden matrices at ``lr * lr_base_width / embed_dim`` (muP's rule for Adam), the rest
+    at ``lr``. One group when neither applies, so that a plain recipe is the plain optimiser."""
+    decay, width = settings.weight_decay > 0, settings.lr_base_width > 0
+    if not decay and not width:
+        return [{"params": list(model.parameters())}]
+    groups: dict[tuple[bool, bool], list[torch.nn.Parameter]] = {}
+    for name, param in model.named_parameters():
+        no_decay = param.ndim <= 1 or name in NO_DECAY_NAMES
+        groups.setdefault((decay and not no_decay, width and _hidden(name, param)), []).append(param)
+    scale = settings.lr_base_width / embed_dim if width else 1.0
+    return [
+        {
+            "params": params,
+            "weight_decay": settings.weight_decay if decays else 0.0,
+            "lr": settings.lr * (scale if hidden else 1.0),
+        }
+        for (decays, hidden), params in sorted(groups.items())
+    ]
+
+
+def make_optimizer(model: torch.nn.Module, settings: TrainSettings, embed_dim: int) -> torch.optim.Optimizer:
+    """SGD with momentum, Adam or AdamW over :func:`param_groups` at the base rate ``settings.lr``."""
+    groups = param_groups(model, settings, embed_dim)
     if settings.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay)
+        return torch.optim.SGD(groups, lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay)
     if settings.optimizer == "adam":
-        return torch.optim.Adam(params, lr=settings.lr, weight_decay=settings.weight_decay)
+        return torch.optim.Adam(groups, lr=settings.lr, weight_decay=settings.weight_decay)
     if settings.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+        return torch.optim.AdamW(groups, lr=settings.lr, weight_decay=settings.weight_decay)
     raise ValueError(f"unknown optimizer {settings.optimizer!r} (sgd, adam, adamw)")

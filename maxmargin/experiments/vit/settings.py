@@ -1,7 +1,7 @@
 """Every setting of one ViT run: the config's ``vit.model``, ``vit.data``, ``vit.train``, ``vit.probe``, ``vit.guard``.
 
 The config is the one source of values (workflow/config/default.yaml): the dataclasses here have no defaults, and
-:meth:`VitSettings.from_config` needs every key.
+:meth:`VitSettings.from_config` needs every key. Torch-free: the rule files read it while building the DAG.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class DataSettings:
-    """Which data set (``cifar10`` or ``fashion_mnist``), where it lives, whether to download CIFAR-10, whether the
-    quick-scale fallback is allowed, subset sizes.
+    """Which data set, where it lives, whether to download CIFAR-10, the stand-ins allowed, subset sizes.
 
-    ``root`` is CIFAR-10's folder; ``fashion_mnist_files`` holds Fashion-MNIST's four gzipped idx files and
-    ``fashion_mnist_root`` is where torchvision's layout of them is made. ``n_train`` / ``n_test`` of 0 keep the
-    whole training / test set.
+    ``dataset`` is tried first (``cifar10``, ``fashion_mnist`` or ``digits``), then each of ``fallback`` in order
+    when it is missing (the paper config allows none). ``root`` is CIFAR-10's folder; ``fashion_mnist_files`` holds
+    Fashion-MNIST's four gzipped idx files and ``fashion_mnist_root`` is where torchvision's layout of them is made.
+    ``n_train`` / ``n_test`` of 0 keep the whole training / test set.
     """
 
     dataset: str
@@ -43,18 +43,29 @@ class DataSettings:
     fashion_mnist_root: str
     fashion_mnist_files: str
     download: bool
-    fallback: bool
+    fallback: tuple[str, ...]
     n_train: int
     n_test: int
     augment: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fallback", tuple(self.fallback))  # a YAML list
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """The data sets in the order they are tried: ``dataset``, then the fallbacks (no repeats)."""
+        return tuple(dict.fromkeys((self.dataset, *self.fallback)))
 
 
 @dataclass(frozen=True)
 class TrainSettings:
     """Optimiser, learning-rate schedule and loop settings (the config's ``vit.train``).
 
-    The paper states a fixed learning rate of 3e-3 and nothing else; warm-up, cosine decay and gradient clipping
-    are the recipe study's levers (``vit_recipes``), off when 0 / "constant".
+    The paper states a fixed learning rate of 3e-3 and nothing else; warm-up, cosine decay, gradient clipping and
+    the width-scaled rate (``lr_base_width``: hidden matrices at ``lr * lr_base_width / embed_dim``, as muP
+    prescribes for Adam; 0 = off) are the recipe study's levers (``vit_recipes``). ``threads`` fixes torch's CPU
+    threads, so that the numbers do not depend on Snakemake's ``--cores``; ``checkpoint_every`` is the checkpoint
+    cadence in epochs.
     """
 
     optimizer: str
@@ -64,12 +75,15 @@ class TrainSettings:
     warmup_epochs: float
     schedule: str
     grad_clip: float
+    lr_base_width: int
     epochs: int
     batch_size: int
     seed: int
     device: str
     bf16: bool
     compile: bool
+    threads: int
+    checkpoint_every: int
 
 
 @dataclass(frozen=True)
@@ -88,7 +102,26 @@ class GuardSettings:
     margin: float
 
 
-GUARD_KEYS = ("after_epochs", "margin")  # the rest of vit.guard is read by the claims
+GUARD_KEYS = ("after_epochs", "margin")  # the rest of vit.guard is read by the claims and the figures
+# Left out of a run's fingerprint: they do not change its numbers (where the files are, whether to download them,
+# which device, whether compiled, how often to checkpoint), or are warnings only (guard).
+_NOT_IN_FINGERPRINT = {
+    "data": ("root", "download", "fashion_mnist_root", "fashion_mnist_files", "fallback", "dataset"),
+    "train": ("device", "compile", "checkpoint_every"),
+}
+# The modules whose code makes a run's numbers (data, model, probe, optimiser, loop, checkpoint, these settings).
+# results.py (how the numbers are written) is left out: a change there rewrites the outputs from a finished
+# checkpoint instead of training again (rule vit_train's `code` param covers the whole package).
+TRAINING_MODULES = (
+    "checkpoint.py",
+    "data.py",
+    "fashion.py",
+    "model.py",
+    "optim.py",
+    "settings.py",
+    "sources.py",
+    "training.py",
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +135,7 @@ class VitSettings:
     guard: GuardSettings
 
     @classmethod
-    def from_config(cls, cfg: dict[str, Any]) -> VitSettings:
+    def from_config(cls, cfg: Mapping[str, Any]) -> VitSettings:
         """Build from the config's ``vit`` section; other sections (plots, resources, pilot) are ignored."""
         return cls(
             model=ModelSettings(**cfg["model"]),
@@ -113,42 +146,51 @@ class VitSettings:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d["data"]["fallback"] = list(d["data"]["fallback"])
+        return d
 
     def fingerprint(self, data_id: str) -> str:
-        """Hash of every setting that changes the trajectory of a run, and of ``data_id`` (which data it got).
-
-        Left out: the device, ``compile`` and the data locations/download switch. The training and probe code is in
-        (:func:`code_fingerprint`): a checkpoint resumes only a run of these settings, data and code.
-        """
+        """Hash of every setting that changes the trajectory of a run, of ``data_id`` (which data it got) and of
+        the training code (:func:`training_code_fingerprint`): a checkpoint resumes only a run of all three."""
         d = self.to_dict()
         d["data_id"] = data_id
-        d["code"] = code_fingerprint()
-        d.pop("guard")  # warnings only: they do not change the trajectory
-        for key in ("device", "compile"):
-            d["train"].pop(key)
-        for key in ("root", "download", "fashion_mnist_root", "fashion_mnist_files"):
-            d["data"].pop(key)
+        d["code"] = training_code_fingerprint()
+        d.pop("guard")
+        for section, keys in _NOT_IN_FINGERPRINT.items():
+            for key in keys:
+                d[section].pop(key)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def code_fingerprint() -> str:
-    """Hash of this package's source: the data, model, probe and training loop that a checkpoint's numbers come from."""
+def _hash_files(paths: list[Path]) -> str:
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in paths:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
+def training_code_fingerprint() -> str:
+    """Hash of the modules whose code makes a run's numbers (:data:`TRAINING_MODULES`)."""
+    return _hash_files([Path(__file__).parent / name for name in TRAINING_MODULES])
+
+
+def code_fingerprint() -> str:
+    """Hash of the whole package's source: rule vit_train's rerun trigger (the outputs follow any change)."""
+    return _hash_files(sorted(Path(__file__).parent.glob("*.py")))
+
+
 def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The ``vit`` config of recipe ``name``: the proxy's model/data/probe (when ``study.proxy``) and train
-    settings merged over ``vit``'s, then the recipe's own optimiser keys."""
+    settings merged over ``vit``'s, then the recipe's own keys (its ``model`` block over the model, the rest over
+    the train settings)."""
     recipes = {r["name"]: r for r in study["recipes"]}
     if name not in recipes:
         raise ValueError(f"unknown vit_recipes recipe {name!r}; the config has {', '.join(recipes)}")
     sections = ("model", "data", "probe") if study["proxy"] else ()
     cfg = {key: {**vit[key], **(study.get(key, {}) if key in sections else {})} for key in ("model", "data", "probe")}
-    recipe = {k: v for k, v in recipes[name].items() if k != "name"}
+    recipe = {k: v for k, v in recipes[name].items() if k not in ("name", "model")}
+    cfg["model"] = {**cfg["model"], **recipes[name].get("model", {})}
     cfg["train"] = {**vit["train"], **study.get("train", {}), **recipe}
     cfg["guard"] = dict(vit.get("guard", {}))
     return cfg

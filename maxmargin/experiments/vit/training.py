@@ -1,7 +1,9 @@
 """The ViT training loop: epochs, per-epoch measurements (logged to the rule's log), checkpoints and resume.
 
 Paper: Section 4, Figures 6 and 7: the model is trained with a fixed learning rate (SGD with momentum, Adam or
-AdamW), and the metrics of every epoch are measured from epoch 0 (the initialisation) on.
+AdamW), and the metrics of every epoch are measured from epoch 0 (the initialisation) on. Beyond the paper, the
+direction of the last layer's key-query matrix W is followed (the theory is about W / ||W||_F): its cosine with
+the previous epoch's W and with the final W.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import contextlib
 import logging
 import math
 import os
-import sys
+import platform
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,19 +25,21 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from maxmargin.core.progress import progress
+from maxmargin.core.progress import Progress, duration, progress
 from maxmargin.experiments.vit.checkpoint import (
     CHECKPOINT_FORMAT,
     load_checkpoint,
     rng_state,
     save_checkpoint,
     set_rng_state,
+    w_history_path,
 )
 from maxmargin.experiments.vit.data import ImageData, augment, normalize
 from maxmargin.experiments.vit.model import (
     build_vit,
     cls_attention,
-    key_query_frobenius,
+    key_query_matrix,
+    last_attention,
     patch_attention,
     patch_grid,
     soft_sparsity,
@@ -90,23 +95,60 @@ class _Evaluator:
         return (float(sparsity.mean()), float(self_entry[1:].mean()), s[0].double().cpu().numpy(), float(self_entry[0]))
 
 
-def _progress(total: int, desc: str) -> Any:
-    from tqdm.auto import tqdm
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """<a, b> / (||a|| ||b||) of two matrices (Frobenius), in float64."""
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
-    return tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty(), file=sys.stderr)
+
+class WHistory:
+    """The last layer's W of every epoch, as float32 blocks appended to a file beside the checkpoint.
+
+    One block per epoch (C x C): O(1) work per epoch at any width, and a resumed run reads back exactly what an
+    uninterrupted one kept in memory (the cosines are computed from the stored float32 values in both).
+    """
+
+    def __init__(self, checkpoint: str | os.PathLike[str], dim: int) -> None:
+        self.path, self.dim = w_history_path(checkpoint), dim
+
+    def blocks(self) -> int:
+        return self.path.stat().st_size // (4 * self.dim * self.dim) if self.path.exists() else 0
+
+    def truncate(self, n_epochs: int) -> bool:
+        """Keep the first ``n_epochs`` blocks; False when fewer are there (the checkpoint cannot be resumed)."""
+        if self.blocks() < n_epochs:
+            return False
+        with open(self.path, "r+b") as f:
+            f.truncate(4 * self.dim * self.dim * n_epochs)
+        return True
+
+    def reset(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(b"")
+
+    def append(self, w: np.ndarray) -> None:
+        with open(self.path, "ab") as f:
+            f.write(np.ascontiguousarray(w, dtype=np.float32).tobytes())
+
+    def read(self) -> np.ndarray:
+        """(epochs, C, C) float32."""
+        return np.fromfile(self.path, dtype=np.float32).reshape(-1, self.dim, self.dim)
 
 
 @dataclass
 class _History:
-    """The per-epoch record of a run: metrics rows, the Figure 6 maps and [CLS] self-entries of the fixed image."""
+    """The per-epoch record of a run: metrics rows, wall-clock times, the Figure 6 maps and [CLS] self-entries of
+    the fixed image. The times are kept apart from the metrics, which do not depend on the machine's speed."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    times: list[dict[str, float]] = field(default_factory=list)
     maps: list[np.ndarray] = field(default_factory=list)
     selfs: list[float] = field(default_factory=list)
 
-    def append(self, measured: tuple[dict[str, Any], np.ndarray, float]) -> None:
-        row, fixed_map, fixed_self = measured
+    def append(self, measured: tuple[dict[str, Any], dict[str, float], np.ndarray, float]) -> None:
+        row, times, fixed_map, fixed_self = measured
         self.rows.append(row)
+        self.times.append(times)
         self.maps.append(fixed_map)
         self.selfs.append(fixed_self)
 
@@ -118,9 +160,10 @@ class _Trainer:
         ts = self.ts = settings.train
         self.settings, self.data, self.checkpoint = settings, data, checkpoint
         self.device = resolve_device(ts.device)
+        torch.set_num_threads(ts.threads)  # fixed by the config: the numbers do not depend on --cores
         torch.manual_seed(ts.seed)
         self.model = build_vit(settings.model).to(self.device)
-        self.optimizer = make_optimizer(self.model.parameters(), ts)
+        self.optimizer = make_optimizer(self.model, ts, settings.model.embed_dim)
         self.n_batches = math.ceil(len(data.x_train) / ts.batch_size)
         self.scheduler = make_scheduler(self.optimizer, ts, self.n_batches)
         self.forward: Callable = torch.compile(self.model) if ts.compile else self.model
@@ -129,13 +172,22 @@ class _Trainer:
         self.x_train, self.y_train = data.x_train.to(self.device), data.y_train.to(self.device)
         self.fingerprint = settings.fingerprint(data.identity)
         self.history = _History()
+        self.w_history = WHistory(checkpoint, settings.model.embed_dim)
+        self.previous_w: np.ndarray | None = None
+
+    def key_query(self) -> np.ndarray:
+        """The last layer's W, in float64."""
+        return key_query_matrix(last_attention(self.model)).cpu().numpy()
 
     def measure(
         self, epoch: int, train_loss: float, train_acc: float, t0: float, train_seconds: float
-    ) -> tuple[dict[str, Any], np.ndarray, float]:
-        """Test accuracy, probe and ||W||_F after ``epoch``; ``t0`` is when the epoch started."""
+    ) -> tuple[dict[str, Any], dict[str, float], np.ndarray, float]:
+        """Test accuracy, probe, ||W||_F and W's step cosine after ``epoch``; ``t0`` is when the epoch started."""
         _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
         sparsity, self_mean, fixed_map, fixed_self = self.ev.probe()
+        w = self.key_query()
+        w32 = w.astype(np.float32)  # as the W history stores it: a resumed run computes the same cosines
+        self.w_history.append(w32)
         row = {
             "epoch": epoch,
             "train_loss": train_loss,
@@ -143,18 +195,19 @@ class _Trainer:
             "test_acc": test_acc,
             "soft_sparsity": sparsity,
             "soft_sparsity_image": float(soft_sparsity(torch.from_numpy(fixed_map))),
-            "w_frobenius": key_query_frobenius(self.model),
+            "w_frobenius": float(np.linalg.norm(w)),
+            "w_cosine_previous": math.nan if self.previous_w is None else cosine(self.previous_w, w32),
+            "w_cosine_final": math.nan,  # known once the run ends (finish)
             "cls_self_attention": self_mean,
             "lr": self.optimizer.param_groups[0]["lr"],
             "dataset": self.data.name,
-            "train_seconds": train_seconds,
-            "epoch_seconds": time.perf_counter() - t0,
         }
-        progress("%s", epoch_line(row))
-        return row, fixed_map, fixed_self
+        self.previous_w = w32
+        times = {"epoch": epoch, "train_seconds": train_seconds, "epoch_seconds": time.perf_counter() - t0}
+        return row, times, fixed_map, fixed_self
 
-    def save(self, epoch: int) -> None:
-        """Checkpoint after ``epoch`` (one file, replaced atomically); the last row's time then includes the write."""
+    def save(self, epoch: int, finished: bool = False) -> None:
+        """Checkpoint after ``epoch`` (one file, replaced atomically); the epoch's time then includes the write."""
         t0 = time.perf_counter()
         h = self.history
         save_checkpoint(
@@ -164,31 +217,45 @@ class _Trainer:
                 "fingerprint": self.fingerprint,
                 "settings": self.settings.to_dict(),
                 "epoch": epoch,
-                "finished": epoch >= self.ts.epochs,
+                "finished": finished,
                 "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "rng": rng_state(self.generator),
                 "metrics": h.rows,
+                "times": h.times,
                 "maps": torch.from_numpy(np.stack(h.maps)),
                 "cls_self": torch.tensor(h.selfs),
             },
         )
-        h.rows[-1]["epoch_seconds"] += time.perf_counter() - t0
+        h.times[-1]["epoch_seconds"] += time.perf_counter() - t0
+
+    def due(self, epoch: int) -> bool:
+        """Whether the checkpoint cadence (``vit.train.checkpoint_every``) writes one after ``epoch`` (the last
+        epoch's is written by :func:`train_vit` once the run is finished)."""
+        return epoch % self.ts.checkpoint_every == 0 and epoch < self.ts.epochs
 
     def resume(self, restore: bool) -> int | None:
         """Load this run's checkpoint (a finished one only with ``restore``); its epoch, or None for a fresh start."""
         state = load_checkpoint(self.checkpoint, self.fingerprint, restore)
         if state is None:
             return None
+        epoch = int(state["epoch"])
+        if not state.get("finished") and not self.w_history.truncate(epoch + 1):
+            log.warning("%s lacks epochs of the checkpoint %s; starting afresh", self.w_history.path, self.checkpoint)
+            return None
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"], self.generator)
-        self.history = _History(list(state["metrics"]), list(state["maps"].numpy()), list(state["cls_self"].tolist()))
+        self.history = _History(
+            list(state["metrics"]), list(state["times"]), list(state["maps"].numpy()), list(state["cls_self"].tolist())
+        )
+        if not state.get("finished"):
+            self.previous_w = self.w_history.read()[-1]
         # Snakemake empties the rule log before each attempt: the resumed run's log still tells the whole run.
-        for row in self.history.rows:
-            log.info("%s (from the checkpoint)", epoch_line(row))
+        for row, times in zip(self.history.rows, self.history.times, strict=True):
+            log.info("%s (from the checkpoint)", epoch_line(row, times))
         if state.get("finished"):
             log.info(
                 "restoring the outputs of the finished run in %s: no training (snakemake --forcerun vit_train "
@@ -196,8 +263,8 @@ class _Trainer:
                 self.checkpoint,
             )
         else:
-            log.info("resuming from %s at epoch %d", self.checkpoint, int(state["epoch"]))
-        return int(state["epoch"])
+            log.info("resuming from %s at epoch %d", self.checkpoint, epoch)
+        return epoch
 
     def train_epoch(self, epoch: int) -> tuple[float, float]:
         """One pass over the shuffled training set; the mean loss and accuracy of its mini-batches.
@@ -208,35 +275,44 @@ class _Trainer:
         order = torch.randperm(len(self.x_train), generator=self.generator).to(device)
         loss_sum, correct = torch.zeros((), device=device), torch.zeros((), device=device, dtype=torch.int64)
         self.model.train()
-        with _progress(self.n_batches, f"epoch {epoch}/{ts.epochs}") as bar:
-            for i in range(self.n_batches):
-                idx = order[i * ts.batch_size : (i + 1) * ts.batch_size]
-                xb = normalize(self.x_train[idx], self.ev.mean, self.ev.std)
-                if self.settings.data.augment:
-                    xb = augment(xb, self.generator)
-                yb = self.y_train[idx]
-                with self.ev.autocast():
-                    logits = self.forward(xb)
-                    loss = functional.cross_entropy(logits.float(), yb)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if ts.grad_clip > 0:
-                    nn.utils.clip_grad_norm_(self.model.parameters(), ts.grad_clip)
-                self.optimizer.step()
-                self.scheduler.step()
-                loss_sum += loss.detach() * len(idx)
-                correct += (logits.detach().argmax(-1) == yb).sum()
-                bar.update()
+        bar = Progress(f"epoch {epoch}/{ts.epochs}: batch", self.n_batches)
+        for i in range(self.n_batches):
+            idx = order[i * ts.batch_size : (i + 1) * ts.batch_size]
+            xb = normalize(self.x_train[idx], self.ev.mean, self.ev.std)
+            if self.settings.data.augment:
+                xb = augment(xb, self.generator)
+            yb = self.y_train[idx]
+            with self.ev.autocast():
+                logits = self.forward(xb)
+                loss = functional.cross_entropy(logits.float(), yb)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if ts.grad_clip > 0:
+                nn.utils.clip_grad_norm_(self.model.parameters(), ts.grad_clip)
+            self.optimizer.step()
+            self.scheduler.step()
+            loss_sum += loss.detach() * len(idx)
+            correct += (logits.detach().argmax(-1) == yb).sum()
+            if i + 1 < self.n_batches:  # the epoch's line follows the last batch
+                bar.update(i + 1)
         n = len(self.x_train)
         return float(loss_sum) / n, int(correct) / n
 
+    def finish(self) -> None:
+        """The cosine of every epoch's W with the final W (the direction the run settles on, or not)."""
+        ws = self.w_history.read()
+        if len(ws) != len(self.history.rows):
+            raise RuntimeError(f"{self.w_history.path} holds {len(ws)} epochs, the run {len(self.history.rows)}")
+        for row, w in zip(self.history.rows, ws, strict=True):
+            row["w_cosine_final"] = cosine(w, ws[-1])
 
-def epoch_line(row: dict[str, Any]) -> str:
+
+def epoch_line(row: dict[str, Any], times: dict[str, float]) -> str:
     """The rule log's line for one epoch's metrics."""
     return (
         f"epoch {row['epoch']}: train loss {row['train_loss']:.4f} acc {row['train_acc']:.3f}, test acc "
-        f"{row['test_acc']:.3f}, soft-sparsity {row['soft_sparsity']:.4f}, ||W||_F {row['w_frobenius']:.3f} "
-        f"({row['epoch_seconds']:.1f}s)"
+        f"{row['test_acc']:.3f}, soft-sparsity {row['soft_sparsity']:.4f}, ||W||_F {row['w_frobenius']:.3f}, "
+        f"cos(W, previous W) {row['w_cosine_previous']:.4f} ({times['epoch_seconds']:.1f}s)"
     )
 
 
@@ -257,41 +333,65 @@ def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes
     )
 
 
+def _epoch(run: _Trainer, epoch: int, epochs: Progress) -> None:
+    """Train and measure one epoch, checkpoint it when due, report it with the time left."""
+    t0 = time.perf_counter()
+    train_loss, train_acc = run.train_epoch(epoch)
+    run.history.append(run.measure(epoch, train_loss, train_acc, t0, time.perf_counter() - t0))
+    if not math.isfinite(train_loss):
+        raise FloatingPointError(f"training diverged at epoch {epoch} (loss {train_loss})")
+    if run.due(epoch):
+        run.save(epoch)
+    row, times = run.history.rows[-1], run.history.times[-1]
+    progress("%s; %s", epoch_line(row, times), epochs.text(epoch))
+    if (message := check_learning([row], run.settings.guard, run.settings.model.num_classes)) is not None:
+        log.warning(message)
+        warnings.warn(message, LearningStalledWarning, stacklevel=3)
+
+
 def train_vit(
     settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str], restore: bool = False
 ) -> TrainResult:
-    """Train the ViT, measuring the [CLS] attention after every epoch (paper: Section 4, Figures 6-7).
+    """Train the ViT, measuring the [CLS] attention and W after every epoch (paper: Section 4, Figures 6-7).
 
     Epoch 0 is the initialisation (its train loss/accuracy is a full pass over the training set; later epochs
     report the running mean over the epoch's mini-batches). A checkpoint (model, optimiser, schedule, RNG states,
-    metrics so far, settings) is written atomically after every epoch; a rerun of an unfinished run with the same
-    settings, data and code resumes from it and gives the same metrics on the CPU. A finished run's checkpoint is
-    never resumed: a rerun trains again from epoch 0, unless ``restore``, which returns the finished run's result
-    without training (outputs lost to a failure after training, e.g. a full disk, come back in seconds).
+    metrics so far, settings) is written atomically every ``checkpoint_every`` epochs; a rerun of an unfinished run
+    with the same settings, data and training code resumes from it and gives the same metrics on the CPU. A
+    finished run's checkpoint is never resumed: a rerun trains again from epoch 0, unless ``restore``, which
+    returns the finished run's result without training (outputs lost after training come back in seconds).
     """
     t_start = time.perf_counter()
     run = _Trainer(settings, data, checkpoint)
     resumed = run.resume(restore)
     if resumed is None:
+        run.w_history.reset()
         t0 = time.perf_counter()
         train_loss, train_acc = run.ev.loss_acc(data.x_train, data.y_train)
         run.history.append(run.measure(0, train_loss, train_acc, t0, 0.0))
         run.save(0)
-    for epoch in range(len(run.history.rows), settings.train.epochs + 1):
-        t0 = time.perf_counter()
-        train_loss, train_acc = run.train_epoch(epoch)
-        run.history.append(run.measure(epoch, train_loss, train_acc, t0, time.perf_counter() - t0))
-        if not math.isfinite(train_loss):
-            raise FloatingPointError(f"training diverged at epoch {epoch} (loss {train_loss})")
-        run.save(epoch)
-        if (message := check_learning(run.history.rows[-1:], settings.guard, settings.model.num_classes)) is not None:
-            log.warning(message)
-            warnings.warn(message, LearningStalledWarning, stacklevel=2)
+        progress("%s", epoch_line(run.history.rows[-1], run.history.times[-1]))
+    first = len(run.history.rows)
+    epochs = Progress("epochs", settings.train.epochs, done=first - 1)
+    for epoch in range(first, settings.train.epochs + 1):
+        _epoch(run, epoch, epochs)
+    if first <= settings.train.epochs:  # trained now: the final W is known
+        run.finish()
+        run.save(settings.train.epochs, finished=True)
     return _result(run, resumed, time.perf_counter() - t_start)
 
 
 class LearningStalledWarning(UserWarning):
     """The ViT's test accuracy stays at chance (see :func:`check_learning`)."""
+
+
+def cpu_name() -> str:
+    """The processor's model name (from /proc/cpuinfo on Linux), for the record of which machine made the numbers."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
 
 
 def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
@@ -300,28 +400,29 @@ def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
     info = {
         "dataset": data.name,
         "dataset_note": data.note,
+        "dataset_digest": data.digest,
         "classes": data.classes,
         "n_train": len(data.x_train),
         "n_test": len(data.x_test),
         "n_probe": len(run.ev.probe_x) - 1,
         "device": str(run.device),
-        "device_name": torch.cuda.get_device_name(run.device) if run.device.type == "cuda" else "cpu",
+        "device_name": torch.cuda.get_device_name(run.device) if run.device.type == "cuda" else cpu_name(),
+        "cpu": cpu_name(),
         "torch_threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
         "optimizer": run.ts.optimizer,
         "n_parameters": sum(p.numel() for p in run.model.parameters()),
         "patch_tokens": int(h.maps[0].shape[0]),
+        "steps": run.n_batches * run.ts.epochs,
         "resumed_from_epoch": resumed,
         "seconds_this_call": seconds,
+        "seconds_this_call_text": duration(seconds),
         "fingerprint": run.fingerprint,
         "peak_memory_mb": peak_memory_mb(run.device),
-        "soft_sparsity": "mean over the probe images of (||s||_1^2/||s||_2^2)/T, s = last-layer [CLS] attention "
-        "averaged over heads, [CLS] self-entry dropped and renormalised over the T patch tokens",
-        "soft_sparsity_image": "the same for the single Figure 6 test image",
-        "w_frobenius": "||sum_h W_Q,h^T W_K,h||_F of the last block's qkv weight (= ||W_Q^T W_K||_F), "
-        "without the 1/sqrt(d_head) scale and the biases",
     }
     return TrainResult(
         metrics=h.rows,
+        times=h.times,
         maps=np.stack(h.maps),
         cls_self=np.asarray(h.selfs),
         image=data.x_test[idx].permute(1, 2, 0).numpy().copy(),
