@@ -17,23 +17,25 @@ SMK_ARGS ?=
 # (snakemake --lint and dry runs neither take nor delete locks, so `make lint` needs no guard.)
 RUN_LOCK := .snakemake/make.lock
 BUSY_EXIT := 75
-# The ids of the Snakemake processes running in this directory (started by hand, outside make): a process whose
-# working directory is this one and whose program (argv[0], or the script argv[1] of its interpreter) is snakemake.
-LIVE_SNAKEMAKE = for p in /proc/[0-9]*; do [ "$$(readlink $$p/cwd 2>/dev/null)" = "$$PWD" ] \
-	&& tr '\0' '\n' <$$p/cmdline 2>/dev/null | head -n 2 | grep -qE '(^|/)snakemake$$' && printf '%s ' $${p\#/proc/}; \
-	done; true
 # Prefix of a recipe line: take RUN_LOCK on fd 9 (inherited by snakemake and its jobs, released when the last of
-# them exits, killed or not) or stop with a clear message; then clear any stale Snakemake lock. No other Makefile
-# run can be active; a Snakemake started by hand in this directory may be, and its lock is then left alone
-# (Snakemake itself refuses an overlapping run); a lock left by an interrupted run would otherwise block this one.
+# them exits, killed or not) or stop with a clear message. No other Makefile run can be active; a Snakemake run
+# started some other way may be (`snakemake`, `python -m snakemake`, from any directory with --directory here):
+# tools/live_runs.sh looks for any process that may be one. Its lock then stays (Snakemake itself refuses an
+# overlapping run); a lock with no such process is stale (an interrupted run) and cleared; where the script cannot
+# tell (processes it may not inspect), the recipe stops and prints the unlock command instead of guessing.
 LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 	&& { flock -n 9 || { echo "make: another snakemake run is active in this directory (it holds $(RUN_LOCK));" \
 	     "wait for it to finish" >&2; exit $(BUSY_EXIT); }; } \
 	&& if [ -n "$$(ls -A .snakemake/locks 2>/dev/null)" ]; then \
-	     live="$$($(LIVE_SNAKEMAKE))"; \
-	     if [ -n "$$live" ]; then echo "make: keeping the Snakemake lock of the run still going here (pid $$live)"; \
-	     else echo "make: clearing a stale Snakemake lock left by an interrupted run"; \
-	     $(BIN)/snakemake --unlock --quiet >/dev/null 2>&1 || true; fi; fi \
+	     state="$$(bash tools/live_runs.sh)"; \
+	     case "$$state" in \
+	     none) echo "make: clearing a stale Snakemake lock left by an interrupted run"; \
+	           $(BIN)/snakemake --unlock --quiet >/dev/null 2>&1 || true;; \
+	     live*) echo "make: keeping the Snakemake lock of the run still going here (pid $${state\#live })";; \
+	     *) echo "make: a Snakemake lock is here, and whether its run is still going cannot be told" \
+	             "(processes $${state\#unknown } cannot be inspected). If no run is going, clear it:" \
+	             "$(BIN)/snakemake --unlock" >&2; exit $(BUSY_EXIT);; \
+	     esac; fi \
 	&& set -x &&
 
 .PHONY: all figures test lint report gallery config-docs clean-results

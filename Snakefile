@@ -42,10 +42,11 @@ include: "workflow/rules/vit.smk"
 include: "workflow/rules/regpath.smk"
 include: "workflow/rules/lemma1.smk"
 include: "workflow/rules/basin.smk"
+include: "workflow/rules/plots.smk"
 include: "workflow/rules/claims.smk"
 
 
 rule all:
     default_target: True
     input:
-        ALL_TARGETS,
+        all_targets(),

@@ -1,15 +1,17 @@
 """maxmargin: the maths and experiments of *Max-Margin Token Selection in Attention Mechanism* (NeurIPS 2023).
 
-Layers (imports point one way; tests/test_layers.py checks it):
-
 - :mod:`maxmargin.core`: the model f(X) = v^T X^T softmax(X W^T p), its exact gradients, gradient descent, the
   SVM problems (ATT-SVM, p_relax, v-SVM), SVM-neighbours and the ball solver; numpy/scipy/cvxopt/sklearn only.
-- :mod:`maxmargin.registry`: every figure, table and synthetic experiment, declared once (plain data).
-- :mod:`maxmargin.experiments`: one module per experiment family (synthetic, census, regpath, lemma1, vit),
-  returning tables; :mod:`maxmargin.figures`: the panels, drawn from tables only. Both import core and the
-  registry only.
-- :mod:`maxmargin.io`, :mod:`maxmargin.provenance`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`,
-  :mod:`maxmargin.pipeline` (the registry's names resolved): the pipeline; scripts and rule files on top.
+- :mod:`maxmargin.registry`: every figure, table (with its columns), file and synthetic experiment, and the config
+  keys each rule reads, declared once (plain data).
+- :mod:`maxmargin.files`, :mod:`maxmargin.provenance`, :mod:`maxmargin.tables`: atomic writes, sidecars and the
+  checks of every read, the tables' contracts.
+- :mod:`maxmargin.experiments`: one module per experiment family, returning tables; :mod:`maxmargin.figures`: the
+  panels, drawn from tables only.
+- :mod:`maxmargin.logs`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`, :mod:`maxmargin.pipeline` (the
+  registry's names resolved): the pipeline; scripts and rule files on top.
+
+Which module may import which: tests/test_layers.py states and checks it.
 
 The names below are the public API. They are imported on first use, so ``import maxmargin`` stays cheap (no torch
 unless a ViT function is asked for).

@@ -66,9 +66,16 @@ class StrictLoader(yaml.SafeLoader):
     """A safe YAML loader that rejects a key given twice in one mapping (plain YAML keeps the last silently)."""
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _no_duplicates(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    """A mapping whose explicit keys are all different; merged keys (``<<: *anchor``), which an explicit key
+    overrides, as YAML and Snakemake take them."""
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
+        if key_node.tag == MERGE_TAG:
+            continue
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise ValueError(
@@ -148,12 +155,53 @@ def check_data_indices(config: Mapping[str, Any]) -> None:
 
 
 def check_cross_keys(config: Mapping[str, Any]) -> None:
-    """Keys that must agree with each other (the rule files check the census histogram and Figure 6 epochs)."""
+    """Keys that must agree with each other, named in the error with their values."""
     fig3 = config.get("synthetic", {}).get("fig3")
     if fig3 and len(fig3["v_starts"]) != len(fig3["starts"]):
         raise ValueError(
             f"config keys 'synthetic.fig3.v_starts' ({len(fig3['v_starts'])}) and 'synthetic.fig3.starts' "
             f"({len(fig3['starts'])}) must list as many starts: one v(0) per p(0)"
+        )
+    census = config.get("census")
+    if census and not set(census["histogram"]["dims"]) <= set(census["dims"]):
+        raise ValueError(
+            f"config key 'census.histogram.dims' {census['histogram']['dims']} must be a subset of 'census.dims' "
+            f"{census['dims']}: Figure 9(b) is drawn from the census runs"
+        )
+    vit = config.get("vit")
+    if vit and max(vit["plots"]["fig6_epochs"]) > vit["train"]["epochs"]:
+        raise ValueError(
+            f"config key 'vit.plots.fig6_epochs' {vit['plots']['fig6_epochs']} goes past 'vit.train.epochs' = "
+            f"{vit['train']['epochs']}"
+        )
+
+
+# Bytes the basin study holds per start of its grid (maxmargin.experiments.basin: its arrays of one row per start
+# and GD variant, and the table), measured at about 9 kB per start; the grid must fit in this machine's memory.
+BASIN_BYTES_PER_START = 16_000
+
+
+def physical_memory() -> int:
+    """This machine's memory in bytes (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_memory(config: Mapping[str, Any], available: int | None = None) -> None:
+    """Refuse, before any job, a basin grid whose arrays cannot fit in memory, naming its keys."""
+    grid = (config.get("basin") or {}).get("grid")
+    available = physical_memory() if available is None else available
+    if not grid or not available:
+        return
+    starts = int(grid["p1"]["num"]) * int(grid["p2"]["num"])
+    need = starts * BASIN_BYTES_PER_START
+    if need > available:
+        raise ValueError(
+            f"config keys 'basin.grid.p1.num' x 'basin.grid.p2.num' = {starts:,} starts need about "
+            f"{need / 2**30:.1f} GiB (about {BASIN_BYTES_PER_START // 1000} kB per start), more than this machine's "
+            f"{available / 2**30:.1f} GiB; choose a coarser grid"
         )
 
 
@@ -175,6 +223,7 @@ def check_config_beyond_schema(
         raise ValueError(f"config key '{key}' is {value!r}: it must be an integer (write {int(value)})")
     check_data_indices(config)
     check_cross_keys(config)
+    check_memory(config)
 
 
 def _get_indexed(config: Any, key: str) -> Any:

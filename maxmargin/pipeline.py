@@ -1,4 +1,5 @@
-"""The registry's names resolved to functions, once and in one place (the pipeline layer, above the library).
+"""The registry's names resolved to functions, once and in one place (the pipeline layer, above the library), and
+how a panel is drawn and saved.
 
 :mod:`maxmargin.registry` names every experiment, data set and drawing function by a string, so that it costs
 nothing to import and the rule files build the DAG without numpy, scipy or torch. The scripts resolve those names
@@ -8,10 +9,13 @@ here, against the modules imported below; tests/test_registry.py resolves every 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -19,6 +23,9 @@ from maxmargin import registry
 from maxmargin.experiments import instances
 from maxmargin.experiments import synthetic as synthetic_experiments
 from maxmargin.figures import basin, census, regpath, style, synthetic, vit
+from maxmargin.files import atomic_path
+from maxmargin.provenance import current_provenance, rebuild_command, verify_file
+from maxmargin.tables import read_table
 
 # Family -> the module of its drawing functions (maxmargin.figures.<family>).
 FIGURE_MODULES: dict[str, ModuleType] = {
@@ -68,13 +75,57 @@ def run_experiment(
 
 
 def draw_synthetic_panel(
-    panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: Mapping[str, Any]
+    panel: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, options: Mapping[str, Any]
 ) -> Figure:
     """Draw one registered panel of Figures 1-5 or 8 from its experiment's three tables, in the shared style."""
     with style.paper_style():
-        return drawing_function(panel)(registry.panel(panel).title, traj, tokens, directions, dict(plots))
+        return drawing_function(panel)(registry.panel(panel).title, traj, tokens, directions, dict(options))
 
 
-def draw_table_panel(panel: str, *tables: pd.DataFrame, **options: Any) -> Figure:
-    """Draw a registered panel of the other families from its tables (in the order the registry lists them)."""
-    return drawing_function(panel)(*tables, **options)
+def _read(name: str, path: str, records: list[dict[str, Any]]) -> Any:
+    """One input of a panel: a table checked (:func:`maxmargin.tables.read_table`), a JSON record, or arrays
+    checked against the sha256 their run's JSON holds (``File.record``)."""
+    if path.endswith(".csv"):
+        return read_table(path)
+    if path.endswith(".json"):
+        records.append(json.loads(Path(path).read_text()))
+        return records[-1]
+    key = registry.file(name).record
+    verify_file(
+        path, next((r.get(key) for r in records if key in r), None), rebuild_command(path, registry.file(name).rule)
+    )
+    with np.load(path) as arrays:
+        return {k: arrays[k] for k in arrays.files}
+
+
+def draw_panel(panel: str, paths: list[str], options: Mapping[str, Any]) -> Figure:
+    """Draw a registered panel (not synthetic) from its files (:func:`maxmargin.registry.panel_inputs`) with
+    its config options (:func:`maxmargin.registry.options`)."""
+    records: list[dict[str, Any]] = []
+    names = [name for name, _ in registry.panel_inputs(panel)]
+    inputs = [_read(name, path, records) for name, path in zip(names, paths, strict=True)]
+    with style.paper_style():
+        return drawing_function(panel)(*inputs, **options)
+
+
+def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
+    """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance.
+
+    Saved under the shared style: its ``savefig.*`` and ``pdf.fonttype`` keys are read when the file is written.
+    """
+    import matplotlib.pyplot as plt
+
+    meta = dict(metadata or {})
+    provenance = current_provenance()
+    if provenance is not None:
+        meta["Provenance"] = json.dumps(provenance, sort_keys=True, default=str)
+    # No CreationDate: a forced rerun then writes a byte-identical PDF.
+    pdf_meta: dict[str, str | None] = {k: v for k, v in meta.items() if k in ("Title", "Author", "Subject", "Keywords")}
+    pdf_meta["CreationDate"] = None
+    if "Provenance" in meta:
+        pdf_meta["Keywords"] = meta["Provenance"]
+    with style.paper_style(), atomic_path(pdf) as tmp:
+        fig.savefig(tmp, format="pdf", metadata=pdf_meta)
+    with style.paper_style(), atomic_path(png) as tmp:
+        fig.savefig(tmp, format="png", metadata=meta or None)
+    plt.close(fig)

@@ -1,237 +1,97 @@
-"""The contract of every table the pipeline writes: columns, types, allowed ranges, NaN rules and row counts.
+"""Every table's contract, built from its one declaration in the registry, and the only way tables are written and
+read: :func:`write_csv` checks a frame against its contract before it replaces the file, :func:`read_table` checks
+the file's bytes against its sidecar, that it belongs to this run's config, and its contract again.
 
-One place declares each table (issue 19; its columns: :mod:`maxmargin.table_columns`). :func:`check_table`
-validates a frame with pandera when a rule writes it (``maxmargin.io.write_csv``) and again whenever a rule reads it
-(``maxmargin.io.read_table``); the row count, where it follows from the config (``census.n_trials``,
-``census.dims``, ``vit.train.epochs`` ...), is checked too.
+A contract (pandera) is a table's columns in order with their types, ranges and NaN rules, its row count where the
+config fixes it, and the columns that restate a setting (the ``d`` of ``runs/census/d10.csv`` must be 10). The
+declarations live in the registry (:mod:`maxmargin.registry`, ``Table``), under the table's one name.
 """
 
 from __future__ import annotations
 
+import contextvars
+import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
 import pandera.pandas as pa
-from pandera import Check, Column
+from pandera import Check
 
-from maxmargin.table_columns import (
-    BASIN,
-    BASIN_CONE,
-    BASIN_PATHS,
-    CENSUS_TRIAL,
-    DATASET,
-    DIRECTIONS,
-    NONNEG,
-    POSITIVE,
-    REGPATH,
-    TOKENS,
-    TRAJECTORY,
-    UNIT,
-    VIT_BASELINE,
-    VIT_METRICS,
-    _basin_starts,
-    _budget_cells,
-    _census_rows,
-    _float,
-    _grid_cells,
-    _int,
-    _str,
-    _summary,
-    _vit_epochs,
+from maxmargin import registry
+from maxmargin.files import atomic_path
+from maxmargin.provenance import (
+    TableIntegrityError,
+    check_binding,
+    current_config,
+    note_reads,
+    read_record,
+    rebuild_command,
+    verify_table,
+    write_provenance,
 )
+from maxmargin.registry.types import Column, Table
 
 Config = Mapping[str, Any]
-RowCount = Callable[[Config, Mapping[str, str]], int]
+WHOLE = Check(lambda s: (s.dropna() % 1 == 0).all(), error="whole numbers")
+_KINDS = {"int": int, "float": float, "str": str, "bool": bool, "any": None}
 
 
 class TableContractError(ValueError):
     """A table breaks its contract: wrong columns, types, values or row count."""
 
 
-@dataclass(frozen=True)
-class TableContract:
-    """One table: where it lives (under the results root, ``{wildcards}`` allowed), the rule writing it, its
-    columns, and its row count as a function of the config and the path's wildcards (None: not fixed)."""
-
-    name: str
-    pattern: str
-    rule: str
-    columns: dict[str, Column]
-    rows: RowCount | None = None
-
-    def regex(self) -> re.Pattern[str]:
-        body = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.pattern))
-        return re.compile(rf"(?:^|/){body}$")
-
-
-CONTRACTS = [
-    TableContract("census_run", "runs/census/d{d}.csv", "census_trials", CENSUS_TRIAL, lambda c, w: _census_rows(c)),
-    TableContract(
-        "census_budget_run",
-        "runs/census_budget/d{d}_iter{n_iter}.csv",
-        "census_budget_trials",
-        CENSUS_TRIAL,
-        lambda c, w: _census_rows(c),
-    ),
-    TableContract(
-        "census_grid_run",
-        "runs/census_grid/n{n}_T{T}_d{d}.csv",
-        "census_grid_cell",
-        CENSUS_TRIAL,
-        lambda c, w: _census_rows(c, "grid"),
-    ),
-    TableContract(
-        "census_trials",
-        "tables/census_trials.csv",
-        "census_gather",
-        CENSUS_TRIAL,
-        lambda c, w: _census_rows(c) * len(c["census"]["dims"]),
-    ),
-    TableContract(
-        "census_summary",
-        "tables/census_summary.csv",
-        "census_gather",
-        _summary("d"),
-        lambda c, w: len(c["census"]["dims"]),
-    ),
-    TableContract(
-        "census_budget_trials",
-        "runs/census_budget/trials.csv",
-        "census_budget_gather",
-        CENSUS_TRIAL,
-        lambda c, w: _census_rows(c) * _budget_cells(c),
-    ),
-    TableContract(
-        "census_budget",
-        "tables/census_budget.csv",
-        "census_budget_gather",
-        _summary("d", "n_iter"),
-        lambda c, w: _budget_cells(c),
-    ),
-    TableContract(
-        "census_grid_trials",
-        "runs/census_grid/trials.csv",
-        "census_grid_gather",
-        CENSUS_TRIAL,
-        lambda c, w: _census_rows(c, "grid") * _grid_cells(c),
-    ),
-    TableContract(
-        "census_grid",
-        "tables/census_grid.csv",
-        "census_grid_gather",
-        _summary("n", "T", "d"),
-        lambda c, w: _grid_cells(c),
-    ),
-    TableContract(
-        "census_histogram",
-        "tables/fig9b.csv",
-        "census_histogram",
-        {
-            "d": _int(POSITIVE),
-            "bin_left": _float(),
-            "bin_right": _float(),
-            "count": _int(NONNEG),
-            "n_saturated": _int(NONNEG),
-            "probability": _float(UNIT, nullable=True),
-            "cumulative": _float(UNIT, nullable=True),
-        },
-    ),
-    TableContract("directions", "tables/directions.csv", "directions_table", DIRECTIONS),
-    TableContract("experiment_directions", "runs/{experiment}/directions.csv", "synthetic_experiment", DIRECTIONS),
-    TableContract("tokens", "tables/{experiment}_tokens.csv", "synthetic_experiment", TOKENS),
-    TableContract("regpath_run", "runs/regpath/{instance}.csv", "regpath_instance", REGPATH),
-    TableContract("regpath", "tables/regpath.csv", "regpath_table", REGPATH),
-    TableContract("regpath_compare", "tables/regpath_compare.csv", "regpath_table", REGPATH),
-    TableContract(
-        "lemma1",
-        "tables/lemma1.csv",
-        "lemma1_table",
-        {
-            "instance": _str(),
-            **{k: _int(POSITIVE) for k in ("n", "T", "d", "n_iter")},
-            "u": _str(),
-            "p0": _str(),
-            "eta": _float(POSITIVE),
-            "loss": _str(),
-            **{k: _float(NONNEG) for k in ("max_deviation", "relative_max_deviation", "max_grad_deviation")},
-            "final_p_norm": _float(NONNEG),
-            "final_risk_p": _float(),
-            "final_risk_W": _float(),
-        },
-        lambda c, w: len(c["lemma1"]["instances"]),
-    ),
-    TableContract(
-        "claims",
-        "tables/claims.csv",
-        "claims_table",
-        {
-            "claim_id": _str(),
-            "claim": _str(),
-            "source": _str(),
-            "paper_value": _str(nullable=True),
-            "measured": _str(nullable=True),
-            "verdict": _str(Check.isin(["holds", "differs", "inconclusive", "not run"])),
-            "note": _str(nullable=True),
-        },
-    ),
-    TableContract("basin", "tables/basin.csv", "basin_tables", BASIN, lambda c, w: _basin_starts(c)),
-    TableContract(
-        "basin_cone",
-        "tables/basin_cone.csv",
-        "basin_tables",
-        BASIN_CONE,
-        lambda c, w: 3 * int(c["basin"]["cone"]["radii"]["num"]),
-    ),
-    TableContract("basin_paths", "tables/basin_paths.csv", "basin_tables", BASIN_PATHS),
-    TableContract("vit_run_metrics", "runs/vit/vit_metrics.csv", "vit_train", VIT_METRICS, lambda c, w: _vit_epochs(c)),
-    TableContract(
-        "vit_metrics", "tables/vit_metrics.csv", "vit_metrics_table", VIT_METRICS, lambda c, w: _vit_epochs(c)
-    ),
-    TableContract("vit_baseline", "tables/vit_baseline.csv", "vit_baseline", VIT_BASELINE, lambda c, w: 1),
-    TableContract("vit_pilot", "tables/vit_pilot.csv", "vit_pilot", {"dataset": DATASET}, lambda c, w: 1),
-    TableContract("vit_recipe", "runs/vit_recipes/{recipe}.csv", "vit_recipe_train", {"dataset": DATASET}),
-    TableContract("vit_recipes", "tables/vit_recipes.csv", "vit_recipes_table", {"dataset": DATASET}),
-    # Last: the synthetic trajectories' pattern matches any table name (of a registry experiment only: _known).
-    TableContract("trajectories", "tables/{experiment}.csv", "synthetic_experiment", TRAJECTORY),
-]
-# Tables whose columns are declared only in part (the rest follow the library's column lists).
-OPEN_TABLES = {"vit_pilot", "vit_recipe", "vit_recipes"}
+def _checks(column: Column) -> list[Check]:
+    checks = []
+    if column.ge is not None and column.le is not None:
+        checks.append(Check.in_range(column.ge, column.le))
+    elif column.ge is not None:
+        checks.append(Check.ge(column.ge))
+    elif column.le is not None:
+        checks.append(Check.le(column.le))
+    if column.gt is not None:
+        checks.append(Check.gt(column.gt))
+    if column.isin:
+        checks.append(Check.isin(list(column.isin)))
+    return checks
 
 
-def _known(wildcards: Mapping[str, str]) -> bool:
-    """An ``{experiment}`` wildcard names a synthetic experiment of the registry (other tables are not its)."""
-    from maxmargin import registry
+def pandera_column(column: Column) -> pa.Column:
+    """The pandera column of a registry column (a nullable integer column reads back as floats: whole numbers)."""
+    if column.kind == "int" and column.nullable:
+        return pa.Column(float, [WHOLE, *_checks(column)], nullable=True, required=column.required, coerce=True)
+    coerce = column.kind == "float"  # a column of whole numbers reads back from CSV as int64
+    kind = _KINDS[column.kind]
+    return pa.Column(kind, _checks(column), nullable=column.nullable, required=column.required, coerce=coerce)
 
-    return "experiment" not in wildcards or wildcards["experiment"] in {e.name for e in registry.EXPERIMENTS}
+
+def _regex(table: Table) -> re.Pattern[str]:
+    body = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(table.pattern))
+    return re.compile(rf"(?:^|/){body}$")
 
 
-def find_contract(path: str) -> tuple[TableContract, dict[str, str]] | None:
-    """The contract of the table at ``path`` and the wildcards its path fills in (None: no declared table)."""
+_PATTERNS = [(table, _regex(table)) for table in registry.TABLES]
+
+
+def find_contract(path: str | os.PathLike[str]) -> tuple[Table, dict[str, str]] | None:
+    """The registered table at ``path`` and the wildcards its path fills in (None: no declared table). Where two
+    patterns match, the one with more literal text wins (``{i}_compare.csv`` over ``{i}.csv``)."""
     text = str(path).replace("\\", "/")
-    for contract in CONTRACTS:
-        if (match := contract.regex().search(text)) is not None and _known(match.groupdict()):
-            return contract, match.groupdict()
-    return None
-
-
-def expected_rows(contract: TableContract, wildcards: Mapping[str, str], config: Config | None) -> int | None:
-    """The row count that follows from ``config`` (None where the config does not fix it or is not known)."""
-    if contract.rows is None or not config:
+    found = [(table, m.groupdict()) for table, regex in _PATTERNS if (m := regex.search(text)) is not None]
+    if not found:
         return None
-    return contract.rows(config, wildcards)
+    return max(found, key=lambda hit: len(re.sub(r"\{\w+\}", "", hit[0].pattern)))
 
 
-def schema(contract: TableContract, n_rows: int | None, empty: bool) -> pa.DataFrameSchema:
+def schema(table: Table, n_rows: int | None, empty: bool) -> pa.DataFrameSchema:
     """The pandera schema of a table (an empty table, read back as untyped columns, is coerced)."""
     checks = []
     if n_rows is not None:
         checks.append(Check(lambda frame: len(frame) == n_rows, error=f"row count {n_rows} (from the config)"))
-    return pa.DataFrameSchema(
-        contract.columns, checks=checks, strict=contract.name not in OPEN_TABLES, coerce=empty, name=contract.name
-    )
+    columns = {c.name: pandera_column(c) for c in table.columns}
+    return pa.DataFrameSchema(columns, checks=checks, strict=True, coerce=empty, name=table.name)
 
 
 def _failure(row: Any, n_rows: int) -> str:
@@ -243,19 +103,126 @@ def _failure(row: Any, n_rows: int) -> str:
     return f"  {row.check}: {row.failure_case!r}"
 
 
-def check_table(frame: pd.DataFrame, path: str, config: Config | None) -> None:
+def _restated(table: Table, frame: pd.DataFrame, wildcards: Mapping[str, str], config: Config) -> list[str]:
+    """The columns that restate a setting but disagree with it (``Table.restates``)."""
+    wrong = []
+    for column, source in table.restates.items():
+        if column not in frame or frame.empty:
+            continue
+        found = sorted({str(v) for v in frame[column].dropna()}, key=lambda v: (len(v), v))
+        if source.startswith("{"):
+            expected = [str(wildcards[source.strip("{}")])]
+        elif source.startswith("0.."):
+            expected = [str(k) for k in range(int(registry.lookup(config, source[3:])) + 1)]
+        else:
+            value = registry.lookup(config, source)
+            expected = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        expected = sorted(set(expected), key=lambda v: (len(v), v))
+        if found != expected:
+            shown = source if source.startswith("{") else f"config {source}"
+            wrong.append(f"  column {column} holds {found}, but {shown} says {expected}")
+    return wrong
+
+
+def _empty_columns_as_objects(table: Table, frame: pd.DataFrame) -> pd.DataFrame:
+    """A nullable text or label column empty in every row reads back as floats: legitimately empty, not wrong."""
+    empty = [c.name for c in table.columns if c.nullable and c.kind in ("str", "any") and c.name in frame]
+    empty = [name for name in empty if len(frame) and frame[name].isna().all()]
+    return frame.astype({name: object for name in empty}) if empty else frame
+
+
+def check_table(frame: pd.DataFrame, path: str | os.PathLike[str], config: Config | None) -> None:
     """Validate ``frame``, the table at ``path``, against its contract; TableContractError says what breaks it."""
     found = find_contract(path)
     if found is None:
         return
-    contract, wildcards = found
-    n_rows = expected_rows(contract, wildcards, config)
+    table, wildcards = found
+    n_rows = registry.row_count(table, config) if config else None
+    frame = _empty_columns_as_objects(table, frame)
+    lines = []
     try:
-        schema(contract, n_rows, frame.empty).validate(frame, lazy=True)
+        schema(table, n_rows, frame.empty).validate(frame, lazy=True)
     except pa.errors.SchemaErrors as err:
         cases = err.failure_cases
         lines = [_failure(row, len(frame)) for row in cases.head(8).itertuples()]
-        more = f"\n  ... and {len(cases) - 8} more" if len(cases) > 8 else ""
+        lines += [f"  ... and {len(cases) - 8} more"] if len(cases) > 8 else []
+    if config:
+        lines += _restated(table, frame, wildcards, config)
+    if lines:
         raise TableContractError(
-            f"{path} breaks the contract of table '{contract.name}' (maxmargin/tables.py):\n" + "\n".join(lines) + more
-        ) from None
+            f"{path} breaks the contract of table '{table.name}' (maxmargin/registry/{table.family}.py):\n"
+            + "\n".join(lines)
+        )
+
+
+def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Check a table against its contract, write it atomically with full float precision, in its declared column
+    order, plus, inside a rule, its provenance sidecar (with the table's sha256 and row count)."""
+    found = find_contract(path)
+    if found is not None:
+        declared = [name for name in found[0].column_names if name in frame]
+        frame = frame[declared + [c for c in frame.columns if c not in declared]]
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.17g")
+        check_table(pd.read_csv(tmp), str(path), current_config())  # as every reader will see it
+    write_provenance(path)
+
+
+# The tables this job has read (and checked), by path: a job verifies all its inputs before it writes anything
+# (maxmargin.logs.rule_logging), and its script then reads them from here.
+_READ: contextvars.ContextVar[dict[str, pd.DataFrame] | None] = contextvars.ContextVar("read", default=None)
+
+
+@contextmanager
+def reading_session() -> Iterator[None]:
+    """Keep the tables read within the block, so that a job reads and checks each input once."""
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
+def read_table(path: str | os.PathLike[str], record: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Read a table a rule depends on, checked: its bytes against its provenance record (``record``, else its
+    sidecar), its config against this run's (the keys its producing rule reads, the wildcards of its path), then
+    its contract. A failure names the table and the command that rebuilds it."""
+    cache = _READ.get()
+    if cache is not None and str(path) in cache:
+        return cache[str(path)].copy()
+    found = find_contract(path)
+    rebuild = rebuild_command(path, found[0].rule if found else None)
+    record = read_record(path, rebuild) if record is None else record
+    verify_table(path, record, rebuild)
+    config = current_config()
+    if config is not None and found is not None and ("reads" in record or "rule" in record):
+        check_binding(path, record, found[1], config, rebuild)
+    note_reads(record)
+    frame = pd.read_csv(path)
+    try:
+        check_table(frame, str(path), config)
+    except TableContractError as err:
+        raise TableContractError(f"{err}\nrebuild it: {rebuild}") from None
+    if cache is not None:
+        cache[str(path)] = frame
+    return frame.copy()
+
+
+def verify_inputs(paths: list[str]) -> None:
+    """Read and check every declared table among a job's inputs, before the job writes anything (a table whose
+    record is kept in its run's JSON is read by its script, with that record)."""
+    for path in paths:
+        found = find_contract(path) if str(path).endswith(".csv") else None
+        if found is not None and found[0].sidecar:
+            read_table(path)
+
+
+__all__ = [
+    "TableContractError",
+    "TableIntegrityError",
+    "check_table",
+    "find_contract",
+    "read_table",
+    "verify_inputs",
+    "write_csv",
+]

@@ -1,14 +1,16 @@
-"""Snakemake script: the basin study on the Figure 1(b) data (rule basin_tables): tables/basin{,_cone,_paths}.csv."""
+"""Snakemake script: the basin study on the Figure 1(b) data (rule basin_tables): tables/basin{,_cone,_summary,
+_paths}.csv."""
 
-from maxmargin.experiments.basin import basin_study
-from maxmargin.experiments.basin_claims import fig1b_agreement
-from maxmargin.io import rule_logging, write_csv
+from maxmargin.experiments.basin import basin_study, fig1b_agreement
+from maxmargin.logs import rule_logging
+from maxmargin.tables import write_csv
 
 with rule_logging(snakemake) as log:
-    tables = basin_study(snakemake.params.basin, snakemake.params.fig1, snakemake.params.tols, snakemake.threads)
-    write_csv(tables.basin, snakemake.output.basin)
-    write_csv(tables.cone, snakemake.output.cone)
-    write_csv(tables.paths, snakemake.output.paths)
+    cfg = snakemake.params.reads
+    tols = {key: cfg["census"][key] for key in ("saturation_tol", "svm_tol")}
+    tables = basin_study(cfg["basin"], cfg["synthetic"]["fig1"], tols, snakemake.threads)
+    for name in ("basin", "cone", "summary", "paths"):
+        write_csv(getattr(tables, name), snakemake.output[name])
     for variant, g in tables.cone.groupby("variant", sort=False):
         top = g.iloc[-1]
         log.info(
@@ -20,8 +22,8 @@ with rule_logging(snakemake) as log:
             top.mu_cone,
             top.half_angle_deg,
         )
-    for (variant, label), n in tables.basin.groupby(["variant", "class"]).size().items():
-        log.info("grid, %s: %d starts -> %s", variant, n, label)
+    for row in tables.summary.itertuples():
+        log.info("grid, %s: %d starts -> %s", row.variant, row.n_starts, row[2])
     agreement = fig1b_agreement(tables.basin, tables.paths)
     log.info(
         "Figure 1(b) starts: %d/%d grid nodes, labels agree %d/%d, final iterates within %.1e of their paths",

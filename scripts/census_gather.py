@@ -7,13 +7,14 @@ census_budget.csv) and census_grid_gather (per n, T and d: census_grid.csv).
 import pandas as pd
 
 from maxmargin.experiments.census_tables import census_table
-from maxmargin.io import read_table, rule_logging, write_csv
+from maxmargin.logs import rule_logging
+from maxmargin.tables import read_table, write_csv
 
 with rule_logging(snakemake) as log:
     by = list(snakemake.params.by)
     trials = pd.concat([read_table(path) for path in snakemake.input], ignore_index=True)
     trials = trials.sort_values([*by, "trial"], ignore_index=True)
-    summary = census_table(trials, snakemake.params.confidence, by)
+    summary = census_table(trials, snakemake.params.reads["census"]["confidence"], by)
     write_csv(trials, snakemake.output.trials)
     write_csv(summary, snakemake.output.summary)
     for row in summary.to_dict("records"):

@@ -3,13 +3,15 @@
 import pandas as pd
 
 from maxmargin.experiments.census_tables import gap_distribution
-from maxmargin.io import read_table, rule_logging, write_csv
+from maxmargin.logs import rule_logging
+from maxmargin.tables import read_table, write_csv
 
 with rule_logging(snakemake) as log:
+    histogram = snakemake.params.reads["census"]["histogram"]
     # the census runs of the histogram's d, in the order of the gathered trial table (census_gather)
     trials = pd.concat([read_table(path) for path in snakemake.input], ignore_index=True)
     trials = trials.sort_values(["d", "trial"], ignore_index=True)
-    table = gap_distribution(trials, snakemake.params.dims, snakemake.params.bin_width)
+    table = gap_distribution(trials, histogram["dims"], histogram["bin_width"])
     write_csv(table, snakemake.output[0])
     for d, g in table.groupby("d"):
         p_negative = g.loc[g["bin_right"] <= 0, "cumulative"].iloc[-1]

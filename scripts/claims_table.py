@@ -1,11 +1,13 @@
 """Snakemake script: the claims table (rule claims_table) from the pipeline's own tables."""
 
 from maxmargin.claims import claims_html, claims_markdown, evaluate_claims
-from maxmargin.io import atomic_path, read_table, rule_logging, write_csv
+from maxmargin.files import atomic_path
+from maxmargin.logs import rule_logging
+from maxmargin.tables import read_table, write_csv
 
 with rule_logging(snakemake) as log:
     tables = {name: read_table(path) for name, path in snakemake.input.items()}
-    claims = evaluate_claims(tables, snakemake.params.config)
+    claims = evaluate_claims(tables, snakemake.params.reads)
     write_csv(claims, snakemake.output.csv)
     with atomic_path(snakemake.output.md) as tmp:
         tmp.write_text(claims_markdown(claims))

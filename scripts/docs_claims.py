@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from maxmargin.io import atomic_path, rule_logging
+from maxmargin.files import atomic_path
+from maxmargin.logs import rule_logging
 
 with rule_logging(snakemake) as log:
     table = Path(snakemake.input[0]).read_text()

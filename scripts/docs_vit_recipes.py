@@ -4,7 +4,9 @@ and command made them."""
 import shutil
 
 from maxmargin.experiments.vit_study import recipes_markdown
-from maxmargin.io import atomic_path, read_table, rule_logging
+from maxmargin.files import atomic_path
+from maxmargin.logs import rule_logging
+from maxmargin.tables import read_table
 
 with rule_logging(snakemake) as log:
     table = read_table(snakemake.input.table)

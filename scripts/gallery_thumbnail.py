@@ -2,7 +2,8 @@
 
 from PIL import Image
 
-from maxmargin.io import atomic_path, rule_logging
+from maxmargin.files import atomic_path
+from maxmargin.logs import rule_logging
 
 with rule_logging(snakemake) as log:
     image = Image.open(snakemake.input[0]).convert("RGB")

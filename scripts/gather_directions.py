@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from maxmargin.io import read_table, rule_logging, write_csv
+from maxmargin.logs import rule_logging
+from maxmargin.tables import read_table, write_csv
 
 with rule_logging(snakemake) as log:
     table = pd.concat([read_table(path) for path in snakemake.input], ignore_index=True)

@@ -1,13 +1,14 @@
-"""Snakemake script: draw one synthetic figure panel (rule plot_synthetic) from its tables."""
+"""Snakemake script: draw one synthetic figure panel (rule plot_synthetic) from its experiment's tables."""
 
-from maxmargin.io import read_table, rule_logging, save_figure
-from maxmargin.pipeline import draw_synthetic_panel
+from maxmargin import registry
+from maxmargin.logs import rule_logging
+from maxmargin.pipeline import draw_synthetic_panel, save_figure
+from maxmargin.tables import read_table
 
 with rule_logging(snakemake) as log:
     panel = snakemake.wildcards.panel
     tables = {name: read_table(path) for name, path in snakemake.input.items()}
-    fig = draw_synthetic_panel(
-        panel, tables["trajectories"], tables["tokens"], tables["directions"], dict(snakemake.params.plots)
-    )
+    options = registry.options(panel, snakemake.params.reads)
+    fig = draw_synthetic_panel(panel, tables["trajectories"], tables["tokens"], tables["directions"], options)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": f"maxmargin {panel}"})
     log.info("drew %s", panel)

@@ -6,11 +6,13 @@ compared with (GD runs and constrained local optima, ``method`` gd / local).
 
 from maxmargin.core.regpath import radius_grid
 from maxmargin.experiments.regpath import regpath_table
-from maxmargin.io import rule_logging, write_csv
+from maxmargin.logs import rule_logging
+from maxmargin.tables import write_csv
 
 with rule_logging(snakemake) as log:
     instance = snakemake.wildcards.regpath_instance
-    settings = dict(snakemake.params.settings)
+    settings = {k: v for k, v in snakemake.params.reads["regpath"].items() if k != "instances"}
+    settings.setdefault("gd", None)  # the GD runs belong to the Theorem 1 path (Fig. 1(b) data) only
     log.info("regularization path of %s with %s", instance, settings)
     radii = radius_grid(**settings.pop("radii"))
     table = regpath_table(instance, radii=radii, **settings)

@@ -1,12 +1,16 @@
 """Snakemake script: run one synthetic experiment (rule synthetic_experiment) and write its tables."""
 
-from maxmargin.io import rule_logging, write_csv
+from maxmargin import registry
+from maxmargin.logs import rule_logging
 from maxmargin.pipeline import run_experiment
+from maxmargin.tables import write_csv
 
 with rule_logging(snakemake) as log:
     name = snakemake.wildcards.experiment
-    log.info("experiment %s with %s on data %s", name, snakemake.params.settings, snakemake.params.data)
-    tables = run_experiment(name, dict(snakemake.params.settings), dict(snakemake.params.data))
+    settings = registry.experiment_settings(name, snakemake.params.reads)
+    data = registry.experiment_data(name, snakemake.params.reads)
+    log.info("experiment %s with %s on data %s", name, settings, data)
+    tables = run_experiment(name, settings, data)
     write_csv(tables.trajectories, snakemake.output.trajectories)
     write_csv(tables.tokens, snakemake.output.tokens)
     write_csv(tables.directions, snakemake.output.directions)

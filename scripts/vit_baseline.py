@@ -5,13 +5,17 @@ from pathlib import Path
 
 from maxmargin.experiments.vit import DataSettings, load_image_data
 from maxmargin.experiments.vit.baseline import linear_baseline
-from maxmargin.io import rule_logging, write_csv
+from maxmargin.logs import rule_logging
+from maxmargin.tables import write_csv
 
 with rule_logging(snakemake) as log:
+    vit = snakemake.params.reads["vit"]
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
-    data = load_image_data(DataSettings(**snakemake.params.data), snakemake.params.seed, manifest)
-    p = snakemake.params
-    table = linear_baseline(data, p.num_classes, p.baseline["max_iter"], p.baseline["C"], p.threads)
+    data = load_image_data(DataSettings(**vit["data"]), vit["train"]["seed"], manifest)
+    baseline = vit["baseline"]
+    table = linear_baseline(
+        data, vit["model"]["num_classes"], baseline["max_iter"], baseline["C"], vit["train"]["threads"]
+    )
     write_csv(table, snakemake.output[0])
     row = table.iloc[0]
     log.info(

@@ -1,4 +1,4 @@
-"""Snakemake script: the pilot of the configured ViT run (rule vit_pilot): time, memory, projected hours."""
+"""Snakemake script: the pilot of the configured ViT run (rule vit_pilot_run): time, memory, projected hours."""
 
 import dataclasses
 import json
@@ -7,11 +7,13 @@ from pathlib import Path
 from maxmargin.experiments.vit import VitSettings, load_image_data, resolve_device, train_vit
 from maxmargin.experiments.vit.checkpoint import w_history_path
 from maxmargin.experiments.vit_study import pilot_row, reset_peak_memory
-from maxmargin.io import rule_logging, write_csv
+from maxmargin.logs import rule_logging
+from maxmargin.tables import write_csv
 
 with rule_logging(snakemake) as log:
-    full = VitSettings.from_config(snakemake.params.settings)
-    pilot = dataclasses.replace(full, train=dataclasses.replace(full.train, epochs=snakemake.params.pilot_epochs))
+    vit = snakemake.params.reads["vit"]
+    full = VitSettings.from_config(vit)
+    pilot = dataclasses.replace(full, train=dataclasses.replace(full.train, epochs=vit["pilot"]["epochs"]))
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     data = load_image_data(pilot.data, pilot.train.seed, manifest)
     reset_peak_memory(resolve_device(pilot.train.device))

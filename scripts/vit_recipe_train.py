@@ -3,18 +3,20 @@
 import json
 from pathlib import Path
 
-from maxmargin.experiments.vit import VitSettings, load_image_data, train_vit
-from maxmargin.experiments.vit_study import recipe_table
-from maxmargin.io import rule_logging, write_csv
+from maxmargin.experiments.vit import load_image_data, train_vit
+from maxmargin.experiments.vit_study import recipe_settings, recipe_table
+from maxmargin.logs import rule_logging
+from maxmargin.tables import write_csv
 
 with rule_logging(snakemake) as log:
-    settings = VitSettings.from_config(snakemake.params.settings)
-    log.info("recipe %s: %s, %s", snakemake.wildcards.recipe, settings.model, settings.train)
+    cfg, recipe = snakemake.params.reads, snakemake.wildcards.recipe
+    settings = recipe_settings(cfg["vit"], cfg["vit_recipes"], recipe)
+    log.info("recipe %s: %s, %s", recipe, settings.model, settings.train)
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     data = load_image_data(settings.data, settings.train.seed, manifest)
     retrain = bool(snakemake.resources.retrain)  # --forcerun vit_recipe_train or --forceall
     result = train_vit(settings, data, snakemake.params.checkpoint, restore=not retrain)
-    table = recipe_table(snakemake.wildcards.recipe, settings, result)
+    table = recipe_table(recipe, settings, result)
     write_csv(table, snakemake.output[0])
     last = table.iloc[-1]
     log.info(

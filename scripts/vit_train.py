@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 
 from maxmargin.experiments.vit import VitSettings, load_image_data, train_vit
-from maxmargin.io import rule_logging, save_result
+from maxmargin.experiments.vit.results import save_result
+from maxmargin.logs import rule_logging
 
 with rule_logging(snakemake) as log:
-    settings = VitSettings.from_config(snakemake.params.settings)
+    settings = VitSettings.from_config(snakemake.params.reads["vit"])
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     data = load_image_data(settings.data, settings.train.seed, manifest)
     log.info("data %s: %d train, %d test images; settings %s", data.name, len(data.x_train), len(data.x_test), settings)

@@ -10,10 +10,11 @@ import pytest
 from conftest import DEFAULT_CONFIG
 
 from maxmargin import registry
+from maxmargin.claims.basin import cone_onset, measure_fig1b_consistent, measure_lmm_cone
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.model import grad_p
 from maxmargin.experiments import basin, instances, synthetic
-from maxmargin.experiments.basin_claims import cone_onset, fig1b_agreement, measure_fig1b_consistent, measure_lmm_cone
+from maxmargin.experiments.basin import fig1b_agreement
 from maxmargin.pipeline import run_experiment
 
 TOLS = {k: DEFAULT_CONFIG["census"][k] for k in ("saturation_tol", "svm_tol")}

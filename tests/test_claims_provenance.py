@@ -11,8 +11,10 @@ from conftest import DEFAULT_CONFIG
 
 from maxmargin.claims import CLAIMS, VERDICTS, claims_markdown, evaluate_claims, interval_verdict
 from maxmargin.experiments.census_tables import PROPORTIONS, wilson_interval
-from maxmargin.io import provenance_path, rule_logging, write_csv
+from maxmargin.logs import rule_logging
 from maxmargin.pipeline import run_experiment
+from maxmargin.provenance import provenance_path
+from maxmargin.tables import write_csv
 
 
 def census_summary(pct_gmm, p_gap_negative=(0.0, 0.002, 0.004), pct_not_saturated=(60.0, 2.0, 0.0), n_trials=1000):
@@ -145,18 +147,20 @@ def test_claims_markdown_has_one_row_per_claim():
 
 def test_tables_written_in_a_rule_carry_provenance(tmp_path):
     job = types.SimpleNamespace(
-        rule="demo",
+        rule="census_histogram",
         log=[str(tmp_path / "demo.log")],
         output=[str(tmp_path / "t.csv")],
         wildcards={"d": "5"},
         params={"seed": 3},
-        config={"census": {"seed": 3}},
+        config={"census": {"seed": 3, "histogram": {"dims": [5], "bin_width": 0.01}}},
     )
     with rule_logging(job):
         write_csv(pd.DataFrame({"x": [1.0]}), tmp_path / "t.csv")
     sidecar = json.loads(provenance_path(tmp_path / "t.csv").read_text())
-    assert sidecar["rule"] == "demo" and sidecar["params"] == {"seed": 3} and sidecar["wildcards"] == {"d": "5"}
-    assert sidecar["config"]["census"]["seed"] == 3
+    assert sidecar["rule"] == "census_histogram" and sidecar["params"] == {"seed": 3}
+    assert sidecar["wildcards"] == {"d": "5"} and sidecar["config"]["census"]["seed"] == 3
+    # what made the table: the keys its rule reads (maxmargin/registry/reads.py), as the config gave them
+    assert sidecar["reads"] == {"census.histogram": {"dims": [5], "bin_width": 0.01}}
     assert sidecar["packages"]["numpy"] and sidecar["git_commit"]
     write_csv(pd.DataFrame({"x": [1.0]}), tmp_path / "outside.csv")  # outside a rule: no sidecar
     assert not provenance_path(tmp_path / "outside.csv").exists()

@@ -145,8 +145,9 @@ def test_figure1_notebook_starts_reach_the_hand_solved_directions():
         target = gmm if run["kind"] == "gmm" else lmm
         assert cosine(json.loads(run["direction"]), target) > 0.9999, p0  # measured: >= 0.99996
     assert set(_gd_runs("fig1a", fig1)["kind"]) == {"gmm"}  # Theorem 2: no LMM in (a)
-    on_circle = _gd_runs("fig1b", {**fig1, "on_circle": ["fig1b"]})
-    np.testing.assert_allclose(np.hypot(*np.array(on_circle.index.tolist()).T), fig1["start_radius"])
+    circle = _gd_runs("fig1b", {**fig1, "starts": {"circle": {"n": 5, "radius": 2.5}}})  # starts are data
+    assert len(circle) == 5
+    np.testing.assert_allclose(np.hypot(*np.array(circle.index.tolist()).T), 2.5)
 
 
 def test_figure3_notebook_start_reaches_p_mm_and_v_mm():

@@ -16,10 +16,12 @@ import pandas as pd
 import pytest
 from conftest import DEFAULT_CONFIG, REPO, snakemake
 
+from maxmargin import registry
 from maxmargin.config import check_config_beyond_schema, load_yaml
 from maxmargin.experiments.census import CensusSettings, run_trials
-from maxmargin.io import TableIntegrityError, provenance_path, read_table, rule_logging, table_record, write_csv
-from maxmargin.tables import CONTRACTS, TableContractError, find_contract
+from maxmargin.logs import rule_logging
+from maxmargin.provenance import TableIntegrityError, provenance_path, table_record
+from maxmargin.tables import TableContractError, find_contract, read_table, write_csv
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 N_TRIALS = 20
@@ -31,10 +33,16 @@ def small_config(**census: object) -> dict:
     return config
 
 
-def job(tmp_path: Path, output: Path, config: dict, rule: str = "census_trials") -> SimpleNamespace:
-    """A stand-in for the ``snakemake`` object of a script: its outputs, log, rule and config."""
+def job(tmp_path: Path, output: Path, config: dict, rule: str = "census_trials", **wildcards: str) -> SimpleNamespace:
+    """A stand-in for the ``snakemake`` object of a script: its inputs, outputs, log, rule, wildcards and config."""
     return SimpleNamespace(
-        output=[str(output)], log=[str(tmp_path / f"{rule}.log")], rule=rule, wildcards={}, params={}, config=config
+        input=[],
+        output=[str(output)],
+        log=[str(tmp_path / f"{rule}.log")],
+        rule=rule,
+        wildcards=wildcards,
+        params={},
+        config=config,
     )
 
 
@@ -48,7 +56,7 @@ def census_run() -> pd.DataFrame:
 def written(tmp_path: Path, census_run: pd.DataFrame) -> tuple[Path, dict]:
     """runs/census/d5.csv as rule census_trials writes it (with its sidecar)."""
     config, path = small_config(), tmp_path / "results/runs/census/d5.csv"
-    with rule_logging(job(tmp_path, path, config)):
+    with rule_logging(job(tmp_path, path, config, d="5")):
         write_csv(census_run, path)
     return path, config
 
@@ -63,11 +71,13 @@ def test_every_declared_table_has_a_rule_of_the_workflow() -> None:
     rules = set()
     for smk in (REPO / "workflow/rules").glob("*.smk"):
         rules |= {line.split()[1].rstrip(":") for line in smk.read_text().splitlines() if line.startswith("rule ")}
-    assert {c.rule for c in CONTRACTS} <= rules
+    assert {t.rule for t in registry.TABLES} <= rules
     assert find_contract("results/runs/census/d500.csv")[1] == {"d": "500"}
     assert find_contract("results/paper/tables/census_summary.csv")[0].name == "census_summary"
-    assert find_contract("results/tables/fig3a.csv")[0].name == "trajectories"
-    assert find_contract("results/tables/fig3a_tokens.csv")[0].name == "tokens"
+    assert find_contract("results/tables/fig3a.csv")[0].name == "fig3a"
+    assert find_contract("results/tables/fig3a_tokens.csv")[0].name == "fig3a_tokens"
+    assert find_contract("results/tables/fig9b.csv")[0].name == "fig9b"  # one name: the registry's
+    assert find_contract("results/runs/regpath/fig1b_compare.csv")[0].name == "regpath_compare_run"
     assert find_contract("results/tables/some_new_family.csv") is None  # no contract; its sidecar is still verified
 
 
@@ -118,7 +128,7 @@ def test_an_edited_table_with_a_forged_sidecar_still_breaks_its_contract(tmp_pat
     # census.dims, so the claims are never evaluated on it.
     config = small_config(dims=[2, 5, 500])
     path = tmp_path / "results/tables/census_summary.csv"
-    columns = find_contract(str(path))[0].columns
+    columns = find_contract(str(path))[0].column_names
     summary = pd.DataFrame({name: [0.5, 0.5] for name in columns} | {"d": [2, 5], "n_trials": [N_TRIALS] * 2})
     path.parent.mkdir(parents=True)
     summary.to_csv(path, index=False)
@@ -134,10 +144,13 @@ def test_a_table_breaking_its_contract_is_never_written(tmp_path: Path, census_r
     bad.loc[3, "class"] = "maybe"
     with (
         pytest.raises(TableContractError, match="column class: isin"),
-        rule_logging(job(tmp_path, path, small_config())),
+        rule_logging(job(tmp_path, path, small_config(), d="5")),
     ):
         write_csv(bad, path)
-    with pytest.raises(TableContractError, match="row count 20"), rule_logging(job(tmp_path, path, small_config())):
+    with (
+        pytest.raises(TableContractError, match="row count 20"),
+        rule_logging(job(tmp_path, path, small_config(), d="5")),
+    ):
         write_csv(census_run.head(7), path)
     assert not path.exists() and not provenance_path(path).exists()
 
@@ -146,7 +159,7 @@ def test_a_vit_metrics_table_cut_to_half_its_epochs_is_refused(tmp_path: Path) -
     config = copy.deepcopy(DEFAULT_CONFIG)
     config["vit"]["train"]["epochs"] = 11
     path = tmp_path / "results/tables/vit_metrics.csv"
-    columns = find_contract(str(path))[0].columns
+    columns = find_contract(str(path))[0].column_names
     table = pd.DataFrame({name: [0.5] * 12 for name in columns} | {"epoch": range(12), "dataset": "cifar10"})
     with rule_logging(job(tmp_path, path, config, "vit_metrics_table")):
         write_csv(table, path)
@@ -243,16 +256,18 @@ def test_a_cut_census_run_stops_figure9_naming_the_file(workflow_dir: Path) -> N
     proc = snakemake(workflow_dir, "fig9", config=CENSUS, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "results/runs/census/d5.csv differs from its provenance record" in out
-    assert "rows 10 (recorded 20)" in out and "snakemake --cores all --force -- results/runs/census/d5.csv" in out
+    # the command to rebuild it names the run's own config file: run as printed, it rebuilds this run's table
+    rebuild = "snakemake --cores all --configfile test_config.yaml --force -- results/runs/census/d5.csv"
+    assert "rows 10 (recorded 20)" in out and rebuild in out
     assert figure.stat().st_mtime_ns == drawn  # nothing drawn from it
-    provenance_path(run).unlink()
-    # (The failed gather's outputs are gone; fig9's figures, drawn from the intact run, stay up to date.)
-    proc = snakemake(workflow_dir, "results/tables/census_summary.csv", config=CENSUS, check=False)
-    assert proc.returncode != 0 and "d5.csv.provenance.json is missing" in proc.stdout + proc.stderr
     # The command the error names rebuilds it; fig9 then builds again.
-    snakemake(workflow_dir, "--force", "results/runs/census/d5.csv", config=CENSUS)
+    snakemake(workflow_dir, "--force", "--", "results/runs/census/d5.csv", config=CENSUS)
     snakemake(workflow_dir, "fig9", config=CENSUS)
     assert len(pd.read_csv(run)) == 20 and figure.stat().st_mtime_ns > drawn
+    # A deleted sidecar is a missing output: the job that writes it runs again (no "Nothing to be done").
+    provenance_path(run).unlink()
+    planned = snakemake(workflow_dir, "-n", "fig9", config=CENSUS).stdout
+    assert "census_trials" in planned and "d5.csv.provenance.json" in planned
 
 
 TINY_VIT = {

@@ -55,6 +55,8 @@ shutil.rmtree(locks, ignore_errors=True)
 def project(tmp_path: Path) -> Path:
     """The real Makefile in a directory whose installed .venv holds the stand-in snakemake."""
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    (tmp_path / "tools").mkdir()
+    shutil.copy(REPO / "tools/live_runs.sh", tmp_path / "tools/live_runs.sh")
     (tmp_path / "pyproject.toml").touch()
     fake = tmp_path / ".venv/bin/snakemake"
     fake.parent.mkdir(parents=True)
@@ -207,3 +209,39 @@ def test_the_lock_of_a_live_snakemake_started_by_hand_is_never_cleared(project: 
     (project / ".snakemake/locks/0.output.lock").write_text("results/x\n")
     assert "clearing a stale Snakemake lock" in make(project, "figures").stdout
     assert calls(project)[-2:] == ["--unlock --quiet", "--cores 2"]
+
+
+def stale_lock(project: Path) -> None:
+    (project / ".snakemake/locks").mkdir(parents=True, exist_ok=True)
+    (project / ".snakemake/locks/0.output.lock").write_text("results/x\n")
+
+
+def test_a_run_started_as_python_m_snakemake_keeps_its_lock(project: Path) -> None:
+    # Issue 25: the Makefile looked for `snakemake` in the first two words of a command line only, and cleared the
+    # lock of `python -m snakemake` as stale. Any process that may be a run here keeps it.
+    stale_lock(project)
+    (project / "snakemake_module.py").write_text("import time\ntime.sleep(20)\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "snakemake_module", "--cores", "1"], cwd=project, start_new_session=True
+    )
+    try:
+        run = make(project, "figures")
+        assert run.returncode == 0, run.stderr
+        assert f"keeping the Snakemake lock of the run still going here (pid {holder.pid})" in run.stdout
+        assert "--unlock --quiet" not in calls(project)
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+
+
+def test_when_it_cannot_tell_it_refuses_and_prints_the_unlock_command(project: Path, tmp_path: Path) -> None:
+    # A process that may be a run, whose working directory cannot be read (another user's): no guess.
+    fake = tmp_path / "proc"
+    (fake / "4242").mkdir(parents=True)
+    (fake / "4242" / "cmdline").write_bytes(b"python3\0-m\0snakemake\0--cores\0" + b"8\0")
+    stale_lock(project)
+    env = {**make_env(), "LIVE_RUNS_PROC": str(fake)}
+    run = subprocess.run(["make", "figures"], cwd=project, env=env, capture_output=True, text=True, timeout=30)
+    assert run.returncode == BUSY_EXIT and "cannot be told (processes 4242" in run.stderr
+    assert ".venv/bin/snakemake --unlock" in run.stderr and calls(project) == []  # neither a run nor an unlock
+    assert (project / ".snakemake/locks/0.output.lock").exists()

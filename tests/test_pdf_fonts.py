@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from maxmargin.figures import style
-from maxmargin.io import save_figure
+from maxmargin.pipeline import save_figure
 
 
 def pdf_font_subtypes(pdf: Path) -> set[str]:

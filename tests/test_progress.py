@@ -7,6 +7,7 @@ the terminal when Snakemake runs the job, its SLURM log on a cluster; whether or
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,10 +15,10 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_CONFIG, snakemake
 
-from maxmargin.core.progress import progress
+from maxmargin.core.progress import Progress, duration, progress
 from maxmargin.experiments.census import CensusSettings, run_trials
 from maxmargin.experiments.regpath import regpath_table
-from maxmargin.io import rule_logging
+from maxmargin.logs import rule_logging
 
 
 def _job(tmp_path: Path, rule: str, **wildcards: str) -> SimpleNamespace:
@@ -32,13 +33,14 @@ def test_census_chunks_reach_the_terminal_once_and_the_log_once(tmp_path: Path, 
         rows = run_trials(settings, 4)
     assert len(rows) == 6
     terminal = [line for line in capsys.readouterr().err.splitlines() if "[census_trials d=4]" in line]
-    assert [line.split("] ", 1)[1].split(" in ")[0] for line in terminal] == [
-        "census d=4: trials 0-1 done (2/6)",
-        "census d=4: trials 2-3 done (4/6)",
-        "census d=4: trials 4-5 done (6/6)",
+    assert [line.split("] ", 1)[1].split(",")[0] for line in terminal] == [
+        "census d=4: trials 2/6 (33%)",
+        "census d=4: trials 4/6 (67%)",
+        "census d=4: trials 6/6 (100%)",
     ]
+    assert "left" in terminal[0] and "left" not in terminal[-1]  # the time left, until the end
     log = (tmp_path / "census_trials.log").read_text()
-    assert log.count("census d=4: trials 2-3 done (4/6)") == 1  # the record once, not once more through the tee
+    assert log.count("census d=4: trials 4/6 (67%)") == 1  # the record once, not once more through the tee
 
 
 def test_regularization_path_reports_every_radius(tmp_path: Path, capsys) -> None:
@@ -48,8 +50,12 @@ def test_regularization_path_reports_every_radius(tmp_path: Path, capsys) -> Non
         regpath_table("fig3a", radii=np.geomspace(1.0, 4.0, 3), **settings)
     prefix = "[regpath_instance regpath_instance=fig3a]"
     lines = [line for line in capsys.readouterr().err.splitlines() if prefix in line]
-    assert [line.split("] ", 1)[1].split(":")[0] for line in lines] == ["radius 1/3", "radius 2/3", "radius 3/3"]
-    assert "R 4, log(L - inf L)" in lines[-1]
+    assert [line.split("] ", 1)[1].split(" (")[0] for line in lines] == [
+        "regularization path: radius 1/3",
+        "regularization path: radius 2/3",
+        "regularization path: radius 3/3",
+    ]
+    assert "about" in lines[0] and "R 4, log(L - inf L)" in lines[-1]
 
 
 def test_progress_outside_a_rule_prints_nothing(capsys) -> None:
@@ -62,5 +68,15 @@ def test_snakemake_shows_census_progress_without_a_tty(workflow_dir: Path) -> No
     # subprocess.run with captured output: stdout and stderr are pipes, as under nohup, CI or sbatch
     config = {"census": {"dims": [4], "histogram": {"dims": [4]}, "n_trials": 4, "chunk": 2}}
     proc = snakemake(workflow_dir, "results/runs/census/d4.csv", config=config)
-    assert "[census_trials d=4] census d=4: trials 2-3 done (4/4)" in proc.stderr
-    assert "trials 2-3 done (4/4)" in (workflow_dir / "results/logs/census_trials/d4.log").read_text()
+    assert "[census_trials d=4] census d=4: trials 4/4 (100%)" in proc.stderr
+    assert "trials 4/4 (100%)" in (workflow_dir / "results/logs/census_trials/d4.log").read_text()
+
+
+def test_the_time_left_follows_the_rate_so_far(monkeypatch) -> None:
+    clock = iter([0.0, 10.0, 10.0, 40.0, 40.0])
+    module = sys.modules[Progress.__module__]  # (maxmargin.core.progress: the package exports a function so named)
+    monkeypatch.setattr(module.time, "perf_counter", lambda: next(clock))
+    bar = Progress("epochs", 4)
+    assert bar.text(1) == "epochs 1/4 (25%), 10 s so far, about 30 s left"  # 10 s per epoch, 3 to go
+    assert bar.text(4) == "epochs 4/4 (100%), 40 s so far"
+    assert duration(30) == "30 s" and duration(600) == "10.0 min" and duration(3 * 3600) == "3.0 h"

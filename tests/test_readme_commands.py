@@ -18,6 +18,7 @@ from conftest import REPO, SNAKEMAKE, copy_workflow
 
 SYNTHETIC = {"synthetic_experiment", "plot_synthetic"}
 CENSUS = {"census_trials", "census_gather", "census_histogram", "plot_census"}
+VIT = {"vit_data", "vit_train", "vit_baseline", "vit_metrics_table", "plot_vit"}
 EVERYTHING = {"vit_train", "census_trials", "regpath_instance", "lemma1_table", "claims_table", "all"}
 DOCUMENTS = ["README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")), "CONTRIBUTING.md"]
 

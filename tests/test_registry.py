@@ -35,12 +35,39 @@ def test_every_registry_entry_resolves():
         assert all(registry.table(t) for t in panel.tables)
     for panel in registry.panels_of("synthetic"):
         registry.experiment(panel.experiment)  # raises if unregistered
-        assert panel.title and "{" not in registry.caption(panel.name, DEFAULT_CONFIG)
-    for entries in (registry.PANELS, registry.EXPERIMENTS, registry.TABLES, registry.FAMILIES):
+        assert panel.title
+    for entries in (registry.PANELS, registry.EXPERIMENTS, registry.TABLES, registry.FILES, registry.FAMILIES):
         assert len({e.name for e in entries}) == len(entries)
     for t in registry.TABLES:
         assert registry.family(t.family)
-        assert not t.label or (REPO / "workflow" / "report" / t.caption).exists(), t
+
+
+def test_every_panel_and_table_of_the_report_has_its_own_caption():
+    """Every caption lives in the registry, filled from the config; none is shared, none is a template's default."""
+    entries = [*registry.PANELS, *(t for t in registry.TABLES if t.label)]
+    captions = [registry.caption(entry, DEFAULT_CONFIG) for entry in entries]
+    assert all(len(text) > 80 for text in captions), [
+        e.name for e, c in zip(entries, captions, strict=True) if len(c) <= 80
+    ]
+    assert len(set(captions)) == len(captions)
+    assert "bins of width 0.005" in registry.caption(registry.panel("fig9b"), DEFAULT_CONFIG)  # census.histogram
+    # the landing page only: no template branches on panel names
+    assert {p.name for p in (REPO / "workflow" / "report").glob("*.rst")} == {"workflow.rst"}
+
+
+def test_each_table_is_declared_once_and_its_producer_writes_those_columns():
+    from maxmargin.claims.base import COLUMNS
+    from maxmargin.experiments import census, lemma1, synthetic
+    from maxmargin.experiments.regpath import REGPATH_COLUMNS
+    from maxmargin.tables import find_contract
+
+    assert census.TRIAL_COLUMNS == registry.columns("census_run") == registry.columns("census_trials")
+    assert synthetic.DIRECTION_COLUMNS == registry.columns("directions")
+    assert REGPATH_COLUMNS == registry.columns("regpath") and lemma1.LEMMA1_COLUMNS == registry.columns("lemma1")
+    assert COLUMNS == registry.columns("claims")
+    for table in registry.TABLES:  # every table's path finds its own contract, under its one name
+        path = "results/" + table.pattern.format(**{k: "x" for k in table.values})
+        assert find_contract(path)[0].name == table.name, path
 
 
 def test_nothing_is_left_unregistered():
@@ -71,11 +98,11 @@ def test_report_categories_are_derived():
     assert registry.category("basin") == "6 Beyond the paper"
 
 
-def test_experiment_settings_turn_name_lists_into_switches():
-    """The function of Figure 1 never looks for its own name: the registry reads the config's list for it."""
-    config = {"synthetic": {"fig1": {"eta": 0.1, "on_circle": ["fig1c"]}}}
-    assert registry.experiment_settings("fig1c", config) == {"eta": 0.1, "on_circle": True}
-    assert registry.experiment_settings("fig1a", config) == {"eta": 0.1, "on_circle": False}
+def test_starts_are_data_of_the_experiments_block():
+    """Figure 1(c) starts on a circle because its block says so, not because a list names it."""
+    assert registry.experiment_settings("fig1c", DEFAULT_CONFIG)["starts"] == {"circle": {"n": 6, "radius": 2.0}}
+    assert registry.experiment_settings("fig1a", DEFAULT_CONFIG)["starts"][0] == [0.0, 1.0]
+    assert {e.function for e in registry.EXPERIMENTS if e.config in ("fig1", "fig1c", "fig8")} == {"gd_on_p"}
 
 
 def test_rules_are_derived_from_the_registry(workflow_dir):
@@ -89,7 +116,5 @@ def test_rules_are_derived_from_the_registry(workflow_dir):
 def test_the_schema_names_what_the_registry_names():
     """Config keys that list registered names allow exactly those (the schema is static YAML: checked here)."""
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"]
-    on_circle = schema["synthetic"]["properties"]["fig1"]["properties"]["on_circle"]["items"]["enum"]
-    assert on_circle == [e.name for e in registry.EXPERIMENTS if "on_circle" in e.selected_by]
     assert schema["regpath"]["properties"]["instances"]["items"]["enum"] == list(registry.REGPATH_INSTANCES)
     assert set(regpath.TITLES) == set(registry.REGPATH_INSTANCES)

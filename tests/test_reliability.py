@@ -14,7 +14,10 @@ import pandas as pd
 import pytest
 from conftest import snakemake
 
-from maxmargin.io import provenance_path, rule_logging, write_csv, write_npz
+from maxmargin.files import write_npz
+from maxmargin.logs import rule_logging
+from maxmargin.provenance import provenance_path
+from maxmargin.tables import write_csv
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
@@ -61,7 +64,12 @@ def test_a_failing_job_leaves_its_traceback_and_no_orphan_sidecar(tmp_path: Path
     table.parent.mkdir()
     provenance_path(table).write_text("{}")  # left by an earlier run whose table Snakemake has since deleted
     job = SimpleNamespace(
-        output=[str(table)], log=[str(tmp_path / "rule.log")], rule="r", wildcards={}, params={}, config={}
+        output=[str(table)],
+        log=[str(tmp_path / "rule.log")],
+        rule="directions_table",
+        wildcards={},
+        params={},
+        config={},
     )
     with pytest.raises(ZeroDivisionError), rule_logging(job):
         1 / 0  # noqa: B018

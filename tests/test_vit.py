@@ -28,7 +28,8 @@ from maxmargin.experiments.vit import (
     ImageData,
     VitSettings,
 )
-from maxmargin.io import rule_logging, save_result
+from maxmargin.experiments.vit.results import save_result
+from maxmargin.logs import rule_logging
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 TINY_MODEL = {"patch_size": 8, "embed_dim": 16, "depth": 2, "num_heads": 2, "mlp_ratio": 2.0}
@@ -544,3 +545,29 @@ def test_vit_settings_take_every_value_from_the_config() -> None:
     assert dataclasses.asdict(settings.model) == DEFAULT_VIT["model"]
     with pytest.raises(KeyError, match="probe"):
         VitSettings.from_config({key: value for key, value in DEFAULT_VIT.items() if key != "probe"})
+
+
+@pytest.mark.slow
+def test_the_paper_configs_code_path_runs_on_the_cpu_at_a_tiny_width(
+    tmp_path: Path, tiny_data: ImageData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: what the GPU run turns on (bf16 autocast, torch.compile, the checkpoint cadence, the probe, resume),
+    here at width 16 on the CPU, so that a GPU run fails for no reason a CPU could have shown."""
+    cfg = paper_vit_config()
+    cfg["model"] |= {"embed_dim": 16, "depth": 2, "num_heads": 2}  # the paper's patch 2: 256 tokens
+    cfg["train"] |= {"device": "cpu", "epochs": 3, "batch_size": 16, "checkpoint_every": 2}
+    cfg["probe"] |= {"n_images": 8, "image_index": 1}
+    settings = VitSettings.from_config(cfg)
+    assert settings.train.bf16 and settings.train.compile and settings.train.warmup_epochs > 0
+    whole = vit.train_vit(settings, tiny_data, tmp_path / "a.pt")
+    assert whole.grid == (16, 16) and whole.maps.shape == (4, 256)
+    kill_at_epoch(monkeypatch, 3)  # after the checkpoint of epoch 2 (the cadence skips epoch 1)
+    with pytest.raises(KeyboardInterrupt):
+        vit.train_vit(settings, tiny_data, tmp_path / "b.pt")
+    assert torch.load(tmp_path / "b.pt", weights_only=True)["epoch"] == 2
+    resumed = vit.train_vit(settings, tiny_data, tmp_path / "b.pt")
+    assert resumed.info["resumed_from_epoch"] == 2
+    assert [row["epoch"] for row in resumed.metrics] == [0, 1, 2, 3]  # no gap, no epoch twice
+    assert [t["epoch"] for t in resumed.times] == [0, 1, 2, 3]
+    pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=False, rtol=1e-6)
+    assert vit.WHistory(tmp_path / "b.pt", 16).blocks() == 4

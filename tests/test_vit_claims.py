@@ -138,7 +138,9 @@ def figure_texts(fig: matplotlib.figure.Figure) -> str:
 
 @pytest.mark.parametrize("final_acc,warned", [(0.075, True), (0.612, False)])
 def test_figure7_prints_the_accuracy_and_warns_when_nothing_was_learned(final_acc: float, warned: bool) -> None:
-    fig = draw_figure7(metrics(final_acc, (1.0, 0.3), (0.2, 513.0)), baseline(), sidecar(), 0.5, True)
+    fig = draw_figure7(
+        metrics(final_acc, (1.0, 0.3), (0.2, 513.0)), sidecar(), baseline(), baseline_fraction=0.5, settings_footer=True
+    )
     text = figure_texts(fig)
     assert f"final test accuracy {final_acc:.3f}" in text and "linear baseline 0.800" in text
     assert ("did not learn" in text) == warned and ("WARNING" in text) == warned
@@ -167,7 +169,10 @@ def test_figure6_maps_share_one_colour_scale_and_one_colorbar() -> None:
         "label": np.int64(3),
         "grid": np.array([8, 8]),
     }
-    fig = draw_figure6(arrays, metrics(0.075, (1.0, 0.3), (0.2, 513.0)), baseline(), sidecar(), epochs, 0.5, True)
+    table = metrics(0.075, (1.0, 0.3), (0.2, 513.0))
+    fig = draw_figure6(
+        table, sidecar(), baseline(), arrays, fig6_epochs=epochs, baseline_fraction=0.5, settings_footer=True
+    )
     images = [im for ax in fig.axes for im in ax.get_images()][1:]  # the input image first
     assert len(images) == len(epochs)
     assert {im.get_clim() for im in images} == {(0.0, float(maps[[0, 2, 4]].max()))}

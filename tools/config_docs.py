@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from maxmargin.config import StrictLoader, load_yaml
+from maxmargin.registry.reads import readers
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -61,6 +62,8 @@ def _resolve(node: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, An
 def allowed(node: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
     """The type and the allowed values of a schema node, in words."""
     node = _resolve(node, schema)
+    if "oneOf" in node:
+        return " or ".join(allowed(option, schema) for option in node["oneOf"])
     if "enum" in node:
         return "one of " + ", ".join(f"`{value}`" for value in node["enum"])
     kind = node.get("type", "any")
@@ -111,6 +114,11 @@ def config_markdown(schema: Mapping[str, Any], defaults_text: str) -> str:
         "and meanings). Override any key with `--configfile my.yaml` (deep-merged over the defaults) or",
         "`--config key=value`; `workflow/config/paper.yaml` is the paper-scale ViT, `ci_slurm.yaml` the small CI run.",
         "Runtime settings (cores, cluster resources) are not config keys: see docs/cluster.md.",
+        "",
+        "*read by*: the rules whose jobs read the key (`maxmargin/registry/reads.py`; their params hold exactly those",
+        "keys), so a change of it reruns exactly those jobs first, and what depends on their outputs after them",
+        "(tests/test_config_reads.py checks it against Snakemake's dry runs). A key read by no rule sets where results",
+        "go or a resource of a job: changing it reruns nothing.",
     ]
     section, group = None, None
     for path, node in rows(schema, schema):
@@ -123,11 +131,11 @@ def config_markdown(schema: Mapping[str, Any], defaults_text: str) -> str:
                 f"## `{top}`",
                 "",
                 *intro,
-                "| key | allowed | default | meaning |",
-                "| --- | --- | --- | --- |",
+                "| key | allowed | default | meaning | read by |",
+                "| --- | --- | --- | --- | --- |",
             ]
         if parent != group and parent != top and comments.get(parent):
-            lines.append(_row([f"`{parent}`", "mapping", "", comments[parent]]))
+            lines.append(_row([f"`{parent}`", "mapping", "", comments[parent], ""]))
         group = parent
         try:
             default = f"`{json.dumps(_lookup(defaults, path))}`"
@@ -139,7 +147,8 @@ def config_markdown(schema: Mapping[str, Any], defaults_text: str) -> str:
             or comments.get(path.replace("[]", ""))
             or _resolve(node, schema).get("description", "")
         )
-        lines.append(_row([f"`{path}`", allowed(node, schema), default, meaning]))
+        read_by = ", ".join(f"`{rule}`" for rule in readers(path.split("[]")[0])) or "(no job)"
+        lines.append(_row([f"`{path}`", allowed(node, schema), default, meaning, read_by]))
     return "\n".join(lines) + "\n"
 
 

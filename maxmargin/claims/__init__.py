@@ -59,9 +59,8 @@ def evaluate_claims(tables: Tables, config: Config) -> pd.DataFrame:
 
 def claims_markdown(claims: pd.DataFrame) -> str:
     """The claims table as a Markdown table (for the README and the report)."""
-    cols = ["claim_id", "claim", "source", "paper_value", "measured", "verdict", "note"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in claims[cols].itertuples(index=False):
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in claims[COLUMNS].itertuples(index=False):
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |")
     return "\n".join(lines) + "\n"
 
@@ -69,15 +68,21 @@ def claims_markdown(claims: pd.DataFrame) -> str:
 # Verdict -> row colour of the HTML table, so that a claim that differs stands out in the report.
 _VERDICT_CLASSES = {verdict: verdict.replace(" ", "-") for verdict in VERDICTS}  # one per verdict, none missed
 _HTML_STYLE = (
-    "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse}"
-    " td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+    "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse;table-layout:fixed;width:100%;"
+    "min-width:1150px} td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;"
+    "overflow-wrap:anywhere}"
     " tr.holds{background:#e6f4ea} tr.differs{background:#fce8e6} tr.inconclusive{background:#fef7e0}"
     " tr.not-run{background:#f1f3f4}"
 )
 
 
+# Width of each column (%): the claim and what was measured get room to read in two or three lines.
+_WIDTHS = {"claim_id": 10, "claim": 20, "source": 9, "paper_value": 9, "measured": 23, "verdict": 7, "note": 22}
+
+
 def claims_html(claims: pd.DataFrame) -> str:
     """The claims table as a standalone HTML page (the report displays HTML; a CSV is only offered as a download)."""
+    widths = "".join(f'<col style="width:{_WIDTHS[col]}%">' for col in COLUMNS)
     head = "".join(f"<th>{html.escape(col)}</th>" for col in COLUMNS)
     body = [
         f'<tr class="{_VERDICT_CLASSES[row.verdict]}">'
@@ -88,7 +93,8 @@ def claims_html(claims: pd.DataFrame) -> str:
     return "\n".join(
         [
             f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Claims</title><style>{_HTML_STYLE}</style>',
-            f'</head><body>\n<table class="claims">\n<thead><tr>{head}</tr></thead>\n<tbody>',
+            f'</head><body>\n<table class="claims">\n<colgroup>{widths}</colgroup>',
+            f"<thead><tr>{head}</tr></thead>\n<tbody>",
             *body,
             "</tbody></table>\n</body></html>\n",
         ]

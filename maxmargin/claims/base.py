@@ -15,11 +15,13 @@ from typing import Any
 
 import pandas as pd
 
+from maxmargin import registry
+
 Tables = Mapping[str, pd.DataFrame]
 Config = Mapping[str, Any]  # the pipeline's config: claim notes quote the settings that were run
 Measurement = tuple[str, str, str]  # measured, verdict, note
-COLUMNS = ["claim_id", "claim", "source", "paper_value", "measured", "verdict", "note"]
-VERDICTS = ("holds", "differs", "inconclusive", "not run")
+COLUMNS = registry.columns("claims")
+VERDICTS = registry.VERDICTS
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,8 @@ def _census_small_d(t: Tables, cfg: Config) -> Measurement:
         f"not saturated: {first.pct_not_saturated:.1f}% {ci} at d = {int(first.d)}, "
         f"{s['pct_not_saturated'].iloc[-1]:.1f}% at d = {int(s['d'].iloc[-1])}",
         verdict,
-        f"holds when more than {OFTEN_PCT:g}% of trials do not saturate at the smallest d; {_confidence(cfg)}",
+        f"the claim holds where more than {OFTEN_PCT:g}% of trials do not saturate at the smallest d; "
+        f"{_confidence(cfg)}",
     )
 
 
@@ -105,7 +106,7 @@ def _census_lmm(t: Tables, cfg: Config) -> Measurement:
         f"LMM share among saturated trials >= {100 * share.min():.1f}% for d >= {LARGE_D} "
         f"(lowest bound {100 * low.min():.1f}%)",
         verdict,
-        f"holds when the share's interval lies above {100 * ALMOST_ALWAYS:g}% at every d >= {LARGE_D}; "
+        f"the claim holds where the share's interval lies above {100 * ALMOST_ALWAYS:g}% at every d >= {LARGE_D}; "
         + _confidence(cfg),
     )
 
@@ -131,9 +132,15 @@ def _census_budget(t: Tables, cfg: Config) -> Measurement:
     verdict = "differs" if "differs" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
     longest = b[b["n_iter"] == b["n_iter"].max()]
     still = longest[longest["p_gap_negative_ci_low"] >= RARE]
+    why = {
+        "holds": "P(gap < 0) falls significantly from the smallest to the largest budget at every d",
+        "differs": "P(gap < 0) does not fall with the budget at some d",
+        "inconclusive": "P(gap < 0) falls, but the intervals of the smallest and the largest budget overlap at some "
+        "d: more trials (census.n_trials) would decide",
+    }[verdict]
     note = (
-        "holds when P(gap < 0) falls significantly from the smallest to the largest budget at every d; labels moved: "
-        f"trials whose class differs from the smallest budget's; {_confidence(cfg)}"
+        f"{verdict}: {why} (the claim holds where it falls significantly at every d); labels moved: trials whose "
+        f"class differs from the smallest budget's; {_confidence(cfg)}"
     )
     if len(still):
         note += (

@@ -4,6 +4,7 @@ tables fig3a.csv, fig4.csv and fig5.csv."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -46,10 +47,11 @@ def _gd_to_gmm_n1(t: Tables, cfg: Config) -> Measurement:
 
 
 def _fig1_starts(figure: str, fig1: Config) -> str:
-    """Where the Figure 1 runs of ``figure`` started, in the words of the config that ran."""
-    if figure in fig1["on_circle"]:
-        return f"from {fig1['n_starts']} starts on a circle of radius {fig1['start_radius']:g}"
-    return f"from the {len(fig1['starts'])} starts in synthetic.fig1.starts (the authors' notebook)"
+    """Where the Figure 1 runs of ``figure`` started, in the words of the config that ran (``synthetic.fig1``)."""
+    starts = fig1["starts"]
+    if isinstance(starts, Mapping):
+        return f"from {starts['circle']['n']} starts on a circle of radius {starts['circle']['radius']:g}"
+    return f"from the {len(starts)} starts in synthetic.fig1.starts (the authors' notebook)"
 
 
 def _went_to(r: pd.DataFrame, kind: str) -> str:

@@ -18,7 +18,7 @@ from maxmargin.core.ball import BallSolve, solve_on_balls
 from maxmargin.core.gd import cosine
 from maxmargin.core.logspace import log_gradient
 from maxmargin.core.model import Array, Gradient
-from maxmargin.core.progress import progress
+from maxmargin.core.progress import Progress
 
 __all__ = ["SAME_POINT_COSINE", "MultistartSolve", "multistart_path"]
 
@@ -114,13 +114,14 @@ def multistart_path(
     warm = [_random_units(rng, 1, basis.shape[1]) for basis in bases]
     coordinate_gradients = _in_coordinates(bases, gradients, log_objective)
     records = []
+    bar = Progress("regularization path: radius", len(radii), interval=0.0)
     for j, radius in enumerate(radii):
         starts = _starts(rng, radius, warm, candidates, n_random)
         solve = solve_on_balls(coordinate_gradients, starts, [radius] * len(bases), n_iter=n_iter, tol=tol)
         record = _radius_record(solve, bases, log_objective)
         warm = [z[record.best][None] / np.linalg.norm(z[record.best]) for z in solve.x]
         records.append(record)
-        _report_radius(j, len(radii), radius, record)
+        _report_radius(bar, j, radius, record)
     return _gathered(records, len(bases))
 
 
@@ -171,16 +172,12 @@ def _radius_record(
     return _RadiusRecord(ends, log_excess, solve, best, int(same.sum()))
 
 
-def _report_radius(j: int, n_radii: int, radius: float, record: _RadiusRecord) -> None:
-    progress(
-        "radius %d/%d: R %.4g, log(L - inf L) %.3f, KKT residual %.1e, %d/%d starts at the optimum",
+def _report_radius(bar: Progress, j: int, radius: float, record: _RadiusRecord) -> None:
+    bar.update(
         j + 1,
-        n_radii,
-        radius,
-        record.log_excess[record.best],
-        record.solve.kkt_residual.max(axis=0)[record.best],
-        record.n_at_best,
-        record.log_excess.size,
+        f"R {radius:.4g}, log(L - inf L) {record.log_excess[record.best]:.3f}, KKT residual "
+        f"{record.solve.kkt_residual.max(axis=0)[record.best]:.1e}, {record.n_at_best}/{record.log_excess.size} "
+        "starts at the optimum",
     )
 
 

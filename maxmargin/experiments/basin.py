@@ -26,39 +26,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from maxmargin import registry
 from maxmargin.core.gd import cosine, gradient_descent, record_iterations
 from maxmargin.core.loss import LossName, check_loss
 from maxmargin.core.model import Array, grad_p
+from maxmargin.core.progress import Progress
 from maxmargin.core.span_gd import final_weights, gd_in_span, span_coordinates
 from maxmargin.experiments import census, instances
 
-BASIN_COLUMNS = [
-    "variant",
-    "start",
-    "p1",
-    "p2",
-    "class",
-    "heading",
-    "alpha",
-    "final_p1",
-    "final_p2",
-    "log10_unsaturation",
-]
-CONE_COLUMNS = [
-    "variant",
-    "R",
-    "mu_max",
-    "half_angle_deg",
-    "n_starts",
-    "all_lmm",
-    "mu_cone",
-    "min_final_corr",
-    "eta",
-    "n_iter",
-    "normalized",
-    "L_p_bound",
-]
-PATH_COLUMNS = ["variant", "run", "iteration", "p1", "p2", "class"]
+BASIN_COLUMNS = registry.columns("basin")
+CONE_COLUMNS = registry.columns("basin_cone")
+PATH_COLUMNS = registry.columns("basin_paths")
 NO_STATIONARY = "no_stationary_point"  # the variant name of the cone rows measured from the radial derivative
 
 
@@ -186,9 +164,11 @@ def basin_table(
     ``svm_tol`` of the census.
     """
     frames = []
-    for variant in variants:
+    bar = Progress(f"basin grid of {p0.shape[0]:,} starts: GD variant", len(variants), interval=0.0)
+    for k, variant in enumerate(variants):
         p, z = run_gd(K, gamma, p0, variant, loss, workers)
         label, heading, alpha = limit_labels(K, gamma, z, **tols)
+        bar.update(k + 1, variant.name)
         frame = {
             "variant": variant.name,
             "start": np.arange(p0.shape[0]),
@@ -274,9 +254,11 @@ def cone_table(
     angles = linear_grid(-cone["max_half_angle_deg"], cone["max_half_angle_deg"], int(cone["n_arc"]))
     starts = np.concatenate([arc_starts(lmm, R, angles) for R in radii])
     rows = []
-    for variant in variants:
+    bar = Progress(f"cone arcs of {starts.shape[0]:,} starts: GD variant", len(variants), interval=0.0)
+    for k, variant in enumerate(variants):
         p, z = run_gd(K, gamma, starts, variant, loss, workers)
         label, _, _ = limit_labels(K, gamma, z, **tols)
+        bar.update(k + 1, variant.name)
         ok = (label == "lmm").reshape(radii.size, angles.size)
         corr = cosine(p, lmm).reshape(radii.size, angles.size)
         part = _cone_rows(variant.name, radii, list(ok), angles)
@@ -342,10 +324,12 @@ def lmm_direction(K: Array, gamma: Array, svm_tol: float) -> Array:
 @dataclass(frozen=True)
 class BasinTables:
     """The tables of the basin study: ``basin`` (one row per variant and grid start), ``cone`` (Theorem 3's
-    constants per variant and R) and ``paths`` (the Figure 1(b) starts' paths)."""
+    constants per variant and R), ``summary`` (starts per variant and label) and ``paths`` (the Figure 1(b)
+    starts' paths)."""
 
     basin: pd.DataFrame
     cone: pd.DataFrame
+    summary: pd.DataFrame
     paths: pd.DataFrame
 
 
@@ -378,4 +362,34 @@ def basin_study(
     cone = cone_table(K, gamma, lmm, variants, basin["cone"], loss=loss, tols=tols, workers=workers)
     fig1b_starts = instances.starts_in_key_plane(fig1["starts"], d)
     paths = path_table(K, gamma, fig1b_starts, variants, loss=loss, tols=tols)
-    return BasinTables(table, cone, paths)
+    return BasinTables(table, cone, basin_summary(table), paths)
+
+
+def basin_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """How many grid starts each GD variant takes to each label, and their share (the report's view of ``basin``)."""
+    counts = table.groupby(["variant", "class"], sort=False).size().rename("n_starts").reset_index()
+    counts["share"] = counts["n_starts"] / counts.groupby("variant")["n_starts"].transform("sum")
+    return counts[registry.columns("basin_summary")]
+
+
+def fig1b_agreement(basin: pd.DataFrame, paths: pd.DataFrame) -> pd.DataFrame:
+    """Where a Figure 1(b) start is a node of the grid, the grid's run against that start's path, per variant.
+
+    The grid runs in key coordinates (:func:`maxmargin.core.span_gd.gd_in_span`), the paths with
+    :func:`maxmargin.core.gd.gradient_descent` (the ``fig1b`` experiment's function): the same GD, two codes.
+    Columns: variant, run, p1, p2 (the start), on_grid, grid_class, path_class, max_abs_diff (final iterates).
+    """
+    rows = []
+    for (variant, run), path in paths.groupby(["variant", "run"], sort=False):
+        start, end = path.iloc[0], path.iloc[-1]
+        grid = basin[(basin["variant"] == variant) & (basin["p1"] == start.p1) & (basin["p2"] == start.p2)]
+        row = {"variant": variant, "run": run, "p1": start.p1, "p2": start.p2, "on_grid": len(grid) == 1}
+        row["path_class"] = end["class"]
+        row["grid_class"] = grid["class"].iloc[0] if len(grid) else ""
+        row["max_abs_diff"] = (
+            float(np.abs(grid[["final_p1", "final_p2"]].to_numpy()[0] - [end.p1, end.p2]).max())
+            if len(grid)
+            else np.nan
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -19,7 +19,6 @@ trials are split into chunks or jobs (tests/test_census.py checks it).
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -28,33 +27,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from maxmargin import registry
 from maxmargin.core.directions import MaxMarginDirection, classify_direction
 from maxmargin.core.loss import LossName, check_loss
 from maxmargin.core.model import Array, log_non_selected_mass_of_logits
-from maxmargin.core.progress import progress
+from maxmargin.core.progress import Progress
 from maxmargin.core.span_gd import SpanBatch, final_weights, normalized_gd_in_span, span_coordinates
 from maxmargin.core.svm import att_svm_ldp
 
-TRIAL_COLUMNS = [
-    "d",
-    "trial",
-    "seed",
-    "n",
-    "T",
-    "n_iter",
-    "saturated",
-    "class",
-    "corr",
-    "gap",
-    "p_norm",
-    "log10_unsaturation",
-    "alpha",
-    "optimal_alpha",
-    "svm_norm",
-    "n_neighbors",
-    "skipped_steps",
-    "solver",
-]
+TRIAL_COLUMNS = registry.columns("census_run")
 CLASSES = ("not_saturated", "gmm", "lmm", "neither", "infeasible")
 
 
@@ -227,21 +208,14 @@ def run_trials(settings: CensusSettings, d: int, trials: Sequence[int] | None = 
         raise ValueError(f"need d >= 1, got {d}")
     ids = np.arange(settings.n_trials) if trials is None else np.asarray(trials, dtype=np.int64)
     parts = []
+    bar = Progress(f"census d={d}: trials", ids.size, interval=0.0)
     with _single_thread_blas():
         for start in range(0, ids.size, settings.chunk):
-            clock = time.perf_counter()
             chunk = ids[start : start + settings.chunk]
             batch = sample_batch(settings.seed, d, chunk, settings.n, settings.T, settings.init_scale)
             parts.append(census_rows(batch, settings, d))
-            progress(
-                "census d=%d: trials %d-%d done (%d/%d) in %.2f s; %d saturated",
-                d,
-                chunk[0],
-                chunk[-1],
-                start + chunk.size,
-                ids.size,
-                time.perf_counter() - clock,
-                int(parts[-1]["saturated"].sum()),
+            bar.update(
+                start + chunk.size, f"{int(parts[-1]['saturated'].sum())}/{chunk.size} of the last chunk saturated"
             )
     if not parts:
         return pd.DataFrame(columns=TRIAL_COLUMNS)

@@ -15,6 +15,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
+from maxmargin.registry.census import summary_columns
+
 # Proportions of the summary: column -> (classes counted, denominator, scale). "trials" = every trial of the
 # group, "saturated" = its saturated trials; percentages of trials are scaled by 100, P(gap < 0) is a fraction.
 PROPORTIONS = {
@@ -24,10 +26,6 @@ PROPORTIONS = {
     "pct_neither": (("neither",), "trials", 100.0),
     "p_gap_negative": ((), "saturated", 1.0),
 }
-SUMMARY_COLUMNS = ["d", "n_trials"]
-for _name in PROPORTIONS:
-    SUMMARY_COLUMNS += [_name, f"{_name}_ci_low", f"{_name}_ci_high"]
-SUMMARY_COLUMNS.insert(SUMMARY_COLUMNS.index("p_gap_negative"), "mean_corr")
 
 
 def wilson_interval(successes: ArrayLike, n: ArrayLike, confidence: float) -> tuple[NDArray, NDArray]:
@@ -79,7 +77,7 @@ def summarize(trials: pd.DataFrame, confidence: float, by: Sequence[str] = ("d",
         {**dict(zip(keys, (int(k) for k in np.atleast_1d(key)), strict=True)), **_group_summary(g, confidence)}
         for key, g in trials.groupby(keys, sort=True)
     ]
-    columns = keys + [c for c in SUMMARY_COLUMNS if c != "d"]
+    columns = [c.name for c in summary_columns(*keys) if c.name != "n_labels_moved"]
     return pd.DataFrame(rows, columns=columns)
 
 

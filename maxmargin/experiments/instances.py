@@ -9,7 +9,9 @@ tokens for Figure 8) are ours, not the paper's, and documented where they are bu
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -132,6 +134,16 @@ def starts_in_key_plane(starts: Array, d: int) -> Array:
     p0 = np.zeros((starts.shape[0], d))
     p0[:, : starts.shape[1]] = starts
     return p0
+
+
+def starts(spec: Sequence[Sequence[float]] | Mapping[str, Any], d: int) -> Array:
+    """Initial points p(0) from the config: a list of key-plane points (:func:`starts_in_key_plane`), or
+    ``{"circle": {"n": ..., "radius": ...}}``: ``n`` points on a circle (:func:`starts_on_circle`, the first at
+    angle pi / n, so that no start lies on an axis)."""
+    if isinstance(spec, Mapping):
+        circle = spec["circle"]
+        return starts_on_circle(circle["n"], circle["radius"], d, phase=np.pi / circle["n"])
+    return starts_in_key_plane(spec, d)
 
 
 def starts_in_cone(direction: Array, n_starts: int, radius: float, half_angle: float) -> Array:

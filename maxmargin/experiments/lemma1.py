@@ -16,28 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from maxmargin import registry
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.loss import LossName, check_loss
 from maxmargin.core.model import Array, grad_p, risk, token_scores
 from maxmargin.experiments import instances
 
-LEMMA1_COLUMNS = [
-    "instance",
-    "n",
-    "T",
-    "d",
-    "u",
-    "p0",
-    "eta",
-    "n_iter",
-    "loss",
-    "max_deviation",
-    "relative_max_deviation",
-    "max_grad_deviation",
-    "final_p_norm",
-    "final_risk_p",
-    "final_risk_W",
-]
+LEMMA1_COLUMNS = registry.columns("lemma1")
 DEVIATION_COLUMN = "max_deviation"  # max_t ||W(t) - u p(t)^T / ||u||^2||_F: what the lemma says is 0
 
 

@@ -28,21 +28,7 @@ from maxmargin.experiments import instances
 # Tables behind results/tables/regpath.csv and regpath_compare.csv
 # ---------------------------------------------------------------------------------------------
 
-REGPATH_COLUMNS = [
-    "instance",
-    "method",
-    "run",
-    "R",
-    "kind",
-    "cosine",
-    "kkt_residual",
-    "loss",
-    "log_excess_loss",
-    "active",
-    "selected",
-    "n_starts",
-    "n_at_best",
-]
+REGPATH_COLUMNS = registry.columns("regpath")
 
 
 def _table_cosine(points: Array, direction: Array | None) -> Array:

@@ -11,13 +11,14 @@ and run by :func:`maxmargin.pipeline.run_experiment`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from maxmargin import registry
 from maxmargin.core.directions import (
     MAX_ENUMERATED,
     classify_direction,
@@ -36,19 +37,7 @@ from maxmargin.core.svm import (
 from maxmargin.experiments import instances
 from maxmargin.experiments.instances import Instance
 
-DIRECTION_COLUMNS = [
-    "figure",
-    "record",
-    "kind",
-    "tokens",
-    "direction",
-    "norm",
-    "run",
-    "start",
-    "final_cosine",
-    "p_norm",
-    "kkt_residual",
-]
+DIRECTION_COLUMNS = registry.columns("directions")
 
 
 @dataclass(frozen=True)
@@ -186,48 +175,24 @@ def _gd_on_p(name: str, instance: Instance, p0: Array, *, eta: float, n_iter: in
     return ExperimentTables(_p_frame(name, labels, traj, instance.K), tokens_frame(name, instance), _directions(rows))
 
 
-def gd_on_p_from_starts(
+def gd_on_p(
     name: str,
     make_instance: Callable[[], Instance],
     *,
     eta: float,
     n_iter: int,
     loss: str,
-    starts: Sequence[Sequence[float]],
-    on_circle: bool,
-    n_starts: int,
-    start_radius: float,
+    starts: Sequence[Sequence[float]] | Mapping[str, Any],
 ) -> ExperimentTables:
-    """Figure 1(a, b, c): normalized GD on p from several starts; GMM (and LMM) directions.
+    """Figures 1(a, b, c) and 8: normalized GD on p from several starts; the GMM direction, every LMM where T^n is
+    small, and where each run went.
 
-    Paper: Section 2, Theorems 2 and 3, Figure 1. The starts are ``starts`` in the key plane (the authors'
-    notebook), or, ``on_circle``, ``n_starts`` points on a circle of ``start_radius``.
+    Paper: Section 2, Theorems 2 and 3, Figure 1; Appendix E, Figure 8 ("Failure of gradient descent's global
+    convergence when n >= 2"). ``starts`` is data: a list of points (p_1, p_2) of the key plane (the authors'
+    notebook), or ``{"circle": {"n": ..., "radius": ...}}``, points evenly spaced on a circle.
     """
     instance = make_instance()
-    d = instance.X.shape[-1]
-    if on_circle:
-        p0 = instances.starts_on_circle(n_starts, start_radius, d, phase=np.pi / n_starts)
-    else:
-        p0 = instances.starts_in_key_plane(starts, d)
-    return _gd_on_p(name, instance, p0, eta=eta, n_iter=n_iter, loss=loss)
-
-
-def gd_on_p_given_starts(
-    name: str,
-    make_instance: Callable[[], Instance],
-    *,
-    eta: float,
-    n_iter: int,
-    starts: Sequence[Sequence[float]],
-    loss: str,
-) -> ExperimentTables:
-    """Figure 8: with n = 2, normalized GD from the given starts reaches different directions (the GMM and an LMM).
-
-    Paper: Appendix E, "Failure of gradient descent's global convergence when n >= 2".
-    """
-    instance = make_instance()
-    p0 = instances.starts_in_key_plane(starts, instance.X.shape[-1])
-    return _gd_on_p(name, instance, p0, eta=eta, n_iter=n_iter, loss=loss)
+    return _gd_on_p(name, instance, instances.starts(starts, instance.X.shape[-1]), eta=eta, n_iter=n_iter, loss=loss)
 
 
 def gd_in_lmm_cone(

@@ -15,46 +15,12 @@ from typing import Any
 import pandas as pd
 import torch
 
+from maxmargin import registry
 from maxmargin.experiments.vit import TrainResult, VitSettings
 from maxmargin.experiments.vit.settings import recipe_config
 
-RECIPE_COLUMNS = [
-    "recipe",
-    "optimizer",
-    "lr",
-    "warmup_epochs",
-    "schedule",
-    "weight_decay",
-    "grad_clip",
-    "lr_base_width",
-    "embed_dim",
-    "depth",
-    "patch_size",
-    "batch_size",
-    "n_train",
-    "epoch",
-    "step",
-    "train_loss",
-    "test_acc",
-    "soft_sparsity",
-    "w_frobenius",
-    "w_cosine_previous",
-    "dataset",
-]
-PILOT_COLUMNS = [
-    "dataset",
-    "device",
-    "dtype",
-    "compiled",
-    "epochs",
-    "images_per_s",
-    "epoch_seconds",
-    "projected_total_hours",
-    "peak_memory_mb",
-    "first_train_loss",
-    "last_train_loss",
-    "test_acc",
-]
+RECIPE_COLUMNS = registry.columns("vit_recipes")
+PILOT_COLUMNS = registry.columns("vit_pilot")
 
 
 def recipe_settings(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> VitSettings:

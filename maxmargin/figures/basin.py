@@ -29,11 +29,12 @@ def _tint(color: str, weight: float) -> tuple[float, float, float]:
 # (class, heading) -> (legend label, colour): saturated runs in the paper's GMM red / LMM blue, unsaturated ones in
 # pale tints of where they are heading (the tokens they select), anything else dark gray.
 CELLS = {
-    ("gmm", "gmm"): ("GMM", _tint(style.COLORS["gmm"], 0.45)),
-    ("lmm", "lmm"): ("LMM", _tint(style.COLORS["lmm"], 0.45)),
-    ("not_saturated", "gmm"): ("not saturated (selects the GMM token)", _tint("#bdbdbd", 0.6)),
-    ("not_saturated", "lmm"): ("not saturated (selects the LMM token)", _tint("#9ecae1", 0.6)),
+    ("gmm", "gmm"): ("start → GMM", _tint(style.COLORS["gmm"], 0.45)),
+    ("lmm", "lmm"): ("start → LMM", _tint(style.COLORS["lmm"], 0.45)),
+    ("not_saturated", "gmm"): ("not saturated, selects the GMM token", _tint("#bdbdbd", 0.6)),
+    ("not_saturated", "lmm"): ("not saturated, selects the LMM token", _tint("#9ecae1", 0.6)),
 }
+SHORT = {"gmm": "GMM", "lmm": "LMM", "not_saturated": "not saturated", "neither": "neither", "infeasible": "infeasible"}
 OTHER = ("other (neither / infeasible)", (0.3, 0.3, 0.3))
 
 
@@ -69,8 +70,9 @@ def _basin_map(
     paths: pd.DataFrame,
     tokens: pd.DataFrame,
     directions: pd.DataFrame,
-) -> list[Patch]:
-    """One variant's basin map with tokens, GMM/LMM rays, the Figure 1(b) paths and the measured cone."""
+) -> None:
+    """One variant's basin map with tokens, GMM/LMM rays, the Figure 1(b) paths and the measured cone; how many
+    starts went where, in a box in its corner."""
     image, box, counts = _cell_codes(rows)
     colors = [c for _, c in CELLS.values()] + [OTHER[1]]
     ax.imshow(image, origin="lower", extent=box, cmap=ListedColormap(colors), vmin=-0.5, vmax=len(colors) - 0.5)
@@ -84,18 +86,23 @@ def _basin_map(
     free = free_cone[free_cone["R"] <= np.hypot(box[1] - box[0], box[3] - box[2])]
     _cone_boundary(ax, free, lmm, VARIANT_COLORS[NO_STATIONARY], "no stationary point (d/dr L < 0)", lw=1.0, ls=":")
     for i, (_, xy) in enumerate(paths.groupby("run", sort=False)):
-        label = f"p(0) = ({xy.p1.iloc[0]:.2g}, {xy.p2.iloc[0]:.2g}) → {xy['class'].iloc[-1].replace('_', ' ')}"
+        label = f"$p(0)$ = ({style.number(xy.p1.iloc[0])}, {style.number(xy.p2.iloc[0])})"
         color = style.RUN_COLORS[i % len(style.RUN_COLORS)]
-        style.draw_trajectory(ax, style.clip_to_box(xy[["p1", "p2"]].to_numpy(), box), color, label=label, lw=1.2)
+        points = xy[["p1", "p2"]].to_numpy()
+        inside = (
+            (points[:, 0] >= box[0]) & (points[:, 0] <= box[1]) & (points[:, 1] >= box[2]) & (points[:, 1] <= box[3])
+        )
+        end = int(np.argmin(inside[1:])) + 1 if not inside[1:].all() else len(points)
+        style.draw_trajectory(ax, points[: end + 1], color, label=label, lw=1.2)
     style.draw_tokens(ax, tokens, by_input=False)
     ax.set_xlim(box[0], box[1])
     ax.set_ylim(box[2], box[3])
     ax.set_xlabel("$p_1$ / $k_1$")
     ax.set_ylabel("$p_2$ / $k_2$")
     names = [label for label, _ in CELLS.values()] + [OTHER[0]]
-    return [
-        Patch(facecolor=colors[c], edgecolor="0.5", label=f"{names[c]}: {n} starts") for c, n in sorted(counts.items())
-    ]
+    text = "\n".join(f"{names[c]}: {n:,} start{'s' * (n != 1)}" for c, n in sorted(counts.items()))
+    ax.text(0.02, 0.02, text, transform=ax.transAxes, fontsize=6, va="bottom", ha="left",
+            bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.6", "boxstyle": "round,pad=0.3"})  # fmt: skip
 
 
 def _mu_panel(ax: Axes, cone: pd.DataFrame) -> None:
@@ -127,7 +134,7 @@ def _mu_panel(ax: Axes, cone: pd.DataFrame) -> None:
     ax.set_ylim(floor, 1.0)
     ax.set_xlabel("radius $R$")
     ax.set_ylabel("$\\mu_{max}(R)$  (1 - cos half-angle)")
-    ax.set_title("largest $\\mu$ with every arc start → LMM\n(▼: $\\mu_{max}$ = 0)", fontsize=9)
+    ax.set_title("Largest $\\mu$ whose arc of starts all reach the LMM (▼: none)", fontsize=9)
     ax.legend(loc="upper left")
 
 
@@ -141,13 +148,14 @@ def _variant_title(variant: str, settings: pd.Series) -> str:
 def draw_basin(
     basin: pd.DataFrame, cone: pd.DataFrame, paths: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame
 ) -> Figure:
-    """The basin map of every GD variant (Figure 1(b) plane) and mu_max against R (Theorem 3's cone)."""
+    """The basin map of every GD variant (Figure 1(b) plane) and mu_max against R (Theorem 3's cone), with one
+    legend for the whole figure under it."""
     variants = list(basin["variant"].unique())
     with style.paper_style():
-        fig, axes = plt.subplots(1, len(variants) + 1, figsize=(5.2 * len(variants) + 4.4, 6.2), layout="constrained")
+        fig, axes = plt.subplots(1, len(variants) + 1, figsize=(5.0 * len(variants) + 4.6, 5.6), layout="constrained")
         for ax, variant in zip(axes, variants, strict=False):
             settings = cone[cone["variant"] == variant].iloc[0]
-            patches = _basin_map(
+            _basin_map(
                 ax,
                 basin[basin["variant"] == variant],
                 cone[cone["variant"] == variant],
@@ -157,7 +165,10 @@ def draw_basin(
                 directions,
             )
             ax.set_title(_variant_title(variant, settings), fontsize=9)
-            handles, _ = ax.get_legend_handles_labels()
-            ax.legend(handles=patches + handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=6)
         _mu_panel(axes[-1], cone)
+        cells = [Patch(facecolor=color, edgecolor="0.5", label=label) for label, color in CELLS.values()]
+        found = dict(zip(*reversed(axes[0].get_legend_handles_labels()), strict=True))
+        for ax in axes[1:-1]:
+            found |= {label: h for h, label in zip(*ax.get_legend_handles_labels(), strict=True) if label not in found}
+        fig.legend(handles=cells + list(found.values()), loc="outside lower center", ncols=5, fontsize=6.5)
     return fig

@@ -63,7 +63,7 @@ def fig9a(summary: pd.DataFrame) -> Figure:
         ax.set_ylim(0, 100)
         n = ", ".join(sorted({str(int(k)) for k in table["n_trials"]}))
         ax.set_title(f"(a) Convergence scenarios of $p(t)$ ({n} trials per $d$)", fontsize=9)
-        style.outside_legend(ax)
+        fig.legend(loc="outside lower center", ncols=2)
     return fig
 
 
@@ -85,21 +85,26 @@ def _gap_xlim(hist: pd.DataFrame, pad: float = 0.05) -> tuple[float, float]:
 def fig9b(hist: pd.DataFrame) -> Figure:
     """Figure 9(b): distribution of the minimal score gap gamma = min_i min_{t in T_i} (gamma_ia - gamma_it).
 
-    Appendix E: over saturated trials, histogram with bins of width < 0.01 for d = 5, 10, 100;
-    gamma < 0 (an SVM-neighbour scores higher, so alpha is not locally optimal) is rare and close to 0.
+    Appendix E: over saturated trials, histogram with bins of width < 0.01 for d = 5, 10, 100; gamma < 0 (an
+    SVM-neighbour scores higher, so alpha is not locally optimal) is rare and close to 0. One row per d on a shared
+    x-axis, so that the distributions do not hide each other; gamma < 0 is shaded.
     """
+    curves = _gap_curves(hist)
+    width = float((hist["bin_right"] - hist["bin_left"]).iloc[0])
     with style.paper_style():
-        fig, ax = style.new_axes(WIDE)
-        for d, g, color in _gap_curves(hist):
+        fig, axes = plt.subplots(len(curves), 1, figsize=(WIDE[0], 1.1 + 1.05 * len(curves)), sharex=True,
+                                 layout="constrained", squeeze=False)  # fmt: skip
+        for ax, (d, g, color) in zip(axes[:, 0], curves, strict=True):
             edges = np.append(g["bin_left"].to_numpy(), g["bin_right"].to_numpy()[-1])
-            ax.stairs(g["probability"].to_numpy(), edges, color=color, lw=1.0, label=f"$d = {d}$")
-        width = float((hist["bin_right"] - hist["bin_left"]).iloc[0])
-        ax.set_xlim(*_gap_xlim(hist))
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel(r"min score gap to SVM-neighbours $\gamma$")
-        ax.set_ylabel(f"probability (bins of width {width:g})")
-        ax.set_title(r"(b) $\gamma := \min_{i,\, t \in \mathcal{T}_i} \gamma_{i\alpha_i} - \gamma_{it}$", fontsize=9)
-        style.outside_legend(ax)
+            ax.stairs(g["probability"].to_numpy(), edges, color=color, fill=True, alpha=0.75, lw=0.8)
+            ax.axvspan(_gap_xlim(hist)[0], 0.0, color="0.85", zorder=0)
+            ax.set_ylim(bottom=0)
+            ax.text(0.99, 0.85, f"$d = {d}$ ({int(g['n_saturated'].iloc[0])} saturated trials)", ha="right",
+                    transform=ax.transAxes, fontsize=7)  # fmt: skip
+        axes[-1, 0].set_xlim(*_gap_xlim(hist))
+        axes[-1, 0].set_xlabel(r"minimal score gap to the SVM-neighbours $\gamma$ (shaded: $\gamma < 0$)")
+        fig.supylabel(f"probability (bins of width {width:g})", fontsize=8)
+        axes[0, 0].set_title("(b) Distribution of the minimal score gap $\\gamma$ over saturated trials", fontsize=9)
     return fig
 
 
@@ -120,7 +125,7 @@ def fig10(hist: pd.DataFrame) -> Figure:
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(r"min score gap to SVM-neighbours $\gamma$")
         ax.set_ylabel("cumulative probability")
-        ax.set_title(r"Cumulative probability of the gap $\gamma$ (Figure 9(b))", fontsize=9)
+        ax.set_title(r"Cumulative distribution of the minimal score gap $\gamma$", fontsize=9)
         style.outside_legend(ax)
     return fig
 

@@ -44,8 +44,9 @@ def _style(kind: str, method: str, run_index: int) -> dict:
     return {"color": style.COLORS[kind], "ls": (":", "-.")[run_index % 2], "lw": 1.2}
 
 
-def _panel(ax_cos: Axes, ax_gap: Axes, frame: pd.DataFrame, instance: str) -> None:
-    """Cosine (top) and 1 - cosine with the KKT residual of the path (bottom) against R; local optima as squares."""
+def _panel(ax_cos: Axes, ax_gap: Axes, ax_kkt: Axes, frame: pd.DataFrame, instance: str) -> None:
+    """Cosine (top), 1 - cosine (middle, log) and the path's KKT residual (bottom, log) against R; local optima as
+    squares; the column's legend under it, off the curves."""
     shown = frame[frame["method"].isin(["path", "local", "gd"])]
     gd_runs = list(dict.fromkeys(shown.loc[shown["method"] == "gd", "run"]))
     order = {"p_mm": 1}  # p_mm dashed on top: it coincides with p_relax on the Fig. 3(a) data
@@ -53,39 +54,40 @@ def _panel(ax_cos: Axes, ax_gap: Axes, frame: pd.DataFrame, instance: str) -> No
     for (method, run, kind), g in groups:
         g = g.sort_values("R")
         line_style = _style(kind, method, gd_runs.index(run) if run in gd_runs else 0)
-        label = _label(kind, method, run)
-        ax_cos.plot(g["R"], g["cosine"], label=label, **line_style)
+        ax_cos.plot(g["R"], g["cosine"], label=_label(kind, method, run), **line_style)
         ax_gap.plot(g["R"], np.maximum(1.0 - g["cosine"], FLOOR), **line_style)
     path = frame[frame["method"] == "path"].groupby("R")["kkt_residual"].max()
-    ax_gap.plot(
-        path.index,
-        np.maximum(path.to_numpy(), FLOOR),
-        color="k",
-        lw=0.8,
-        marker="x",
-        ms=3,
-        label="KKT residual of the path",
-    )
-    for ax in (ax_cos, ax_gap):
+    ax_kkt.plot(path.index, np.maximum(path.to_numpy(), FLOOR), color="k", lw=0.8, marker="x", ms=3)
+    for ax in (ax_cos, ax_gap, ax_kkt):
         ax.set_xscale("log")
     ax_gap.set_yscale("log")
+    ax_kkt.set_yscale("log")
     ax_cos.set_title(TITLES.get(instance, instance), fontsize=9)
     ax_cos.set_ylabel("cosine")
-    ax_gap.set_ylabel("1 - cosine; KKT residual")
-    ax_gap.set_xlabel("$R$ (GD: $\\|p(t)\\|$)" if gd_runs else "$R = r$")
-    ax_cos.legend(loc="center right" if gd_runs else "lower right", fontsize=6.5)
-    ax_gap.legend(loc="lower left", fontsize=6.5)
+    ax_gap.set_ylabel("1 - cosine")
+    ax_kkt.set_ylabel("KKT residual of the path")
+    ax_kkt.set_xlabel("$R$ (GD: $\\|p(t)\\|$)" if gd_runs else "$R = r$")
+    handles, labels = ax_cos.get_legend_handles_labels()
+    ax_kkt.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.32), fontsize=6.5, ncols=2)
 
 
-def draw_regpath(table: pd.DataFrame) -> Figure:
-    """One column per instance of ``table`` (regpath.csv): the path's cosine with each max-margin direction."""
+def draw_regpath(path: pd.DataFrame, compare: pd.DataFrame) -> Figure:
+    """One column per instance of the path (regpath.csv): the path's cosine with each max-margin direction, and
+    what it is compared with (regpath_compare.csv: GD runs, local optima)."""
+    table = pd.concat([path, compare], ignore_index=True)
     instances = list(dict.fromkeys(table["instance"]))
     with style.paper_style():
         import matplotlib.pyplot as plt
 
         fig, axes = plt.subplots(
-            2, len(instances), figsize=(4.3 * len(instances), 6.2), layout="constrained", squeeze=False, sharex="col"
+            3,
+            len(instances),
+            figsize=(4.3 * len(instances), 8.4),
+            layout="constrained",
+            squeeze=False,
+            sharex="col",
+            height_ratios=[1.0, 1.0, 0.6],
         )
         for j, instance in enumerate(instances):
-            _panel(axes[0, j], axes[1, j], table[table["instance"] == instance], instance)
+            _panel(axes[0, j], axes[1, j], axes[2, j], table[table["instance"] == instance], instance)
     return fig

@@ -72,19 +72,32 @@ def draw_ray(ax: Axes, direction: np.ndarray, color: str, label: str, length: fl
     ax.plot([0, length * u[0]], [0, length * u[1]], color=color, label=label, **kw)
 
 
+def number(x: float) -> str:
+    """A coordinate as a legend shows it: 3 significant digits, and 0 for what is 0 up to rounding (not 1.2e-16)."""
+    x = 0.0 if abs(x) < 1e-9 else float(x)
+    return f"{x:.3g}"
+
+
+# Non-optimal tokens, one marker per score (Definition 1): two scores never share a legend entry's look.
+NON_OPTIMAL_MARKERS = ["o", "s", "^", "D", "v", "P"]
+
+
 def draw_tokens(ax: Axes, tokens: pd.DataFrame, *, by_input: bool = True, annotate: bool = True) -> None:
-    """Tokens in the key plane: stars for optimal tokens, circles for the others (Definition 1)."""
+    """Tokens in the key plane: stars for optimal tokens, and for the others one marker per score (Definition 1);
+    coloured by input (``by_input``), else green (optimal) and black."""
+    scores = sorted({round(float(s), 9) for s in tokens.loc[~tokens["optimal"], "score"].dropna()}, reverse=True)
     seen = set()
     for row in tokens.itertuples():
         color = INPUT_COLORS[row.input % len(INPUT_COLORS)] if by_input else ("#2ca02c" if row.optimal else "k")
-        marker = "*" if row.optimal else "o"
+        score = None if pd.isna(row.score) else round(float(row.score), 9)
+        marker = "*" if row.optimal else NON_OPTIMAL_MARKERS[scores.index(score) % 6] if score in scores else "o"
         label = None
         if annotate:
-            label = f"({row.k1:g},{row.k2:g}), {'optimal' if row.optimal else 'non-opt'} token (γ={row.score:.3g})"
-            if not by_input:
-                label = f"{'Optimal' if row.optimal else 'Non-opt'} tokens (γ={row.score:.3g})"
-            if label in seen:
-                label = None
+            kind = "optimal" if row.optimal else "non-optimal"
+            label = f"{kind} token, γ = {number(row.score)}"
+            if by_input:
+                label = f"({number(row.k1)}, {number(row.k2)}): {label}"
+            label = None if label in seen else label
             seen.add(label)
         ax.scatter(
             row.k1,
@@ -122,37 +135,69 @@ def draw_trajectory(
         )
 
 
-def clip_to_box(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
-    """The leading part of a path that stays within ``box`` = (xmin, xmax, ymin, ymax)."""
-    xmin, xmax, ymin, ymax = box
-    inside = (xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin) & (xy[:, 1] <= ymax)
-    out = np.flatnonzero(~inside)
-    stop = out[out > 0][0] + 1 if np.any(out > 0) else len(xy)
-    return xy[:stop]
+def clip_to_radius(xy: np.ndarray, radius: float) -> np.ndarray:
+    """The leading part of a path that stays within ``radius`` of the origin (one point beyond it, so that the path
+    reaches the view's edge)."""
+    out = np.flatnonzero(np.linalg.norm(xy, axis=1) > radius)
+    first = out[out > 0]
+    return xy[: first[0] + 1] if first.size else xy
 
 
-def key_plane_box(points: np.ndarray, pad: float = 1.0, extend: float = 4.0) -> tuple[float, float, float, float]:
-    """Axis limits around tokens and starts, leaving ``extend`` room for the trajectories to leave."""
-    lo = points.min(axis=0) - pad
-    hi = points.max(axis=0) + pad
-    return (lo[0] - 0.5, hi[0] + extend, lo[1] - 0.5, hi[1] + 0.5 * extend)
+def key_plane_view(
+    points: np.ndarray, paths: list[np.ndarray], factor: float = 2.0, pad: float = 0.06
+) -> tuple[tuple[float, float, float, float], float]:
+    """The limits (xmin, xmax, ymin, ymax) of a key-plane panel, and the radius its paths are drawn to.
+
+    The radius is ``factor`` times the largest norm of ``points`` (tokens, starts, the origin); the limits hold the
+    points and every path up to that radius, padded: the data fill the axes, and no path runs off them.
+    """
+    radius = factor * float(np.linalg.norm(points, axis=1).max())
+    drawn = np.vstack([points, *(clip_to_radius(xy, radius) for xy in paths)])
+    lo, hi = drawn.min(axis=0), drawn.max(axis=0)
+    margin = pad * float((hi - lo).max())
+    return (lo[0] - margin, hi[0] + margin, lo[1] - margin, hi[1] + margin), radius
 
 
-def finish_key_plane(ax: Axes, box: tuple[float, float, float, float], title: str) -> None:
-    ax.set_xlim(box[0], box[1])
-    ax.set_ylim(box[2], box[3])
-    ax.set_aspect("equal", adjustable="datalim")
+def key_plane_axes(limits: tuple[float, float, float, float], height: float = 3.1) -> tuple[Figure, Axes]:
+    """A figure whose axes have the shape of ``limits`` at equal aspect (angles true, nothing left empty); the
+    legend's room beside them is added once its labels are known (:func:`finish_key_plane`). A wide view (Figure 2's
+    cone) gets a wide, short figure."""
+    dx, dy = limits[1] - limits[0], limits[3] - limits[2]
+    width = min(max(height * dx / dy, 2.4), 6.2)
+    fig, ax = plt.subplots(figsize=(width + 0.8, max(width * dy / dx + 0.9, 2.9)), layout="constrained")
+    return fig, ax
+
+
+def _legend_width(labels: list[str], fontsize: float = 7.0) -> float:
+    """Inches a legend of these labels takes beside the axes (marker, padding, ~0.55 em per character)."""
+    longest = max((len(label.replace("$", "")) for label in labels), default=0)
+    return 0.55 + longest * 0.55 * fontsize / 72.0
+
+
+def finish_key_plane(ax: Axes, limits: tuple[float, float, float, float], title: str) -> None:
+    """Limits, equal aspect (the axes box takes the data's shape: angles are true and nothing is left empty),
+    axes lines, labels, title and the legend outside."""
+    ax.set_xlim(limits[0], limits[1])
+    ax.set_ylim(limits[2], limits[3])
+    ax.set_aspect("equal", adjustable="box")
     ax.axhline(0, color="0.6", lw=0.4, zorder=0)
     ax.axvline(0, color="0.6", lw=0.4, zorder=0)
     ax.set_xlabel("$p_1$ / $k_1$")
     ax.set_ylabel("$p_2$ / $k_2$")
     ax.set_title(title, fontsize=9)
+    fig = ax.figure
+    fig.set_figwidth(fig.get_figwidth() + _legend_width(ax.get_legend_handles_labels()[1]))
     outside_legend(ax)
 
 
 def outside_legend(ax: Axes) -> None:
-    """Legend to the right of the axes, so that it never hides tokens or trajectories."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    """The figure's legend to the right of its axes (the layout makes room for it: nothing is cut), so that it never
+    hides tokens or trajectories. A second call (an entry added later) replaces the first."""
+    fig = ax.figure
+    for old in list(fig.legends):
+        old.remove()
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper")
 
 
 def annotate_source(fig: Figure, text: str) -> None:

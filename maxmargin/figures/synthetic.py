@@ -33,19 +33,19 @@ def _directions(directions: pd.DataFrame, kinds: tuple[str, ...]) -> pd.DataFram
     return d.drop_duplicates(subset=["kind", "direction"])
 
 
-def _draw_runs(ax: Any, traj: pd.DataFrame, directions: pd.DataFrame, box: tuple) -> None:
-    """One colour per GD run, labelled with its start and where it went (directions.csv).
+def _draw_runs(ax: Any, paths: dict[str, np.ndarray], directions: pd.DataFrame, radius: float) -> None:
+    """One colour per GD run, labelled with its start and where it went (directions.csv), drawn to ``radius``.
 
     Runs from nearby starts follow the same path (the authors' starts on the p_2 axis do): earlier runs are drawn
     wider and underneath, so overlapping paths show as nested bands instead of hiding each other.
     """
     went = directions[directions["record"] == "gd_run"].set_index("run")["kind"]
-    paths = _paths(traj)
     widths = np.linspace(4.0, 1.2, len(paths)) if len(paths) > 1 else [1.2]
     for i, ((label, xy), lw) in enumerate(zip(paths.items(), widths, strict=True)):
         color = style.RUN_COLORS[i % len(style.RUN_COLORS)]
-        legend = f"$p(0)$ = ({xy[0, 0]:.2g}, {xy[0, 1]:.2g}) → {went[label].upper()}"
-        style.draw_trajectory(ax, style.clip_to_box(xy, box), color, label=legend, lw=lw, zorder=2 + i / len(paths))
+        legend = f"$p(0)$ = ({style.number(xy[0, 0])}, {style.number(xy[0, 1])}) → {went[label].upper()}"
+        xy = style.clip_to_radius(xy, radius)
+        style.draw_trajectory(ax, xy, color, label=legend, lw=lw, zorder=2 + i / len(paths))
 
 
 def _key_plane_panel(
@@ -55,17 +55,20 @@ def _key_plane_panel(
     directions: pd.DataFrame,
     kinds: tuple[str, ...] = ("gmm", "lmm"),
     by_input: bool = False,
-) -> tuple[Figure, Any, tuple]:
-    """Tokens, GD trajectories with arrows, and max-margin rays in the key plane (Figures 1, 2, 8)."""
-    fig, ax = style.new_axes(style.KEY_PLANE_FIGSIZE)
-    starts = traj[traj["iteration"] == 0][["p1", "p2"]].to_numpy()
-    box = style.key_plane_box(np.vstack([tokens[["k1", "k2"]].to_numpy(), starts, [[0.0, 0.0]]]))
+    factor: float = 2.0,
+) -> tuple[Figure, Any, float]:
+    """Tokens, GD trajectories with arrows, and max-margin rays in the key plane (Figures 1, 2, 8); the paths are
+    drawn to ``factor`` times the largest norm of the tokens and starts (:func:`style.key_plane_view`)."""
+    paths = _paths(traj)
+    points = np.vstack([tokens[["k1", "k2"]].to_numpy(), [xy[0] for xy in paths.values()], [[0.0, 0.0]]])
+    limits, radius = style.key_plane_view(points, list(paths.values()), factor)
+    fig, ax = style.key_plane_axes(limits)
     for row in _directions(directions, kinds).itertuples():
         style.draw_ray(ax, style.direction_of(row._asdict()), style.COLORS[row.kind], KIND_LABELS[row.kind])
-    _draw_runs(ax, traj, directions, box)
+    _draw_runs(ax, paths, directions, radius)
     style.draw_tokens(ax, tokens, by_input=by_input)
-    style.finish_key_plane(ax, box, title)
-    return fig, ax, box
+    style.finish_key_plane(ax, limits, title)
+    return fig, ax, radius
 
 
 def key_plane_gd(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
@@ -93,7 +96,7 @@ def key_plane_gd_with_hyperplane(
 
 def lmm_cone(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 2: GD started in the cone C_{mu,R}(p_mm) around an LMM direction converges to it (Theorem 3)."""
-    fig, ax, _ = _key_plane_panel(title, traj, tokens, directions)
+    fig, ax, _ = _key_plane_panel(title, traj, tokens, directions, factor=1.6)
     lmm = style.direction_of(_directions(directions, ("lmm",)).iloc[0])[:2]
     half = float(traj["cone_half_angle_deg"].iloc[0])
     base = np.degrees(np.arctan2(lmm[1], lmm[0]))
@@ -116,15 +119,18 @@ def lmm_cone(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: p
 
 def joint_gd(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 3(a, b): joint GD, p (red) -> p_relax and v (blue) -> v_mm; p_mm in gray when it differs."""
-    fig, ax = style.new_axes(style.KEY_PLANE_FIGSIZE)
-    box = (-2.0, 14.0, -3.0, 8.0)
+    p_paths, v_paths = list(_paths(traj).values()), list(_paths(traj, ("v1", "v2")).values())
+    points = np.vstack([tokens[["k1", "k2"]].to_numpy(), [[0.0, 0.0]], [xy[0] for xy in p_paths + v_paths]])
+    limits, radius = style.key_plane_view(points, p_paths + v_paths, factor=5.0)
+    fig, ax = style.key_plane_axes(limits)
     for kind in ("v_mm", "p_relax", "p_mm"):
         for row in _directions(directions, (kind,)).itertuples():
             ls = ":" if kind == "p_mm" else "--"
             style.draw_ray(ax, style.direction_of(row._asdict()), style.COLORS[kind], KIND_LABELS[kind], ls=ls)
-    for i, (xy_p, xy_v) in enumerate(zip(_paths(traj).values(), _paths(traj, ("v1", "v2")).values(), strict=True)):
-        style.draw_trajectory(ax, style.clip_to_box(xy_p, box), style.COLORS["p"], label="$p(t)$" if i == 0 else None)
-        style.draw_trajectory(ax, style.clip_to_box(xy_v, box), style.COLORS["v"], label="$v(t)$" if i == 0 else None)
+    for i, (xy_p, xy_v) in enumerate(zip(p_paths, v_paths, strict=True)):
+        p_label, v_label = ("$p(t)$", "$v(t)$") if i == 0 else (None, None)
+        style.draw_trajectory(ax, style.clip_to_radius(xy_p, radius), style.COLORS["p"], label=p_label)
+        style.draw_trajectory(ax, style.clip_to_radius(xy_v, radius), style.COLORS["v"], label=v_label)
     for row in tokens[tokens["optimal"]].itertuples():
         ax.scatter(
             row.k1,
@@ -135,10 +141,10 @@ def joint_gd(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: p
             edgecolor="k",
             lw=0.6,
             zorder=5,
-            label=f"(0,0), ({row.k1:g},{row.k2:g}), Y={row.label:+g}",
+            label=f"(0, 0), ({style.number(row.k1)}, {style.number(row.k2)}), Y = {row.label:+g}",
         )
     ax.scatter(0, 0, marker="o", s=50, color="k", zorder=5)
-    style.finish_key_plane(ax, box, title)
+    style.finish_key_plane(ax, limits, title)
     return fig
 
 
@@ -192,17 +198,21 @@ def attention_norm_curves(
 def loss_trajectories(
     title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict
 ) -> Figure:
-    """Figure 5: the correlation loss leans to the high-score token, the logistic loss to the low-score one."""
+    """Figure 5: the correlation loss leans to the high-score token, the logistic loss to the low-score one.
+
+    Each trajectory is drawn while ||p|| <= ``fig5_max_norm``, and the axes hold all of them; the colour of a score C
+    is on a log scale (C from 1 to 100), its bar ticked at the C that ran.
+    """
     import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
 
     fig, ax = style.new_axes((6.4, 3.8))
     Cs = sorted(traj["C"].unique())
-    cmap = plt.get_cmap("viridis")
+    cmap, norm = plt.get_cmap("viridis"), LogNorm(min(Cs), max(Cs)) if min(Cs) > 0 and len(Cs) > 1 else None
     styles = {"correlation": "-", "logistic": "--", "exponential": ":"}
     shown = traj[traj["p_norm"] <= plots["fig5_max_norm"]]
     for (loss, C), g in shown.groupby(["loss", "C"], sort=False):
-        color = cmap(Cs.index(C) / max(len(Cs) - 1, 1))
-        ax.plot(g["p1"], g["p2"], ls=styles[loss], color=color, lw=1.1)
+        ax.plot(g["p1"], g["p2"], ls=styles[loss], color=cmap(norm(C) if norm else 0.5), lw=1.1)
     for loss in traj["loss"].unique():
         ax.plot([], [], ls=styles[loss], color="k", label=f"{loss} loss")
     for row in _directions(directions, ("gmm",)).itertuples():
@@ -211,16 +221,19 @@ def loss_trajectories(
     style.draw_tokens(
         ax, first.assign(score=np.where(first["input"] == 0, np.nan, first["score"])), by_input=True, annotate=False
     )
-    sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, len(Cs) - 1))
-    bar = fig.colorbar(sm, ax=ax, ticks=range(len(Cs)))
-    bar.ax.set_yticklabels([f"C={c:g}" for c in Cs])
-    ax.set_xlim(-1, plots["fig5_max_norm"])
-    ax.set_ylim(-plots["fig5_max_norm"] / 2, plots["fig5_max_norm"] / 2)
-    ax.set_aspect("equal", adjustable="datalim")
+    bar = fig.colorbar(plt.cm.ScalarMappable(cmap=cmap, norm=norm), ax=ax, ticks=Cs)
+    bar.ax.set_yticklabels([f"{c:g}" for c in Cs], fontsize=6)
+    bar.set_label("score $C$ of the token (1, 1) (log scale)")
+    points = np.vstack([shown[["p1", "p2"]].to_numpy(), first[["k1", "k2"]].to_numpy(), [[0.0, 0.0]]])
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    margin = 0.05 * float((hi - lo).max())
+    ax.set_xlim(lo[0] - margin, hi[0] + margin)
+    ax.set_ylim(lo[1] - margin, hi[1] + margin)
+    ax.set_aspect("equal", adjustable="box")
     ax.set_xlabel("$p_1$")
     ax.set_ylabel("$p_2$")
     ax.set_title(title, fontsize=9)
-    ax.legend(loc="upper left", title="line style")
+    fig.legend(loc="outside lower center", ncols=4, title="line style")
     return fig
 
 

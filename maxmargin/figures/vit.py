@@ -68,12 +68,13 @@ def _footer(fig: Figure, lines: list[tuple[str, str]]) -> None:
 
 
 def draw_figure6(
-    maps: dict[str, np.ndarray],
     metrics: pd.DataFrame,
-    baseline: pd.DataFrame,
     sidecar: dict[str, Any],
-    epochs: list[int],
-    fraction: float,
+    baseline: pd.DataFrame,
+    maps: dict[str, np.ndarray],
+    *,
+    fig6_epochs: list[int],
+    baseline_fraction: float,
     settings_footer: bool,
 ) -> Figure:
     """Figure 6: (a) the input image, (b-...) its head-averaged [CLS] attention map at ``epochs``.
@@ -81,8 +82,10 @@ def draw_figure6(
     The maps share one colour scale (0 to the largest entry of any of them, one colour bar), so a near-uniform map
     looks uniform rather than as solid colour; the label under each is its soft-sparsity d_nnz(s)/T, the
     ``soft_sparsity_image`` column of the metrics table. On top: the final test accuracy, or a warning when the
-    model did not learn (against the linear baseline, ``fraction``), and a warning when the data is a stand-in.
+    model did not learn (against the linear baseline, ``baseline_fraction``), and a warning when the data is a
+    stand-in.
     """
+    epochs, fraction = list(fig6_epochs), baseline_fraction
     available = maps["epochs"]
     missing = [e for e in epochs if e not in set(available.tolist())]
     if missing:
@@ -179,7 +182,12 @@ def _direction(ax: Axes, metrics: pd.DataFrame) -> None:
 
 
 def draw_figure7(
-    metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, Any], fraction: float, settings_footer: bool
+    metrics: pd.DataFrame,
+    sidecar: dict[str, Any],
+    baseline: pd.DataFrame,
+    *,
+    baseline_fraction: float,
+    settings_footer: bool,
 ) -> Figure:
     """Figure 7: (a) the paper's panel, soft-sparsity d_nnz(s)/T and ||W||_F per epoch on two axes; beyond the
     paper, (b) test accuracy against the linear baseline and the learning bar, (c) the cosine of W with its final
@@ -187,7 +195,7 @@ def draw_figure7(
     with style.paper_style():
         fig = plt.figure(figsize=(11.5, 3.9), layout="constrained")
         axes = fig.subplots(1, 3, width_ratios=[1.25, 1.0, 1.0])
-        verdict = learned_verdict(metrics, baseline, sidecar, fraction)
+        verdict = learned_verdict(metrics, baseline, sidecar, baseline_fraction)
         _sparsity_and_norm(axes[0], metrics)
         _accuracy(axes[1], metrics, verdict)
         _direction(axes[2], metrics)
@@ -204,7 +212,7 @@ RECIPE_PANELS = (
 )
 
 
-def draw_recipes(table: pd.DataFrame, num_classes: int) -> Figure:
+def draw_recipes(table: pd.DataFrame, *, num_classes: int) -> Figure:
     """The recipe study: test accuracy, soft-sparsity and ||W||_F against optimiser steps, one line per recipe.
 
     Chance accuracy (1 / ``num_classes``) is the dashed line of the first panel: a recipe near it has not learned,

@@ -1,21 +1,25 @@
-"""The figure registry: every figure panel, every table and every synthetic experiment of the pipeline.
+"""The figure registry: every figure panel, every table and file, and every synthetic experiment of the pipeline.
 
 This is the one list from which the rest is derived: the Snakemake rule lists, the per-figure targets and `all`
-(workflow/rules/common.smk), the report captions, categories and labels, the claims rule's inputs, the gallery and
-the test lists. It is plain data (functions named by strings): importing it costs nothing, so that the rule files
-build the DAG without the heavy libraries, and it sits below the library in the import graph. The names are
-resolved once, in one place (:mod:`maxmargin.pipeline`); tests/test_registry.py checks that every name resolves
-and that nothing is left unregistered. CONTRIBUTING.md says how to add a figure.
+(workflow/rules/common.smk), the tables' columns and contracts (:mod:`maxmargin.tables`), the report captions,
+categories and labels, the claims rule's inputs, the gallery and the test lists. It is plain data (functions named
+by strings): importing it costs nothing, so that the rule files build the DAG without the heavy libraries, and it
+sits below the library in the import graph (tests/test_layers.py). The names are resolved once, in one place
+(:mod:`maxmargin.pipeline`); tests/test_registry.py checks that every name resolves and that nothing is left
+unregistered. CONTRIBUTING.md says how to add a figure.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from maxmargin.registry import basin, census, lemma1, regpath, synthetic, vit
-from maxmargin.registry.types import Experiment, Family, Panel, Table
+from maxmargin.registry import basin, census, claims, lemma1, regpath, synthetic, vit
+from maxmargin.registry.types import Column, Experiment, Family, File, Panel, Table
+
+__all__ = ["Column", "Experiment", "Family", "File", "Panel", "Table"]
 
 FAMILIES: tuple[Family, ...] = (
     Family("claims", 1, "Claims"),
@@ -27,16 +31,18 @@ FAMILIES: tuple[Family, ...] = (
     Family("basin", 6, "Beyond the paper"),
 )
 
-# Figure targets kept off `all` (minutes of compute each), run by their own target.
-ON_DEMAND: tuple[str, ...] = ("census_grid", "vit_recipes")
+# Targets kept off `all` (minutes of compute each), run by their own name.
+ON_DEMAND: tuple[str, ...] = ("census_grid", "vit_recipes", "vit_pilot")
 
 # Every entry, family by family (maxmargin/registry/<family>.py).
 EXPERIMENTS: tuple[Experiment, ...] = synthetic.EXPERIMENTS
 PANELS: tuple[Panel, ...] = synthetic.PANELS + census.PANELS + regpath.PANELS + vit.PANELS + basin.PANELS
 TABLES: tuple[Table, ...] = (
-    synthetic.TABLES + census.TABLES + regpath.TABLES + lemma1.TABLES + vit.TABLES + basin.TABLES
+    synthetic.TABLES + census.TABLES + regpath.TABLES + lemma1.TABLES + vit.TABLES + basin.TABLES + claims.TABLES
 )
+FILES: tuple[File, ...] = vit.FILES
 REGPATH_INSTANCES = regpath.REGPATH_INSTANCES
+VERDICTS = claims.VERDICTS
 
 # The config keys the claims read (their notes quote the settings that ran): the claims table depends on these
 # only, and the claims rule passes only these (the report's parameter panel, and reruns, follow them).
@@ -75,9 +81,19 @@ def table(name: str) -> Table:
     return _find(TABLES, name, "table")
 
 
+def file(name: str) -> File:
+    """The registry entry of a file that is not a table."""
+    return _find(FILES, name, "file")
+
+
 def family(name: str) -> Family:
     """The registry entry of a family."""
     return _find(FAMILIES, name, "family")
+
+
+def columns(name: str) -> list[str]:
+    """The columns of a registered table, in order: what its producer writes."""
+    return table(name).column_names
 
 
 def panels_of(family: str) -> tuple[Panel, ...]:
@@ -98,15 +114,63 @@ def figures_of(family: str) -> dict[str, list[str]]:
     return figures
 
 
-def targets() -> dict[str, tuple[list[str], list[str]]]:
-    """Every figure target -> (its panels, its tables), in registry order."""
-    found: dict[str, tuple[list[str], list[str]]] = {}
+def lookup(config: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted config key; through a list of mappings, the list of their values (``recipes.name``)."""
+    value: Any = config
+    for part in key.split("."):
+        value = [item[part] for item in value] if isinstance(value, list) else value[part]
+    return value
+
+
+def table_paths(entry: Table, config: Mapping[str, Any]) -> list[str]:
+    """The files of a table under the results root, one per value of its wildcards (from ``entry.values``) and
+    per extension."""
+    names = re.findall(r"\{(\w+)\}", entry.pattern)
+    choices = [[str(v) for v in lookup(config, entry.values[name])] for name in names]
+    paths = [entry.pattern.format(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*choices)]
+    return [re.sub(r"\.csv$", f".{ext}", path) for path in paths for ext in entry.extensions]
+
+
+def panel_inputs(name: str) -> list[tuple[str, str]]:
+    """The files a panel (not synthetic) draws, as (registry name, path under the results root), in the order its
+    drawing function takes them: each table's files (``csv``, then ``json`` ...), then its other files."""
+    entry = panel(name)
+    found = [(t, path) for t in entry.tables for path in table_paths(table(t), {})]
+    return found + [(f, file(f).path) for f in entry.files]
+
+
+def targets() -> dict[str, tuple[list[str], list[str], list[str]]]:
+    """Every target -> (its panels, its tables, its files): a figure's panels, what they draw, and the tables and
+    files that name it."""
+    found: dict[str, tuple[list[str], list[str], list[str]]] = {}
+
+    def add(target: str, kind: int, name: str) -> None:
+        entry = found.setdefault(target, ([], [], []))[kind]
+        if name not in entry:
+            entry.append(name)
+
     for p in PANELS:
-        found.setdefault(p.figure, ([], []))[0].append(p.name)
+        add(p.figure, 0, p.name)
+        drawn = [p.experiment + suffix for suffix in synthetic.EXPERIMENT_TABLES] if p.experiment else p.tables
+        for t in drawn:
+            add(p.figure, 1, t)
+        for f in p.files:
+            add(p.figure, 2, f)
     for t in TABLES:
         if t.figure:
-            found.setdefault(t.figure, ([], []))[1].append(t.name)
+            add(t.figure, 1, t.name)
+    for f in FILES:
+        if f.figure:
+            add(f.figure, 2, f.name)
     return found
+
+
+def on_demand_only() -> set[str]:
+    """The tables and files that belong to on-demand targets only (never built by ``all``)."""
+    found = targets()
+    demand = {name for t in ON_DEMAND for kind in (1, 2) for name in found.get(t, ([], [], []))[kind]}
+    wanted = {name for t, entry in found.items() if t not in ON_DEMAND for kind in (1, 2) for name in entry[kind]}
+    return demand - wanted
 
 
 def claim_tables() -> dict[str, tuple[str, ...]]:
@@ -116,6 +180,26 @@ def claim_tables() -> dict[str, tuple[str, ...]]:
         for claim in t.claims:
             needs[claim] = (*needs.get(claim, ()), t.name)
     return needs
+
+
+_FACTOR = re.compile(r"^(?:len\((?P<len>[\w.]+)\)|(?P<int>\d+)|(?P<key>[A-Za-z_][\w.]*))(?:\s*\+\s*(?P<plus>\d+))?$")
+
+
+def row_count(entry: Table, config: Mapping[str, Any]) -> int | None:
+    """The row count of a table that follows from the config: the product of its ``rows`` factors (None: none)."""
+    if not entry.rows:
+        return None
+    total = 1
+    for factor in entry.rows:
+        m = _FACTOR.match(factor.strip())
+        if m is None:
+            raise ValueError(f"table {entry.name}: row factor {factor!r} is not n, key, len(key) or those + k")
+        if m["len"]:
+            value = len(lookup(config, m["len"]))
+        else:
+            value = int(m["int"]) if m["int"] else int(lookup(config, m["key"]))
+        total *= value + int(m["plus"] or 0)
+    return total
 
 
 def _figure_numbers(family: str) -> str:
@@ -138,25 +222,36 @@ def category(name: str) -> str:
     return f"{entry.order} {entry.title}" + (f" ({numbers})" if numbers else "")
 
 
-def caption(name: str, config: Mapping[str, Any]) -> str:
-    """The report caption of a synthetic panel, its ``{key}`` fields filled from the settings that were run."""
-    entry = panel(name)
-    settings = config["synthetic"][experiment(entry.experiment).config]
-    text = entry.caption.format(**settings, **config["plots"])
-    return f"{text} Numbers: ``tables/{entry.experiment}.csv`` under the results root."
+def caption(entry: Panel | Table, config: Mapping[str, Any]) -> str:
+    """The report caption of a panel or table, its ``{key}`` fields filled from the settings that were run.
+
+    The fields name the config's top-level blocks (``{census[eta]}``), the keys of each block in
+    ``caption_blocks`` (``{eta}``), and for a synthetic panel the keys of its experiment's block and of ``plots``.
+    """
+    fields: dict[str, Any] = dict(config)
+    if isinstance(entry, Panel) and entry.experiment:
+        fields |= config["synthetic"][experiment(entry.experiment).config] | config["plots"]
+    for block in entry.caption_blocks:
+        fields |= lookup(config, block)
+    text = entry.caption.format(**fields)
+    if isinstance(entry, Panel) and entry.experiment:
+        text += f" Numbers: ``tables/{entry.experiment}.csv`` under the results root."
+    return text
+
+
+def options(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config values a panel's drawing function takes (``Panel.options``), by the last part of their key."""
+    return {key.rsplit(".", 1)[-1]: lookup(config, key) for key in panel(name).options}
 
 
 def experiment_settings(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of a synthetic experiment's function: its config block, each ``selected_by`` key as
-    whether this experiment is listed there."""
-    entry = experiment(name)
-    block = dict(config["synthetic"][entry.config])
-    return {**block, **{key: name in block[key] for key in entry.selected_by}}
+    """The keyword arguments of a synthetic experiment's function: its config block."""
+    return dict(config["synthetic"][experiment(name).config])
 
 
 def experiment_data(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """The data parameters of the data set an experiment runs on (Figure 4 runs on the Figure 1(c) tokens)."""
-    return dict(config["synthetic"]["data"].get(experiment(name).instance, {}))
+    return dict(config["synthetic"].get("data", {}).get(experiment(name).instance, {}))
 
 
 def claims_config(config: Mapping[str, Any]) -> dict[str, Any]:

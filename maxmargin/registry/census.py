@@ -2,12 +2,120 @@
 
 from __future__ import annotations
 
-from maxmargin.registry.types import Panel, Table
+from maxmargin.registry.columns import (
+    cosine,
+    count,
+    flag,
+    integer,
+    label,
+    percent,
+    positive,
+    real,
+    text,
+    unit,
+)
+from maxmargin.registry.types import Column, Panel, Table
+
+CLASSES = ("not_saturated", "lmm", "gmm", "neither")
+
+TRIAL_COLUMNS: tuple[Column, ...] = (
+    positive("d"),
+    count("trial"),
+    integer("seed"),
+    positive("n"),
+    positive("T"),
+    positive("n_iter"),
+    flag("saturated"),
+    text("class", CLASSES),
+    cosine("corr", nullable=True),
+    real("gap", nullable=True),
+    real("p_norm", ge=0),
+    real("log10_unsaturation"),
+    label("alpha"),  # the selected token per input, "i,j,..." (one input: a number)
+    flag("optimal_alpha"),
+    real("svm_norm", ge=0, nullable=True),
+    count("n_neighbors"),
+    count("skipped_steps"),
+    text("solver", nullable=True),  # empty in every row where no trial saturates
+)
+# Figure 9(a)'s proportions (census_tables.PROPORTIONS), each with its Wilson interval.
+_PROPORTIONS = ("pct_not_saturated", "pct_lmm", "pct_gmm", "pct_neither")
+
+
+def summary_columns(*keys: str) -> tuple[Column, ...]:
+    """A census summary per ``keys``: the group, its trial count, proportions with Wilson intervals, mean corr."""
+    columns = [positive(key) for key in keys] + [count("n_trials")]
+    for name in _PROPORTIONS:
+        columns += [percent(f"{name}{s}", nullable=True) for s in ("", "_ci_low", "_ci_high")]
+    columns.append(cosine("mean_corr", nullable=True))
+    columns += [unit(f"p_gap_negative{s}", nullable=True) for s in ("", "_ci_low", "_ci_high")]
+    if "n_iter" in keys:  # the budget study counts the labels that move with the budget
+        columns.append(count("n_labels_moved"))
+    return tuple(columns)
+
+
+_TRIALS = "census.n_trials"
+_GRID_TRIALS = "census.grid.n_trials"
+_BUDGET = ("len(census.budget.dims)", "len(census.budget.n_iter)")
+_GRID = ("len(census.grid.n)", "len(census.grid.T)", "len(census.grid.dims)")
+_SETUP = (
+    "normalized gradient descent (learning rate {eta:g}, {n_iter} iterations, {loss} loss, ||p(0)|| = "
+    "{init_scale:g}) on random problems with n = {n} inputs of T = {T} tokens, tokens and head uniform on the unit "
+    "sphere of R^d, random labels and W = I"
+)
+_GAP = "gamma = min_i min_{{t in T_i}} (gamma_{{i alpha_i}} - gamma_it)"
 
 PANELS: tuple[Panel, ...] = (
-    Panel("fig9a", "fig9", "census", "Figure 9(a)", "fig9a", tables=("census_summary",), gallery=True),
-    Panel("fig9b", "fig9", "census", "Figure 9(b)", "fig9b", tables=("fig9b",), gallery=True),
-    Panel("fig10", "fig10", "census", "Figure 10", "fig10", tables=("fig9b",), gallery=True),
+    Panel(
+        "fig9a",
+        "fig9",
+        "census",
+        "Figure 9(a)",
+        "fig9a",
+        tables=("census_summary",),
+        caption="Figure 9(a): outcome of " + _SETUP + ", for each dimension d (bars stacked to 100% of the "
+        "{n_trials} trials). Red: the softmax is not saturated (mean selected probability below 1 - "
+        "{saturation_tol:g}, a finite-norm limit); blue: saturated and the selected tokens alpha are locally optimal "
+        "but not globally optimal (p converges to an LMM); green: globally optimal (the GMM); gray: saturated but an "
+        "SVM-neighbour of alpha scores higher (neither). Error bars: Wilson intervals at confidence {confidence:g} "
+        "of the boundaries (share of GMM, of LMM including GMM, of saturated trials). Backs Appendix E's claim that, "
+        "once d is moderately large, GD almost always saturates and converges to an LMM (Theorems 3 and 4), and "
+        "increasingly to the GMM as d grows. Numbers: ``census_summary.csv``.",
+        caption_blocks=("census",),
+        subcategory="Figures 9-10",
+        gallery=True,
+    ),
+    Panel(
+        "fig9b",
+        "fig9",
+        "census",
+        "Figure 9(b)",
+        "fig9b",
+        tables=("fig9b",),
+        caption="Figure 9(b): distribution of the minimal score gap " + _GAP + " between each selected token and "
+        "its SVM-neighbours (Definition 2), over the saturated trials of the census of Figure 9(a), for d in "
+        "{histogram[dims]} (bins of width {histogram[bin_width]:g}). gamma > 0 means the selected tokens are "
+        "locally optimal and p converges to an LMM. Backs Appendix E's claim that gamma < 0 is rare (below 1%) and, "
+        "when it happens, close to 0. Numbers: ``fig9b.csv`` (column ``probability``).",
+        caption_blocks=("census",),
+        subcategory="Figures 9-10",
+        gallery=True,
+    ),
+    Panel(
+        "fig10",
+        "fig10",
+        "census",
+        "Figure 10",
+        "fig10",
+        tables=("fig9b",),
+        caption="Figure 10: cumulative distribution of the minimal score gap gamma of Figure 9(b), with the dashed "
+        "line at gamma = 0; the legend gives P(gamma < 0) per d. Backs Appendix E's claim of a sharp transition at "
+        "zero, with fewer than 1% of the saturated trials below it. Numbers: ``fig9b.csv`` (column ``cumulative``, at "
+        "each bin's right edge).",
+        caption_blocks=("census",),
+        subcategory="Figures 9-10",
+        gallery=True,
+    ),
     Panel(
         "census_budget",
         "census_budget",
@@ -15,39 +123,166 @@ PANELS: tuple[Panel, ...] = (
         "Iteration budget",
         "census_budget",
         tables=("census_budget",),
+        caption="The iteration budget: the census of d in {budget[dims]} rerun with n_iter in {budget[n_iter]}. "
+        "Left: P(gamma < 0) among saturated trials, right: the share of trials not saturated, with Wilson intervals "
+        "at confidence {confidence:g}; the legend counts the trials whose label differs from the smallest budget's. "
+        "Tests the explanation that P(gamma < 0) above 1% at small d comes from runs too short to separate "
+        "near-equal scores (claim ``census_budget``). Numbers: ``census_budget.csv``.",
+        caption_blocks=("census",),
     ),
-    Panel("census_grid", "census_grid", "census", "Phase diagram", "census_grid", tables=("census_grid",)),
+    Panel(
+        "census_grid",
+        "census_grid",
+        "census",
+        "Phase diagram",
+        "census_grid",
+        tables=("census_grid",),
+        caption="Phase diagram of the census beyond the paper's (n, T) = ({n}, {T}): for every n in {grid[n]}, T in "
+        "{grid[T]} and d in {grid[dims]}, {grid[n_trials]} trials of normalized GD ({n_iter} iterations); heat maps "
+        "of the share of trials reaching the GMM, of trials not saturated, and P(gamma < 0) among saturated trials. "
+        "Numbers, with Wilson intervals at confidence {confidence:g}: ``census_grid.csv``.",
+        caption_blocks=("census",),
+    ),
+)
+
+_SUMMARY = (
+    "percentages of trials whose softmax is not saturated, that converge to a locally-optimal direction "
+    "(``pct_lmm``, GMM included), to the GMM, or to neither; the mean correlation between the final p and "
+    "p_mm(alpha) over saturated trials (the paper reports 0.997 on average); and P(gamma < 0) among saturated trials "
+    "(the paper reports below 1%). Every proportion has its Wilson interval at confidence {confidence:g} "
+    "(``*_ci_low``, ``*_ci_high``)."
 )
 
 TABLES: tuple[Table, ...] = (
     Table(
+        "census_run",
+        "census",
+        TRIAL_COLUMNS,
+        "census_trials",
+        path="runs/census/d{d}.csv",
+        values={"d": "census.dims"},
+        rows=(_TRIALS,),
+        restates={"d": "{d}", "n": "census.n", "T": "census.T", "n_iter": "census.n_iter", "seed": "census.seed"},
+    ),
+    Table(
+        "census_budget_run",
+        "census",
+        TRIAL_COLUMNS,
+        "census_budget_trials",
+        path="runs/census_budget/d{d}_iter{n_iter}.csv",
+        values={"d": "census.budget.dims", "n_iter": "census.budget.n_iter"},
+        rows=(_TRIALS,),
+        restates={"d": "{d}", "n_iter": "{n_iter}", "n": "census.n", "T": "census.T", "seed": "census.seed"},
+        figure="census_budget",
+    ),
+    Table(
+        "census_grid_run",
+        "census",
+        TRIAL_COLUMNS,
+        "census_grid_cell",
+        path="runs/census_grid/n{n}_T{T}_d{d}.csv",
+        values={"n": "census.grid.n", "T": "census.grid.T", "d": "census.grid.dims"},
+        rows=(_GRID_TRIALS,),
+        restates={"n": "{n}", "T": "{T}", "d": "{d}", "n_iter": "census.n_iter", "seed": "census.seed"},
+        figure="census_grid",
+    ),
+    Table(
         "census_trials",
         "census",
-        "census trials",
-        "census_trials.rst",
+        TRIAL_COLUMNS,
+        "census_gather",
+        rows=(_TRIALS, "len(census.dims)"),
+        restates={
+            "d": "census.dims",
+            "n": "census.n",
+            "T": "census.T",
+            "n_iter": "census.n_iter",
+            "seed": "census.seed",
+        },
+        label="census trials",
+        caption="Every trial of the convergence census (Appendix E): its dimension, index and base seed (the data "
+        "of trial j derive from numpy's ``default_rng([seed, d, j])``), its n, T and n_iter, whether the softmax "
+        "saturated (``log10_unsaturation`` is log10(1 - mean_i S(K_i p)_{{alpha_i}}), exact far below machine "
+        "precision), the class of p_mm(alpha) (gmm, lmm, neither, not_saturated), the correlation of p with "
+        "p_mm(alpha), the minimal score gap to the SVM-neighbours, ||p||, the selected tokens alpha and the size of "
+        "the SVM solution.",
         claims=("census_mean_corr", "census_gap_negative"),
+        figure="fig9",
     ),
     Table(
         "census_summary",
         "census",
-        "census summary",
-        "census_summary.rst",
-        claims=(
-            "census_mean_corr",
-            "census_gap_negative",
-            "census_gmm_grows",
-            "census_small_d",
-            "census_lmm",
-        ),
+        summary_columns("d"),
+        "census_gather",
+        rows=("len(census.dims)",),
+        restates={"d": "census.dims"},
+        label="census summary",
+        caption="Convergence census summary (Appendix E, Figure 9(a)), one row per d: " + _SUMMARY,
+        caption_blocks=("census",),
+        claims=("census_mean_corr", "census_gap_negative", "census_gmm_grows", "census_small_d", "census_lmm"),
     ),
-    Table("fig9b", "census", "Figure 9(b), 10", "census_summary.rst"),
+    Table(
+        "fig9b",
+        "census",
+        (
+            positive("d"),
+            real("bin_left"),
+            real("bin_right"),
+            count("count"),
+            unit("probability", nullable=True),
+            unit("cumulative", nullable=True),
+            count("n_saturated"),
+        ),
+        "census_histogram",
+        restates={"d": "census.histogram.dims"},
+        label="Figure 9(b), 10",
+        caption="Histogram (``probability``) and cumulative distribution (``cumulative``, at each bin's right edge) "
+        "of the minimal score gap gamma over the saturated census trials of each d in {histogram[dims]}, bins of "
+        "width {histogram[bin_width]:g} (Figures 9(b) and 10).",
+        caption_blocks=("census",),
+    ),
+    Table(
+        "census_budget_trials",
+        "census",
+        TRIAL_COLUMNS,
+        "census_budget_gather",
+        path="runs/census_budget/trials.csv",
+        rows=(_TRIALS, *_BUDGET),
+        restates={"d": "census.budget.dims", "n_iter": "census.budget.n_iter", "seed": "census.seed"},
+        figure="census_budget",
+    ),
     Table(
         "census_budget",
         "census",
-        "census budget",
-        "census_summary.rst",
+        summary_columns("d", "n_iter"),
+        "census_budget_gather",
+        rows=_BUDGET,
+        restates={"d": "census.budget.dims", "n_iter": "census.budget.n_iter"},
+        label="census budget",
+        caption="The census at several iteration budgets, one row per (d, n_iter) (``n_labels_moved``: trials whose "
+        "class differs from the smallest budget's): " + _SUMMARY,
+        caption_blocks=("census",),
         claims=("census_budget",),
-        figure="census_budget",
     ),
-    Table("census_grid", "census", "census grid", "census_summary.rst", figure="census_grid"),
+    Table(
+        "census_grid_trials",
+        "census",
+        TRIAL_COLUMNS,
+        "census_grid_gather",
+        path="runs/census_grid/trials.csv",
+        rows=(_GRID_TRIALS, *_GRID),
+        restates={"n": "census.grid.n", "T": "census.grid.T", "d": "census.grid.dims", "seed": "census.seed"},
+        figure="census_grid",
+    ),
+    Table(
+        "census_grid",
+        "census",
+        summary_columns("n", "T", "d"),
+        "census_grid_gather",
+        rows=_GRID,
+        restates={"n": "census.grid.n", "T": "census.grid.T", "d": "census.grid.dims"},
+        label="census grid",
+        caption="The census phase diagram, one row per (n, T, d) cell: " + _SUMMARY,
+        caption_blocks=("census",),
+    ),
 )

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from maxmargin.registry.types import Experiment, Panel, Table
+from maxmargin.registry.columns import cosine, count, flag, label, real, text, unit
+from maxmargin.registry.types import Column, Experiment, Panel, Table
 
 EXPERIMENTS: tuple[Experiment, ...] = (
-    Experiment("fig1a", "fig1a", "gd_on_p_from_starts", "fig1", selected_by=("on_circle",)),
-    Experiment("fig1b", "fig1b", "gd_on_p_from_starts", "fig1", selected_by=("on_circle",)),
-    Experiment("fig1c", "fig1c", "gd_on_p_from_starts", "fig1", selected_by=("on_circle",)),
+    Experiment("fig1a", "fig1a", "gd_on_p", "fig1"),
+    Experiment("fig1b", "fig1b", "gd_on_p", "fig1"),
+    Experiment("fig1c", "fig1c", "gd_on_p", "fig1c"),
     Experiment("fig2", "fig1b", "gd_in_lmm_cone", "fig2"),
     Experiment("fig3a", "fig3", "joint_gd_on_v_and_p", "fig3", {"variant": "a"}),
     Experiment("fig3b", "fig3", "joint_gd_on_v_and_p", "fig3", {"variant": "b"}),
     Experiment("fig4", "fig1c", "normalized_vs_constant_gd", "fig4"),
     Experiment("fig5", "fig5", "gd_under_each_loss", "fig5"),
-    Experiment("fig8", "fig8", "gd_on_p_given_starts", "fig8"),
+    Experiment("fig8", "fig8", "gd_on_p", "fig8"),
 )
 
 _FIG1 = (
@@ -112,6 +113,7 @@ PANELS: tuple[Panel, ...] = (
         "joint_probabilities",
         "(c) Probability evolutions in (a)",
         experiment="fig3a",
+        options=("plots.fig3c_iterations",),
         caption="Figure 3(c): averaged softmax probability of the selected tokens and logistic probability of the "
         "output along the run of Figure 3(a), first {fig3c_iterations} iterations; both reach 1 (attention selects "
         "one token per input; every input is classified).",
@@ -125,6 +127,7 @@ PANELS: tuple[Panel, ...] = (
         "softmax_saturation_curves",
         "(a) Evolution of softmax probability",
         experiment="fig4",
+        options=("plots.fig4_iterations",),
         caption="Figure 4(a): " + _FIG4,
         gallery=True,
     ),
@@ -136,6 +139,7 @@ PANELS: tuple[Panel, ...] = (
         "attention_norm_curves",
         "(b) Evolution of attention weights",
         experiment="fig4",
+        options=("plots.fig4_iterations",),
         caption="Figure 4(b): " + _FIG4,
         gallery=True,
     ),
@@ -147,6 +151,7 @@ PANELS: tuple[Panel, ...] = (
         "loss_trajectories",
         "Optimal tokens (1,1) with γ=C and (1,-1) with γ=1",
         experiment="fig5",
+        options=("plots.fig5_max_norm",),
         caption="Figure 5: trajectories of p from p(0) = 0 (normalized GD, eta = {eta:g}, {n_iter} iterations, "
         "drawn while ||p|| <= {fig5_max_norm:g}) with optimal-token scores C and 1, under the losses {losses}. The "
         "correlation loss first leans to the high-score token (1, 1), the logistic loss to the low-score token "
@@ -168,12 +173,86 @@ PANELS: tuple[Panel, ...] = (
     ),
 )
 
-TABLES: tuple[Table, ...] = (
+TRAJECTORY: tuple[Column, ...] = (
+    text("figure"),
+    label("run"),
+    label("label"),
+    count("iteration"),
+    real("p1"),
+    real("p2"),
+    real("p3", required=False),  # d = 3 only
+    real("p_norm", ge=0),
+    unit("max_softmax"),
+    unit("one_minus_softmax"),
+    real("v1", required=False),  # joint GD (Figure 3)
+    real("v2", required=False),
+    real("logistic_prob", required=False),
+    text("loss", required=False),  # one run per loss (Figure 5)
+    real("C", required=False),
+    real("cone_half_angle_deg", required=False),  # Figure 2
+)
+TOKENS: tuple[Column, ...] = (
+    text("figure"),
+    count("input"),
+    count("token"),
+    real("k1"),
+    real("k2"),
+    real("score"),
+    label("label", nullable=True),
+    flag("optimal"),
+    real("C", required=False),
+)
+DIRECTIONS: tuple[Column, ...] = (
+    text("figure"),
+    text("record", ("direction", "gd_run")),
+    text("kind"),
+    text("tokens"),
+    text("direction"),
+    real("norm", ge=0, nullable=True),
+    label("run", nullable=True),
+    text("start", nullable=True),
+    cosine("final_cosine", nullable=True),
+    real("p_norm", ge=0, nullable=True),
+    real("kkt_residual", ge=0, nullable=True),
+)
+# The tables whose claims read them (by the experiment's name), and what each claim reads.
+_CLAIMS = {
+    "fig3a": ("joint_probabilities",),
+    "fig4": ("normalized_gd_faster", "constant_gd_levels_off"),
+    "fig5": ("loss_transient_bias",),
+}
+
+# Every experiment writes three tables (rule synthetic_experiment), registered as <name>, <name>_tokens and
+# <name>_directions: its trajectories, its tokens and its directions.
+EXPERIMENT_TABLES = {
+    "": ("tables/{experiment}.csv", TRAJECTORY),
+    "_tokens": ("tables/{experiment}_tokens.csv", TOKENS),
+    "_directions": ("runs/{experiment}/directions.csv", DIRECTIONS),
+}
+TABLES: tuple[Table, ...] = tuple(
+    Table(
+        e.name + suffix,
+        "synthetic",
+        columns,
+        "synthetic_experiment",
+        path=pattern.format(experiment=e.name),
+        claims=_CLAIMS.get(e.name + suffix, ()),
+    )
+    for e in EXPERIMENTS
+    for suffix, (pattern, columns) in EXPERIMENT_TABLES.items()
+) + (
     Table(
         "directions",
         "synthetic",
-        "Directions (Figures 1-3, 5, 8)",
-        "directions.rst",
+        DIRECTIONS,
+        "directions_table",
+        label="Directions (Figures 1-3, 5, 8)",
+        caption="Every max-margin direction the synthetic experiments compute (GMM, LMM, p_mm, p_relax, v_mm; "
+        "``record = direction``, with the norm of the unnormalised SVM solution and its KKT residual) and every "
+        "gradient-descent run (``record = gd_run``): where it started (``start``, p(0), or v(0) for the runs of v), "
+        "the direction theory predicts for it (``kind``, ``tokens``), its final cosine with that direction and its "
+        "final ||p||. Backs the claims of Theorems 2, 3, 5 and 6 that GD converges in direction to these max-margin "
+        "solutions.",
         claims=(
             "gd_gmm_n1",
             "gd_local_or_global",
@@ -184,7 +263,4 @@ TABLES: tuple[Table, ...] = (
             "basin_fig1b_consistent",
         ),
     ),
-    Table("fig3a", "synthetic", claims=("joint_probabilities",)),
-    Table("fig4", "synthetic", claims=("normalized_gd_faster", "constant_gd_levels_off")),
-    Table("fig5", "synthetic", claims=("loss_transient_bias",)),
 )

@@ -1,4 +1,4 @@
-"""The kinds of entries of the figure registry (:mod:`maxmargin.registry`)."""
+"""The kinds of entries of the figure registry (:mod:`maxmargin.registry`): plain data, no library imported."""
 
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ class Experiment:
     ``name`` is the Snakemake wildcard ``{experiment}`` (results/tables/{name}.csv) and the ``figure`` column of
     its tables. ``instance`` names a function of :mod:`maxmargin.experiments.instances`, called with
     ``instance_args`` and the data parameters ``synthetic.data.<instance>`` of the config; ``function`` names a
-    function of :mod:`maxmargin.experiments.synthetic`, called with the config block ``synthetic.<config>``. A key
-    listed in ``selected_by`` holds a list of experiment names in that block: the function gets ``True`` for it
-    when this experiment is listed (:func:`experiment_settings`).
+    function of :mod:`maxmargin.experiments.synthetic`, called with the config block ``synthetic.<config>``.
     """
 
     name: str
@@ -36,7 +34,83 @@ class Experiment:
     function: str
     config: str
     instance_args: Mapping[str, Any] = field(default_factory=dict)
-    selected_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: its name, its kind (``int``, ``float``, ``str``, ``bool``, ``any``), whether it may be
+    empty (NaN) or absent, and the values it may take (a range, or a set of strings).
+
+    A nullable ``int`` column reads back from CSV as floats holding whole numbers; ``any`` holds labels that may read
+    back as numbers or strings.
+    """
+
+    name: str
+    kind: str
+    nullable: bool = False
+    required: bool = True
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    isin: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table: its one declaration, from which its producer takes its columns and its contract is built.
+
+    ``path`` is where it lives under the results root (``{wildcard}`` fields allowed; default
+    ``tables/{name}.csv``); ``values`` says where each wildcard's values come from (a dotted config key, through
+    lists of mappings too, or ``registry:<list>``), for ``all`` and for matching a path to its table; ``rule``
+    writes it. ``rows``: its row count as a product of factors (a whole number, a dotted config key, ``len(key)``,
+    each optionally ``+ k``); empty: not fixed by the config. ``label``/``caption``: its name and caption in the
+    report (empty label: not in the report); the caption's ``{key}`` fields are filled from the config (see
+    :func:`maxmargin.registry.caption`). ``claims`` read it; ``figure`` is a target it belongs to besides the
+    targets of the panels that draw it. ``extensions``: its files (a ViT run's table has a JSON sidecar).
+    ``restates``: columns that restate a setting, checked on every read against ``{wildcard}`` (the path's), a
+    dotted config key (its value, or the set of its list's values) or ``0..key`` (every whole number up to it).
+    ``sidecar``: its provenance record is a declared output beside it (a ViT run's lives in its JSON instead).
+    """
+
+    name: str
+    family: str
+    columns: tuple[Column, ...]
+    rule: str
+    path: str = ""
+    values: Mapping[str, str] = field(default_factory=dict)
+    rows: tuple[str, ...] = ()
+    label: str = ""
+    caption: str = ""
+    caption_blocks: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()
+    figure: str = ""
+    extensions: tuple[str, ...] = ("csv",)
+    restates: Mapping[str, str] = field(default_factory=dict)
+    sidecar: bool = True
+
+    @property
+    def pattern(self) -> str:
+        """Its path under the results root, ``{wildcard}`` fields left in."""
+        return self.path or f"tables/{self.name}.csv"
+
+    @property
+    def column_names(self) -> list[str]:
+        """Its columns in order: what its producer writes."""
+        return [c.name for c in self.columns]
+
+
+@dataclass(frozen=True)
+class File:
+    """An output that is not a table (arrays, a manifest): its path under the results root, the rule writing it,
+    the target it belongs to besides ``all``, and ``record``: the key of its run's JSON that holds its sha256 (read
+    against it), where it has no sidecar of its own."""
+
+    name: str
+    family: str
+    path: str
+    rule: str
+    figure: str = ""
+    record: str = ""
 
 
 @dataclass(frozen=True)
@@ -45,11 +119,14 @@ class Panel:
 
     ``figure`` is the target it belongs to (``snakemake fig1``), ``family`` the rule file that draws it, ``label``
     its report name, ``function`` its drawing function in ``maxmargin.figures.<family>``. Synthetic panels name the
-    ``experiment`` whose three tables they draw, a ``title`` drawn above the axes and a report ``caption`` whose
-    ``{key}`` fields are filled from the experiment's config block and the ``plots`` block; the other panels draw
-    the registered ``tables`` and take their caption from workflow/report/{family}.rst. ``gallery``: shown in the
-    README gallery (docs/gallery/{name}.png, ``gallery_width`` pixels wide; set it once its thumbnail is
-    committed: ``snakemake docs/gallery/{name}.png``).
+    ``experiment`` whose three tables they draw and a ``title`` drawn above the axes; the other panels draw the
+    registered ``tables`` (and ``files``), in that order. ``options``: the dotted config keys the drawing function
+    takes as keyword arguments (their last part is the argument's name): a job gets only the keys it reads.
+    ``caption``: its report caption, whose ``{key}`` fields are filled from the config blocks ``caption_blocks``
+    (and the whole config by its top-level names; :func:`maxmargin.registry.caption`). ``subcategory``: its group in
+    the report (default: the figure's name, "Figure 1"). ``gallery``: shown in the README gallery
+    (docs/gallery/{name}.png, ``gallery_width`` pixels wide; set it once its thumbnail is committed:
+    ``snakemake docs/gallery/{name}.png``).
     """
 
     name: str
@@ -59,34 +136,16 @@ class Panel:
     function: str
     title: str = ""
     experiment: str = ""
-    caption: str = ""
     tables: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    caption: str = ""
+    caption_blocks: tuple[str, ...] = ()
+    subcategory: str = ""
     gallery: bool = False
     gallery_width: int = 480
 
     @property
     def figure_label(self) -> str:
-        """The figure's name without the panel letter ("Figure 1" for "Figure 1(a)"): its report subcategory.
-
-        The report lists subcategories in text order, where "Figure 10" precedes "Figure 9"; a one-digit number is
-        padded with a figure space (U+2007, the width of a digit, sorted before digits) so they list in numeric order.
-        """
-        name, _, number = self.label.split("(")[0].rstrip().rpartition(" ")
-        return f"{name} {number:\u2007>2}" if number.isdigit() else self.label.split("(")[0].rstrip()
-
-
-@dataclass(frozen=True)
-class Table:
-    """One table, results/tables/{name}.{ext} for each of ``extensions``.
-
-    ``label`` names it in the report (empty: not in the report), ``caption`` is its file in workflow/report/,
-    ``claims`` the claims (:mod:`maxmargin.claims`) that read it, ``figure`` the target it also belongs to.
-    """
-
-    name: str
-    family: str
-    label: str = ""
-    caption: str = ""
-    claims: tuple[str, ...] = ()
-    figure: str = ""
-    extensions: tuple[str, ...] = ("csv",)
+        """Its report subcategory: ``subcategory``, else the figure's name without the panel letter."""
+        return self.subcategory or self.label.split("(")[0].rstrip()

@@ -1,4 +1,5 @@
-# The claims table (every quantitative claim of the paper next to the measured value) and the README gallery.
+# The claims table (every quantitative claim of the paper next to the measured value), the README gallery and the
+# generated pages of docs/results/.
 
 # Every table a claim reads (the registry says which: maxmargin/registry/, Table.claims).
 CLAIM_TABLES = {
@@ -18,20 +19,15 @@ rule claims_table:
         **CLAIM_TABLES,
     output:
         csv=report(
-            results_path("tables/claims.csv"),
-            caption="../report/claims.rst",
-            category=registry.category("claims"),
-            subcategory="Tables",
-            labels={"figure": "Claims table (CSV)", "type": "table"},
+            table_path("claims", "csv"),
+            **(
+                table_report("claims")
+                | {"labels": {"figure": "Claims table (CSV)", "type": "table"}}
+            ),
         ),
-        html=report(
-            results_path("tables/claims.html"),
-            caption="../report/claims.rst",
-            category=registry.category("claims"),
-            subcategory="Tables",
-            labels={"figure": "Claims table", "type": "table"},
-        ),
-        md=results_path("tables/claims.md"),
+        html=report(table_path("claims", "html"), **table_report("claims")),
+        md=table_path("claims", "md"),
+        sidecar=table_outputs("claims")[-1],
     log:
         results_path("logs/claims_table/claims.log"),
     benchmark:
@@ -40,7 +36,7 @@ rule claims_table:
     conda:
         "../envs/core.yaml"
     params:
-        config=registry.claims_config(config),  # the keys the claims read: their notes quote the settings that ran
+        reads=reads("claims_table"),  # the keys the claims read: their notes quote the settings that ran
     script:
         "../../scripts/claims_table.py"
 
@@ -67,7 +63,7 @@ rule gallery_thumbnail:
 rule docs_claims:
     """The claims table of the default run for the docs (docs/results/claims.md, committed): numbers, not prose."""
     input:
-        results_path("tables/claims.md"),
+        table_path("claims", "md"),
     output:
         "docs/results/claims.md",
     log:
@@ -81,17 +77,9 @@ rule docs_claims:
         "../../scripts/docs_claims.py"
 
 
-rule claims:
-    input:
-        rules.claims_table.output,
-
-
 rule gallery:
     input:
         expand("docs/gallery/{figure}.png", figure=GALLERY),
         "docs/results/claims.md",
         f"docs/results/{config['vit_recipes']['docs']}.md",
     localrule: True
-
-
-ALL_TARGETS += [results_path(f"tables/claims.{ext}") for ext in ("csv", "html", "md")]

@@ -1,22 +1,52 @@
-# Shared constants and input functions of the rule files. Everything here is derived from the figure registry
-# (maxmargin/registry/: every panel, table and synthetic experiment, declared once), which is plain data:
-# parsing the rule files imports neither numpy nor torch.
+# Shared helpers of the rule files. Everything here is derived from the figure registry (maxmargin/registry/: every
+# panel, table, file and synthetic experiment, declared once, and the config keys each rule reads), which is plain
+# data: parsing the rule files imports neither numpy nor torch.
+import json
+import os
+
 from maxmargin import registry
+from maxmargin.provenance import RUN_ARGS_ENV
+from maxmargin.registry.reads import read_keys, subset
 
 # Every output lives under one results root chosen by the config (`results`), so a paper-scale run
 # (workflow/config/paper.yaml: results/paper) never overwrites the quick-scale results.
 RESULTS = config["results"]
 
 
-def user_configfiles():
-    """The --configfile files of this run (default.yaml left out), as given: what a rebuild command must repeat."""
-    default = (Path(workflow.basedir) / "workflow/config/default.yaml").resolve()
-    return [str(p) for p in workflow.configfiles if Path(p).resolve() != default]
-
-
 def results_path(path):
     """``path`` (wildcards allowed) under the results root of this config."""
     return f"{RESULTS}/{path}"
+
+
+def user_configfiles():
+    """The --configfile files of this run (default.yaml left out), as given: what a rebuild command must repeat."""
+    default = (Path(workflow.basedir) / "workflow/config/default.yaml").resolve()
+    return [
+        os.path.relpath(p) for p in workflow.configfiles if Path(p).resolve() != default
+    ]
+
+
+def run_args():
+    """The arguments that select this run's config: the rebuild commands the jobs print repeat them."""
+    files = [f"--configfile {path}" for path in user_configfiles()]
+    pairs = workflow.config_settings.config or {}
+    given = (
+        [f"--config {' '.join(f'{k}={v}' for k, v in pairs.items())}"] if pairs else []
+    )
+    return " ".join(files + given)
+
+
+# Jobs inherit it (a job on a cluster node parses this file again and sets it the same).
+os.environ[RUN_ARGS_ENV] = run_args()
+
+
+def reads(rule):
+    """The params of a job of ``rule``: the part of the config it reads (maxmargin/registry/reads.py), nothing else."""
+
+    def job_reads(wildcards):
+        return subset(config, read_keys(rule, dict(wildcards.items())))
+
+    return job_reads
 
 
 def data_manifest(block):
@@ -25,12 +55,15 @@ def data_manifest(block):
 
 
 def table_path(name, ext="csv"):
-    """results/tables/{name}.{ext} of a registered table."""
-    return results_path(f"tables/{registry.table(name).name}.{ext}")
+    """results/tables/{name}.{ext} (or the table's own path) of a registered table, wildcards left in."""
+    return results_path(registry.table(name).pattern.removesuffix(".csv") + f".{ext}")
 
 
-def table_files(name):
-    return [table_path(name, ext) for ext in registry.table(name).extensions]
+def table_outputs(name):
+    """Every file of a registered table: its extensions and, for its CSV, the provenance sidecar beside it."""
+    entry = registry.table(name)
+    files = [table_path(name, ext) for ext in entry.extensions]
+    return files + ([f"{files[0]}.provenance.json"] if entry.sidecar else [])
 
 
 def panel_files(panel):
@@ -41,85 +74,87 @@ def panel_files(panel):
     ]
 
 
+def caption_file(name, text):
+    """A generated caption file of the report (.snakemake/captions/, rewritten only when it changes)."""
+    path = Path(".snakemake/captions") / f"{name}.rst"
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return str(path.resolve())
+
+
 def table_report(name):
-    """The report() keywords of a registered table: its caption, its family's category, its label."""
+    """The report() keywords of a registered table: its caption (from the registry), category and label."""
     entry = registry.table(name)
     return dict(
-        caption=f"../report/{entry.caption}",
+        caption=caption_file(f"table-{name}", registry.caption(entry, config)),
         category=registry.category(entry.family),
         subcategory="Tables",
         labels={"figure": entry.label, "type": "table"},
     )
 
 
-def panel_report(family, caption, panel=None, wildcard=None):
-    """The report() keywords of a registered panel, or of the panel a rule's ``wildcard`` names."""
-
-    def entry(wildcards):
-        return registry.panel(panel or getattr(wildcards, wildcard))
-
+def panel_report(rule, panels):
+    """The report() keywords of a rule drawing ``panels`` (wildcard ``panel``): each panel's caption from the
+    registry, looked up by the wildcard in one generated caption file; category, subcategory and labels.
+    """
+    captions = {p: registry.caption(registry.panel(p), config) for p in panels}
+    text = "{% set captions = " + json.dumps(captions, ensure_ascii=False) + " %}"
+    family = registry.panel(panels[0]).family
     return dict(
-        caption=caption,
+        caption=caption_file(
+            f"rule-{rule}", text + "{{ captions[snakemake.wildcards.panel] }}\n"
+        ),
         category=registry.category(family),
-        subcategory=lambda wildcards: entry(wildcards).figure_label,
-        labels=lambda wildcards: {"figure": entry(wildcards).label, "type": "figure"},
+        subcategory=lambda wildcards: registry.panel(wildcards.panel).figure_label,
+        labels=lambda wildcards: {
+            "figure": registry.panel(wildcards.panel).label,
+            "type": "figure",
+        },
     )
 
 
-# Figure target (one aggregate rule each, below) -> its panels' and tables' files.
-TARGETS = {
-    figure: [f for p in panels for f in panel_files(p)]
-    + [f for t in tables for f in table_files(t)]
-    for figure, (panels, tables) in registry.targets().items()
-}
-
-# Every output of every job is a target of `all` (tests/test_workflow_targets.py), so none can go missing
-# unnoticed: every registered figure and table (less the on-demand targets), and what each rule file adds (runs).
-ALL_TARGETS = [
-    f
-    for figure, files in TARGETS.items()
-    if figure not in registry.ON_DEMAND
-    for f in files
-] + [
-    f
-    for t in registry.TABLES
-    if not t.figure and t.family not in registry.ON_DEMAND
-    for f in table_files(t.name)
-]
+def target_files(target):
+    """The files of a target: its panels, the tables they draw and the tables and files that name it."""
+    panels, tables, files = registry.targets()[target]
+    found = [f for p in panels for f in panel_files(p)]
+    for name in tables:
+        entry = registry.table(name)
+        for path in registry.table_paths(entry, config):
+            found.append(results_path(path))
+            if entry.sidecar and path.endswith(".csv"):
+                found.append(results_path(f"{path}.provenance.json"))
+    return found + [results_path(registry.file(f).path) for f in files]
 
 
-for figure, files in TARGETS.items():
+def all_targets():
+    """Every output of the default run (every job's, tests/test_workflow_targets.py): every target but the
+    on-demand ones, and every table and file outside them."""
+    found = [
+        f
+        for target in registry.targets()
+        if target not in registry.ON_DEMAND
+        for f in target_files(target)
+    ]
+    skip = registry.on_demand_only()
+    for entry in registry.TABLES:
+        if entry.name not in skip:
+            for path in registry.table_paths(entry, config):
+                found.append(results_path(path))
+                if entry.sidecar and path.endswith(".csv"):
+                    found.append(results_path(f"{path}.provenance.json"))
+    found += [results_path(f.path) for f in registry.FILES if f.name not in skip]
+    return list(dict.fromkeys(found))
+
+
+# One aggregate rule per target (`snakemake fig9`): its files, rebuilt when any is missing.
+for target in registry.targets():
 
     rule:
         name:
-            figure
+            target
         input:
-            files,
+            target_files(target),
         localrule: True
-
-
-# The three tables of an experiment, named once: the rule's outputs, the panels' inputs and `all` read them here.
-EXPERIMENT_TABLES = {
-    "trajectories": "tables/{experiment}.csv",
-    "tokens": "tables/{experiment}_tokens.csv",
-    "directions": "runs/{experiment}/directions.csv",
-}
-
-
-def panel_tables(wildcards):
-    """The three tables of the experiment a synthetic panel draws (rule plot_synthetic)."""
-    experiment = registry.panel(wildcards.panel).experiment
-    return {
-        name: results_path(path.format(experiment=experiment))
-        for name, path in EXPERIMENT_TABLES.items()
-    }
-
-
-def regpath_settings(wildcards):
-    """The ``regpath`` block as keyword arguments of maxmargin.experiments.regpath.regpath_table for one instance:
-    the GD runs belong to the Theorem 1 path (Fig. 1(b) data) only."""
-    settings = {
-        k: v for k, v in config["regpath"].items() if k not in ("instances", "gd")
-    }
-    gd = config["regpath"]["gd"] if wildcards.regpath_instance == "fig1b" else None
-    return {**settings, "gd": gd}

@@ -5,6 +5,7 @@ rule lemma1_table:
     """Lemma 1: GD on W (autograd) and GD on p from W(0) = u p(0)^T / ||u||^2 stay on W(t) = u p(t)^T / ||u||^2."""
     output:
         report(table_path("lemma1"), **table_report("lemma1")),
+        table_outputs("lemma1")[-1],
     log:
         results_path("logs/lemma1_table/lemma1.log"),
     benchmark:
@@ -12,7 +13,6 @@ rule lemma1_table:
     conda:
         "../envs/torch.yaml"
     params:
-        settings=config["lemma1"],
-        data=config["synthetic"]["data"],  # the Fig 1(c) tokens, as in Figures 1(c) and 4
+        reads=reads("lemma1_table"),
     script:
         "../../scripts/lemma1_table.py"

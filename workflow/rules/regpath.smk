@@ -1,39 +1,25 @@
 # Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6). Lemma 1 has its own rule file (lemma1.smk).
-
-REGPATH = config["regpath"]
-
-
-wildcard_constraints:
-    regpath_instance="|".join(registry.REGPATH_INSTANCES),
-
-
-REGPATH_RUNS = {
-    "path": expand(
-        results_path("runs/regpath/{regpath_instance}.csv"),
-        regpath_instance=REGPATH["instances"],
-    ),
-    "compare": expand(
-        results_path("runs/regpath/{regpath_instance}_compare.csv"),
-        regpath_instance=REGPATH["instances"],
-    ),
-}
-ALL_TARGETS.extend(REGPATH_RUNS["path"])
-ALL_TARGETS.extend(REGPATH_RUNS["compare"])
+# Tables and figure: maxmargin/registry/regpath.py; the plot: rule plot_panel (plots.smk).
 
 
 rule regpath_instance:
     """Solve one instance's regularization path on the R grid (multi-start, every solution KKT-checked)."""
     output:
-        path=results_path("runs/regpath/{regpath_instance}.csv"),
-        compare=results_path("runs/regpath/{regpath_instance}_compare.csv"),
+        path=table_path("regpath_run"),
+        compare=table_path("regpath_compare_run"),
+        sidecars=[
+            table_outputs(name)[-1] for name in ("regpath_run", "regpath_compare_run")
+        ],
     log:
         results_path("logs/regpath_instance/{regpath_instance}.log"),
     benchmark:
         results_path("benchmarks/regpath_instance/{regpath_instance}.tsv")
+    wildcard_constraints:
+        regpath_instance="|".join(registry.REGPATH_INSTANCES),
     conda:
         "../envs/torch.yaml"
     params:
-        settings=regpath_settings,
+        reads=reads("regpath_instance"),
     script:
         "../../scripts/regpath_path.py"
 
@@ -41,10 +27,20 @@ rule regpath_instance:
 rule regpath_table:
     """Gather the regularization paths of every instance into one table."""
     input:
-        **REGPATH_RUNS,
+        path=[
+            results_path(p)
+            for p in registry.table_paths(registry.table("regpath_run"), config)
+        ],
+        compare=[
+            results_path(p)
+            for p in registry.table_paths(
+                registry.table("regpath_compare_run"), config
+            )
+        ],
     output:
         path=report(table_path("regpath"), **table_report("regpath")),
         compare=report(table_path("regpath_compare"), **table_report("regpath_compare")),
+        sidecars=[table_outputs(name)[-1] for name in ("regpath", "regpath_compare")],
     log:
         results_path("logs/regpath_table/regpath.log"),
     benchmark:
@@ -52,27 +48,7 @@ rule regpath_table:
     localrule: True
     conda:
         "../envs/core.yaml"
+    params:
+        reads=reads("regpath_table"),
     script:
         "../../scripts/regpath_table.py"
-
-
-rule plot_regpath:
-    """Draw the cosine of each normalized path with each max-margin direction against R."""
-    input:
-        path=table_path("regpath"),
-        compare=table_path("regpath_compare"),
-    output:
-        pdf=panel_files("regpath")[0],
-        png=report(
-            panel_files("regpath")[1],
-            **panel_report("regpath", "../report/regpath.rst", panel="regpath"),
-        ),
-    log:
-        results_path("logs/plot_regpath/regpath.log"),
-    benchmark:
-        results_path("benchmarks/plot_regpath/regpath.tsv")
-    localrule: True
-    conda:
-        "../envs/core.yaml"
-    script:
-        "../../scripts/regpath_plot.py"

@@ -1,27 +1,40 @@
-# Synthetic experiments: GD trajectories on p and on (v, p). Experiments, panels, figure targets and report labels
-# come from the figure registry (maxmargin/registry/synthetic.py, via common.smk).
+# Synthetic experiments: GD trajectories on p and on (v, p). Experiments, panels, tables, figure targets and report
+# labels come from the figure registry (maxmargin/registry/synthetic.py, via common.smk).
 
 SYNTHETIC_EXPERIMENTS = [experiment.name for experiment in registry.EXPERIMENTS]
-
-# Figure panel -> the experiment whose tables it draws.
-SYNTHETIC_PANELS = {
-    panel.name: panel.experiment for panel in registry.panels_of("synthetic")
-}
+SYNTHETIC_PANELS = [panel.name for panel in registry.panels_of("synthetic")]
 
 
 wildcard_constraints:
     experiment="|".join(SYNTHETIC_EXPERIMENTS),
-    panel="|".join(SYNTHETIC_PANELS),
 
 
-for template in EXPERIMENT_TABLES.values():
-    ALL_TARGETS += expand(results_path(template), experiment=SYNTHETIC_EXPERIMENTS)
+# The three tables of every experiment (maxmargin/registry/synthetic.py: EXPERIMENT_TABLES).
+EXPERIMENT_TABLES = dict(
+    zip(
+        ("trajectories", "tokens", "directions"),
+        (
+            results_path(pattern)
+            for pattern, _ in registry.synthetic.EXPERIMENT_TABLES.values()
+        ),
+    )
+)
+
+
+def panel_tables(wildcards):
+    """The three tables of the experiment a synthetic panel draws (rule plot_synthetic)."""
+    experiment = registry.panel(wildcards.panel).experiment
+    return {
+        kind: path.format(experiment=experiment)
+        for kind, path in EXPERIMENT_TABLES.items()
+    }
 
 
 rule synthetic_experiment:
     """Run one synthetic experiment: GD trajectories, max-margin directions and final cosines."""
     output:
-        **{name: results_path(path) for name, path in EXPERIMENT_TABLES.items()},
+        **EXPERIMENT_TABLES,
+        sidecars=[f"{path}.provenance.json" for path in EXPERIMENT_TABLES.values()],
     log:
         results_path("logs/synthetic_experiment/{experiment}.log"),
     benchmark:
@@ -30,10 +43,7 @@ rule synthetic_experiment:
     conda:
         "../envs/core.yaml"
     params:
-        settings=lambda wildcards: registry.experiment_settings(
-            wildcards.experiment, config
-        ),
-        data=lambda wildcards: registry.experiment_data(wildcards.experiment, config),
+        reads=reads("synthetic_experiment"),
     script:
         "../../scripts/run_synthetic.py"
 
@@ -46,18 +56,19 @@ rule plot_synthetic:
         pdf=results_path("figures/{panel}.pdf"),
         png=report(
             results_path("figures/{panel}.png"),
-            **panel_report("synthetic", "../report/synthetic.rst", wildcard="panel"),
+            **panel_report("plot_synthetic", SYNTHETIC_PANELS),
         ),
     log:
         results_path("logs/plot_synthetic/{panel}.log"),
     benchmark:
         results_path("benchmarks/plot_synthetic/{panel}.tsv")
+    wildcard_constraints:
+        panel="|".join(SYNTHETIC_PANELS),
     localrule: True
     conda:
         "../envs/core.yaml"
     params:
-        plots=config["plots"],
-        caption=lambda wildcards: registry.caption(wildcards.panel, config),
+        reads=reads("plot_synthetic"),
     script:
         "../../scripts/plot_synthetic.py"
 
@@ -65,12 +76,10 @@ rule plot_synthetic:
 rule directions_table:
     """Gather every max-margin direction and every GD run's final cosine into one table."""
     input:
-        expand(
-            results_path(EXPERIMENT_TABLES["directions"]),
-            experiment=SYNTHETIC_EXPERIMENTS,
-        ),
+        [table_path(f"{name}_directions") for name in SYNTHETIC_EXPERIMENTS],
     output:
         report(table_path("directions"), **table_report("directions")),
+        table_outputs("directions")[1],
     log:
         results_path("logs/directions_table/directions.log"),
     benchmark:
@@ -78,5 +87,7 @@ rule directions_table:
     localrule: True
     conda:
         "../envs/core.yaml"
+    params:
+        reads=reads("directions_table"),
     script:
         "../../scripts/gather_directions.py"

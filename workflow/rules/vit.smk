@@ -3,32 +3,20 @@
 
 # Torch-free (tests/test_layers.py: parsing the rule files imports no heavy library).
 from maxmargin.experiments.vit.settings import code_fingerprint, recipe_config
-from maxmargin.experiments.vit.sources import data_plan
+from maxmargin.experiments.vit.sources import SOURCE_KEYS, data_plan
 
 VIT = config["vit"]
 RECIPES = [recipe["name"] for recipe in config["vit_recipes"]["recipes"]]
 VIT_RUN = results_path("runs/vit")
-
-if max(VIT["plots"]["fig6_epochs"]) > VIT["train"]["epochs"]:
-    raise ValueError(
-        f"vit.plots.fig6_epochs {VIT['plots']['fig6_epochs']} goes past vit.train.epochs = {VIT['train']['epochs']}"
-    )
-
-VIT_SETTINGS = {key: VIT[key] for key in ("model", "data", "train", "probe", "guard")}
 # The data settings of each block that reads images: the run of Figures 6-7 and the recipe study.
 VIT_DATA = {
     "vit": VIT["data"],
     "vit_recipes": recipe_config(VIT, config["vit_recipes"], RECIPES[0])["data"],
 }
-
-
-# The figures and tables are registered (common.smk puts them in `all`); here the run behind them.
-ALL_TARGETS += [
-    data_manifest("vit"),
-    f"{VIT_RUN}/vit_metrics.csv",
-    f"{VIT_RUN}/vit_metrics.json",
-    f"{VIT_RUN}/vit_attention_maps.npz",
-]
+# Where each block's images come from (the data manifest's settings).
+VIT_SOURCE = {
+    block: {key: data[key] for key in SOURCE_KEYS} for block, data in VIT_DATA.items()
+}
 
 
 rule vit_data:
@@ -48,9 +36,10 @@ rule vit_data:
     conda:
         "../envs/torch.yaml"
     params:
-        data=lambda wildcards: VIT_DATA[wildcards.block],
+        source=lambda wildcards: VIT_SOURCE[wildcards.block],
+        # what the local files say (sizes): a data set that appears or changes reruns the manifest
         plan=lambda wildcards: data_plan(
-            VIT_DATA[wildcards.block], data_manifest(wildcards.block)
+            VIT_SOURCE[wildcards.block], data_manifest(wildcards.block)
         ),
     script:
         "../../scripts/vit_data.py"
@@ -92,7 +81,7 @@ rule vit_train:
             or "vit_train" in workflow.dag_settings.forcerun
         ),
     params:
-        settings=VIT_SETTINGS,
+        reads=reads("vit_train"),
         checkpoint=f"{VIT_RUN}/checkpoint.pt",
         code=code_fingerprint(),
     script:
@@ -104,7 +93,7 @@ rule vit_baseline:
     input:
         manifest=data_manifest("vit"),
     output:
-        table_path("vit_baseline"),
+        table_outputs("vit_baseline"),
     log:
         results_path("logs/vit_baseline/vit_baseline.log"),
     benchmark:
@@ -113,11 +102,7 @@ rule vit_baseline:
         "../envs/torch.yaml"
     threads: VIT["train"]["threads"]
     params:
-        data=VIT["data"],
-        seed=VIT["train"]["seed"],
-        num_classes=VIT["model"]["num_classes"],
-        baseline=VIT["baseline"],
-        threads=VIT["train"]["threads"],
+        reads=reads("vit_baseline"),
     script:
         "../../scripts/vit_baseline.py"
 
@@ -130,6 +115,7 @@ rule vit_metrics_table:
     output:
         metrics=table_path("vit_metrics", "csv"),
         sidecar=table_path("vit_metrics", "json"),
+        provenance=table_outputs("vit_metrics")[-1],
     log:
         results_path("logs/vit_metrics_table/vit_metrics.log"),
     benchmark:
@@ -137,73 +123,22 @@ rule vit_metrics_table:
     localrule: True
     conda:
         "../envs/core.yaml"
+    params:
+        reads=reads("vit_metrics_table"),
     script:
         "../../scripts/vit_metrics_table.py"
 
 
-rule vit_fig6:
-    """Figure 6: the fixed test image and its [CLS] attention map at the configured epochs."""
-    input:
-        maps=rules.vit_train.output.maps,
-        metrics=rules.vit_metrics_table.output.metrics,
-        sidecar=rules.vit_metrics_table.output.sidecar,
-        baseline=table_path("vit_baseline"),
-    output:
-        pdf=panel_files("fig6")[0],
-        png=report(
-            panel_files("fig6")[1],
-            **panel_report("vit", "../report/fig6.rst", panel="fig6"),
-        ),
-    log:
-        results_path("logs/vit_fig6/fig6.log"),
-    benchmark:
-        results_path("benchmarks/vit_fig6/fig6.tsv")
-    localrule: True
-    conda:
-        "../envs/core.yaml"
-    params:
-        epochs=VIT["plots"]["fig6_epochs"],
-        fraction=VIT["guard"]["baseline_fraction"],
-        settings_footer=VIT["plots"]["settings_footer"],
-    script:
-        "../../scripts/vit_fig6.py"
-
-
-rule vit_fig7:
-    """Figure 7: soft-sparsity and ||W||_F against epoch; test accuracy against the baseline; W's direction."""
-    input:
-        metrics=rules.vit_metrics_table.output.metrics,
-        sidecar=rules.vit_metrics_table.output.sidecar,
-        baseline=table_path("vit_baseline"),
-    output:
-        pdf=panel_files("fig7")[0],
-        png=report(
-            panel_files("fig7")[1],
-            **panel_report("vit", "../report/fig7.rst", panel="fig7"),
-        ),
-    log:
-        results_path("logs/vit_fig7/fig7.log"),
-    benchmark:
-        results_path("benchmarks/vit_fig7/fig7.tsv")
-    localrule: True
-    conda:
-        "../envs/core.yaml"
-    params:
-        fraction=VIT["guard"]["baseline_fraction"],
-        settings_footer=VIT["plots"]["settings_footer"],
-    script:
-        "../../scripts/vit_fig7.py"
-
-
-rule vit_pilot:
-    """A few epochs of the configured scale: throughput, memory and the projected time of the full run.
+rule vit_pilot_run:
+    """A few epochs of the configured scale: throughput, memory and the projected time of the full run (target
+    vit_pilot).
 
     Its own checkpoint (deleted afterwards) keeps the real run's untouched.
     """
     input:
         manifest=data_manifest("vit"),
     output:
-        results_path("tables/vit_pilot.csv"),
+        table_outputs("vit_pilot"),
     log:
         results_path("logs/vit_pilot/pilot.log"),
     benchmark:
@@ -215,8 +150,7 @@ rule vit_pilot:
         gpu=VIT["resources"]["gpu"],
         mem_mb=VIT["resources"]["mem_mb"],
     params:
-        settings=VIT_SETTINGS,
-        pilot_epochs=VIT["pilot"]["epochs"],
+        reads=reads("vit_pilot_run"),
         checkpoint=results_path("runs/vit_pilot/checkpoint.pt"),
     script:
         "../../scripts/vit_pilot.py"
@@ -227,7 +161,7 @@ rule vit_recipe_train:
     input:
         manifest=data_manifest("vit_recipes"),
     output:
-        results_path("runs/vit_recipes/{recipe}.csv"),
+        table_outputs("vit_recipe_run"),
     log:
         results_path("logs/vit_recipe_train/{recipe}.log"),
     benchmark:
@@ -246,9 +180,7 @@ rule vit_recipe_train:
             or "vit_recipe_train" in workflow.dag_settings.forcerun
         ),
     params:
-        settings=lambda wildcards: recipe_config(
-            VIT, config["vit_recipes"], wildcards.recipe
-        ),
+        reads=reads("vit_recipe_train"),
         checkpoint=lambda wildcards: results_path(
             f"runs/vit_recipes/{wildcards.recipe}.pt"
         ),
@@ -260,9 +192,12 @@ rule vit_recipe_train:
 rule vit_recipes_table:
     """The recipe study's table: every recipe's metrics per epoch."""
     input:
-        expand(results_path("runs/vit_recipes/{recipe}.csv"), recipe=RECIPES),
+        [
+            results_path(p)
+            for p in registry.table_paths(registry.table("vit_recipe_run"), config)
+        ],
     output:
-        table_path("vit_recipes"),
+        table_outputs("vit_recipes"),
     log:
         results_path("logs/vit_recipes_table/vit_recipes.log"),
     benchmark:
@@ -270,31 +205,10 @@ rule vit_recipes_table:
     localrule: True
     conda:
         "../envs/torch.yaml"
+    params:
+        reads=reads("vit_recipes_table"),
     script:
         "../../scripts/vit_recipes_table.py"
-
-
-rule vit_recipes_plot:
-    """Test accuracy, soft-sparsity and ||W||_F against optimiser steps, one line per recipe."""
-    input:
-        rules.vit_recipes_table.output[0],
-    output:
-        pdf=panel_files("vit_recipes")[0],
-        png=report(
-            panel_files("vit_recipes")[1],
-            **panel_report("vit", "../report/vit_recipes.rst", panel="vit_recipes"),
-        ),
-    log:
-        results_path("logs/vit_recipes_plot/vit_recipes.log"),
-    benchmark:
-        results_path("benchmarks/vit_recipes_plot/vit_recipes.tsv")
-    localrule: True
-    conda:
-        "../envs/core.yaml"
-    params:
-        num_classes=VIT["model"]["num_classes"],
-    script:
-        "../../scripts/vit_recipes_plot.py"
 
 
 rule docs_vit_recipes:
@@ -304,8 +218,8 @@ rule docs_vit_recipes:
     The torch env: the table's code lives beside the study's (maxmargin.experiments.vit_study, which imports torch).
     """
     input:
-        table=rules.vit_recipes_table.output[0],
-        png=rules.vit_recipes_plot.output.png,
+        table=table_path("vit_recipes"),
+        png=panel_files("vit_recipes")[1],
     output:
         md=f"docs/results/{config['vit_recipes']['docs']}.md",
         png=f"docs/results/{config['vit_recipes']['docs']}.png",
@@ -317,6 +231,7 @@ rule docs_vit_recipes:
     conda:
         "../envs/torch.yaml"
     params:
+        reads=reads("docs_vit_recipes"),
         configfiles=user_configfiles(),
     script:
         "../../scripts/docs_vit_recipes.py"

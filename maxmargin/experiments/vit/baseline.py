@@ -19,19 +19,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from maxmargin import registry
 from maxmargin.experiments.vit.data import ImageData
 
-BASELINE_COLUMNS = [
-    "dataset",
-    "n_train",
-    "n_test",
-    "n_features",
-    "chance",
-    "train_acc",
-    "test_acc",
-    "n_iter",
-    "converged",
-]
+BASELINE_COLUMNS = registry.columns("vit_baseline")
 
 
 def pixels(x: torch.Tensor) -> np.ndarray:

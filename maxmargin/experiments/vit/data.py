@@ -31,6 +31,7 @@ from maxmargin.experiments.vit.sources import (
     DISPLAY_NAMES,
     FASHION_IDX,
     FASHION_MNIST,
+    SOURCE_KEYS,
     data_plan,
     file_md5,
     local_files,
@@ -122,14 +123,17 @@ def load_digits32(seed: int) -> ImageData:
     return ImageData(x[idx_tr], y[idx_tr], x[idx_te], y[idx_te], DIGITS_NAME, [str(d) for d in range(10)])
 
 
-def missing_cifar10_message(root: str | os.PathLike[str]) -> str:
+def missing_cifar10_message(root: str | os.PathLike[str], download_error: BaseException | None = None) -> str:
+    """Where to put CIFAR-10, and why the download did not fetch it (off, or failed with ``download_error``)."""
     root = Path(root)
-    return (
+    message = (
         f"CIFAR-10 is not available in {root.resolve()}. Put the archive cifar-10-python.tar.gz "
         f"(from {CIFAR10_URL}) into that directory, or extract it there so that "
-        f"{root / 'cifar-10-batches-py'}/data_batch_1 exists, or allow vit.data.download on a machine "
-        "with network access."
+        f"{root / 'cifar-10-batches-py'}/data_batch_1 exists"
     )
+    if download_error is None:
+        return message + ", or allow vit.data.download on a machine with network access."
+    return message + f"; vit.data.download is on, but the download failed ({type(download_error).__name__})."
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,8 @@ def _load_cifar10_checked(settings: DataSettings) -> ImageData:
         return load_cifar10(root, download=download)
     except (RuntimeError, OSError) as err:  # torchvision: RuntimeError "not found or corrupted"; URLError is OSError
         corrupt = corrupt_cifar10_files(root)
-        message = corrupt_cifar10_message(root, corrupt) if corrupt else missing_cifar10_message(root)
+        tried = err if settings.download and not _archive_intact(root) else None
+        message = corrupt_cifar10_message(root, corrupt) if corrupt else missing_cifar10_message(root, tried)
         problem = "corrupt (md5 checksum mismatch)" if corrupt else "unavailable"
         raise DataUnavailableError(message, f"CIFAR-10 {problem}") from err
 
@@ -233,14 +238,16 @@ def _make_available(name: str, settings: DataSettings) -> tuple[dict[str, str], 
     raise ValueError(f"unknown vit.data.dataset {name!r}; known: {', '.join(DATASETS)}")
 
 
-def resolve_data(settings: DataSettings) -> dict[str, Any]:
-    """The data manifest: the first of ``settings.candidates`` that is there (or can be downloaded) and intact,
-    its files with their md5s and sizes, the candidates tried before it and why they failed, and the plan
-    (:func:`~maxmargin.experiments.vit.sources.data_plan`) this was decided from.
+def resolve_data(source: Mapping[str, Any]) -> dict[str, Any]:
+    """The data manifest: the first data set of ``source`` (the data keys of the config that say where images come
+    from: ``dataset``, ``fallback``, ``root``, ``fashion_mnist_files``, ``fashion_mnist_root``, ``download``) that is
+    there (or can be downloaded) and intact, its files with their md5s and sizes, the candidates tried before it and
+    why they failed, and the plan (:func:`~maxmargin.experiments.vit.sources.data_plan`) this was decided from.
 
     Without an allowed stand-in, the first failure stops: :class:`DataUnavailableError` says where to put the files.
     """
-    plan = data_plan(dataclasses.asdict(settings))
+    settings = DataSettings(**{key: source[key] for key in SOURCE_KEYS}, n_train=0, n_test=0, augment=False)
+    plan = data_plan(source)
     tried: list[dict[str, str]] = []
     for name in settings.candidates:
         try:
@@ -254,7 +261,7 @@ def resolve_data(settings: DataSettings) -> dict[str, Any]:
         return {
             "dataset": name,
             "md5": md5s,
-            "sizes": local_files(name, dataclasses.asdict(settings)),
+            "sizes": local_files(name, source),
             "digest": manifest_digest(name, md5s),
             "downloaded": downloaded,
             "tried": tried,
@@ -296,7 +303,7 @@ def load_image_data(settings: DataSettings, seed: int, manifest: Mapping[str, An
     A stand-in is announced on the terminal and in the log, and carried in ``note`` (the figures print it). The
     subsets are the first ``n_train`` / ``n_test`` images (0 keeps all).
     """
-    manifest = resolve_data(settings) if manifest is None else manifest
+    manifest = resolve_data(dataclasses.asdict(settings)) if manifest is None else manifest
     _check_files(manifest)
     if manifest["note"]:
         reasons = " ".join(t["message"] for t in manifest["tried"])

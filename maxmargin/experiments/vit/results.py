@@ -1,29 +1,21 @@
-"""What a ViT run produces: the metrics table, its JSON sidecar and the Figure 6 maps (written by maxmargin.io)."""
+"""What a ViT run produces: the metrics table, its JSON sidecar and the Figure 6 maps, and how they are written."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from maxmargin import registry
 from maxmargin.experiments.vit.settings import VitSettings
+from maxmargin.files import file_sha256, write_json, write_npz
+from maxmargin.provenance import current_provenance, table_record
+from maxmargin.tables import write_csv
 
-METRIC_COLUMNS = [
-    "epoch",
-    "train_loss",
-    "train_acc",
-    "test_acc",
-    "soft_sparsity",
-    "soft_sparsity_image",
-    "w_frobenius",
-    "w_cosine_previous",
-    "w_cosine_final",
-    "cls_self_attention",
-    "lr",
-    "dataset",
-]
+METRIC_COLUMNS = registry.columns("vit_run_metrics")
 
 # What the sidecar says each measured column is.
 CONVENTIONS = {
@@ -77,3 +69,24 @@ def result_tables(result: TrainResult, settings: VitSettings) -> tuple[pd.DataFr
         "grid": np.asarray(result.grid),
     }
     return table, sidecar, maps
+
+
+def save_result(
+    result: TrainResult,
+    settings: VitSettings,
+    metrics_path: str | os.PathLike[str],
+    sidecar_path: str | os.PathLike[str],
+    maps_path: str | os.PathLike[str],
+) -> pd.DataFrame:
+    """Write a run's metrics table, its maps and its JSON sidecar atomically (the files: :func:`result_tables`).
+
+    The JSON is written last and holds the sha256 and rows of the other two and the settings they were made from
+    (``reads``): Snakemake's between-workflow cache keeps these three files and nothing beside them.
+    """
+    table, sidecar, maps = result_tables(result, settings)
+    write_csv(table, metrics_path)
+    write_npz(maps, maps_path)
+    sidecar["metrics_table"] = {**table_record(metrics_path), "reads": (current_provenance() or {}).get("reads", {})}
+    sidecar["maps_sha256"] = file_sha256(maps_path)
+    write_json(sidecar, sidecar_path)
+    return table

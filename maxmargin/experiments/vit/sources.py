@@ -34,6 +34,8 @@ FASHION_IDX = (
     "t10k-labels-idx1-ubyte",
 )
 FASHION_RAW = Path("FashionMNIST") / "raw"  # torchvision's layout under vit.data.fashion_mnist_root
+# The data keys that say where the images come from (the data manifest's; the others subset and augment them).
+SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mnist_root", "download")
 
 
 def _sizes(paths: list[Path]) -> dict[str, int] | None:

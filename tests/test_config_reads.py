@@ -1,0 +1,157 @@
+"""Each job gets only the keys it reads (issue 26): for every leaf key of the config, a change of it plans, first,
+exactly the rules that maxmargin/registry/reads.py says read it (what depends on their outputs follows, "input
+files updated by another job"), measured by Snakemake's own dry runs on a finished small run.
+
+The small run is the CI config with tiny on-demand studies, built once (about two minutes); then one dry run per key,
+two at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import DEFAULT_CONFIG, REPO, SNAKEMAKE, copy_workflow
+
+from maxmargin.registry.reads import readers
+
+pytestmark = pytest.mark.slow
+
+SMALL = {
+    "vit_recipes": {
+        "model": {"embed_dim": 16, "depth": 1, "num_heads": 2},
+        "data": {"n_train": 64, "n_test": 32},
+        "probe": {"n_images": 8},
+        "train": {"epochs": 1, "batch_size": 32},
+        "recipes": [
+            {"name": "a", "optimizer": "adam", "lr": 1.0e-3},
+            {"name": "b", "optimizer": "sgd", "lr": 1.0e-2, "momentum": 0.9},
+        ],
+    },
+    "vit": {"pilot": {"epochs": 1}},
+}
+TARGETS = ["all", "census_grid", "vit_recipes", "vit_pilot"]
+# Not measured: the results root (every output moves) and the docs page's name (an output outside the run).
+SKIPPED = {"results", "vit_recipes.docs"}
+# A change that keeps the config valid where "change the value" alone would not (lists tied to other keys).
+CHANGES: dict[str, Any] = {
+    "census.dims": lambda v: [v[0] + 1, *v[1:]],  # census.histogram.dims must stay a subset
+    "vit.plots.fig6_epochs": lambda v: v[:-1],
+    "vit.data.fallback": lambda v: [*v, "fashion_mnist"] if "fashion_mnist" not in v else v[:-1],
+    "vit.data.dataset": lambda v: "digits" if v != "digits" else "cifar10",
+    "vit.train.device": lambda v: "cpu" if v != "cpu" else "auto",
+    "vit_recipes.recipes": lambda v: [{**v[0], "lr": v[0]["lr"] / 2}, *v[1:]],
+    "census.histogram.dims": lambda v: v[:-1],
+    "lemma1.instances": lambda v: v[:-1],
+    "regpath.instances": lambda v: v[:-1],
+    "census.budget.dims": lambda v: v[:-1],
+    "census.budget.n_iter": lambda v: v[:-1],
+}
+
+
+def merge(base: dict, over: Mapping) -> dict:
+    for key, value in over.items():
+        base[key] = merge(dict(base.get(key, {})), value) if isinstance(value, Mapping) else value
+    return base
+
+
+def leaves(config: Mapping, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Every leaf key (a list counts as a leaf) with its value."""
+    for key, value in config.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping) and value and "circle" not in value:
+            yield from leaves(value, path)
+        else:
+            yield path, value
+
+
+def changed(key: str, value: Any) -> Any:
+    """Another valid value of ``key``."""
+    if key in CHANGES:
+        return CHANGES[key](value)
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value / 2 if value else 0.5
+    if isinstance(value, str):
+        options = {"logistic": "exponential", "adam": "adamw", "constant": "cosine", "cifar10": "fashion_mnist"}
+        return options.get(value, value + "x")
+    if isinstance(value, Mapping):  # {circle: {n, radius}}
+        return {"circle": {**value["circle"], "n": value["circle"]["n"] + 1}}
+    if value and isinstance(value[0], list):
+        return [[value[0][0] + 0.25, *value[0][1:]], *value[1:]]
+    if value and isinstance(value[0], int | float):
+        return [value[0] / 2 if isinstance(value[0], float) else value[0] + 1, *value[1:]]
+    return value[:-1]
+
+
+def first_level(stdout: str) -> set[str]:
+    """The rules a dry run plans for a reason of their own (not only because an input is updated by another job)."""
+    rules = set()
+    for match in re.finditer(r"^rule (\w+):\n((?:    .*\n)*)", stdout, flags=re.MULTILINE):
+        reason = re.search(r"^    reason: (.*)$", match.group(2), flags=re.MULTILINE)
+        own = [r for r in (reason.group(1).split("; ") if reason else []) if not r.startswith("Input files updated")]
+        if own:
+            rules.add(match.group(1))
+    return rules
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> tuple[Path, dict]:
+    work = copy_workflow(tmp_path_factory.mktemp("reads"))
+    base = merge(copy.deepcopy(yaml.safe_load((REPO / "workflow/config/ci_slurm.yaml").read_text())), SMALL)
+    (work / "base.yaml").write_text(yaml.safe_dump(base))
+    proc = subprocess.run(
+        [str(SNAKEMAKE), "--cores", "2", "--configfile", "base.yaml", "--", *TARGETS],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return work, merge(copy.deepcopy(DEFAULT_CONFIG), base)
+
+
+def dry_run(work: Path, base: dict, key: str, value: Any) -> set[str]:
+    config = copy.deepcopy(base)
+    node = config
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    path = work / f"change-{key}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [str(SNAKEMAKE), "-n", "--cores", "2", "--configfile", str(path), "--", *TARGETS],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, f"{key} = {value!r}: {proc.stderr[-2000:]}"
+    return first_level(proc.stdout)
+
+
+def test_a_changed_key_reruns_exactly_the_jobs_that_read_it(finished) -> None:
+    work, config = finished
+    assert dry_run(work, config, "census.seed", config["census"]["seed"]) == set()  # the run is complete
+    keys = [(key, value) for key, value in leaves(config) if key not in SKIPPED]
+    with ThreadPoolExecutor(2) as pool:
+        found = pool.map(lambda kv: dry_run(work, config, kv[0], changed(*kv)), keys)
+        planned = dict(zip([k for k, _ in keys], found, strict=True))
+    wrong = {key: (sorted(rules), readers(key)) for key, rules in planned.items() if rules != set(readers(key))}
+    assert not wrong, "key: (planned by the dry run, declared in reads.py)\n" + "\n".join(
+        f"  {key}: {v}" for key, v in wrong.items()
+    )
+    # the issue's case: an on-demand study's setting reruns no job of Figure 9
+    assert planned["census.grid.n_trials"] == {"census_grid_cell"}
+    assert planned["vit.guard.min_w_growth"] == {"claims_table"}  # a claim's threshold never retrains the ViT

@@ -1,0 +1,42 @@
+# The panels drawn from registered tables (census, regularization paths, ViT, basins): one rule per family, each
+# derived from the registry (maxmargin/registry/: Panel.tables, .files, .options), one script for all. One rule per
+# family keeps each at one level of the DAG (one node of the report's rule graph). Synthetic panels: synthetic.smk.
+
+TABLE_FAMILIES = list(
+    dict.fromkeys(p.family for p in registry.PANELS if p.family != "synthetic")
+)
+
+
+def panel_input(wildcards):
+    """The files the panel draws, in the order its drawing function takes them (registry.panel_inputs)."""
+    return [results_path(path) for _, path in registry.panel_inputs(wildcards.panel)]
+
+
+for family in TABLE_FAMILIES:
+
+    rule:
+        name:
+            f"plot_{family}"
+        input:
+            panel_input,
+        output:
+            pdf=results_path("figures/{panel}.pdf"),
+            png=report(
+                results_path("figures/{panel}.png"),
+                **panel_report(
+                    f"plot_{family}", [p.name for p in registry.panels_of(family)]
+                ),
+            ),
+        log:
+            results_path(f"logs/plot_{family}/{{panel}}.log"),
+        benchmark:
+            results_path(f"benchmarks/plot_{family}/{{panel}}.tsv")
+        wildcard_constraints:
+            panel="|".join(p.name for p in registry.panels_of(family)),
+        localrule: True
+        conda:
+            "../envs/core.yaml"
+        params:
+            reads=reads(f"plot_{family}"),
+        script:
+            "../../scripts/plot_panel.py"
