@@ -44,6 +44,7 @@ include: "workflow/rules/lemma1.smk"
 include: "workflow/rules/basin.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/claims.smk"
+include: "workflow/rules/targets.smk"
 
 
 rule all:

@@ -33,18 +33,9 @@ EXPECTED_RULES: dict[tuple[str, ...], set[str] | None] = {
     ("census_budget",): {"census_budget_trials", "census_budget_gather", "plot_census", "census_budget"},
     ("census_grid",): {"census_grid_cell", "census_grid_gather", "plot_census", "census_grid"},
     ("regpath", "lemma1"): {"regpath_instance", "regpath_table", "plot_regpath", "regpath", "lemma1_table", "lemma1"},
-    ("fig6", "fig7"): {
-        "vit_data",
-        "vit_train",
-        "vit_baseline",
-        "vit_metrics_table",
-        "vit_fig6",
-        "vit_fig7",
-        "fig6",
-        "fig7",
-    },
-    ("vit_pilot",): {"vit_data", "vit_pilot"},
-    ("vit_recipes",): {"vit_data", "vit_recipe_train", "vit_recipes_table", "vit_recipes_plot", "vit_recipes"},
+    ("fig6", "fig7"): {"vit_data", "vit_train", "vit_baseline", "vit_metrics_table", "plot_vit", "fig6", "fig7"},
+    ("vit_pilot",): {"vit_data", "vit_pilot_run", "vit_pilot"},
+    ("vit_recipes",): {"vit_data", "vit_recipe_train", "vit_recipes_table", "plot_vit", "vit_recipes"},
 }
 # Commands shown as templates or needing conda (absent here; tests/test_packaging.py checks the envs statically).
 # CONTRIBUTING.md's examples exist only once its steps have run: tests/test_contributing.py runs them.

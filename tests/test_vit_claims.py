@@ -187,7 +187,11 @@ def test_figure6_maps_share_one_colour_scale_and_one_colorbar() -> None:
 def test_the_settings_footer_is_an_option_the_stand_in_warning_is_not(footer: bool) -> None:
     note = "CIFAR-10 unavailable: stand-in Fashion-MNIST used instead"
     fig = draw_figure7(
-        metrics(0.7, (1.0, 0.3), (0.2, 5.0)), baseline(), {**sidecar(), "dataset_note": note}, 0.5, footer
+        metrics(0.7, (1.0, 0.3), (0.2, 5.0)),
+        {**sidecar(), "dataset_note": note},
+        baseline(),
+        baseline_fraction=0.5,
+        settings_footer=footer,
     )
     text = figure_texts(fig)
     assert f"WARNING: {note}" in text

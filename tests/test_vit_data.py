@@ -3,6 +3,7 @@ Debian package, never the network."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 from pathlib import Path
@@ -125,7 +126,8 @@ def test_an_offline_download_falls_back_naming_both_failures(
         raise urllib.error.URLError("no network")
 
     monkeypatch.setattr(FashionMNIST, "download", offline)
-    manifest = vit.resolve_data(settings(tmp_path, download=True, fallback=["digits"]))
+    source = dataclasses.asdict(settings(tmp_path, download=True, fallback=["digits"]))
+    manifest = vit.resolve_data(source)
     assert manifest["dataset"] == "digits" and not manifest["downloaded"]
     (tried,) = manifest["tried"]
     assert tried["dataset"] == "fashion_mnist" and "dataset-fashion-mnist" in tried["message"]

@@ -5,11 +5,6 @@
 CENSUS = config["census"]
 
 
-def census_runs(name):
-    """Every run of a census table (one job each), for the gather."""
-    return [results_path(p) for p in registry.table_paths(registry.table(name), config)]
-
-
 rule census_trials:
     """Normalized GD and GMM/LMM classification of every random trial of one dimension d."""
     output:
@@ -70,7 +65,7 @@ rule census_grid_cell:
 rule census_gather:
     """One table of every trial, and the per-d summary (with Wilson intervals) behind Figure 9(a) and the claims."""
     input:
-        census_runs("census_run"),
+        table_files("census_run"),
     output:
         trials=report(table_path("census_trials"), **table_report("census_trials")),
         summary=report(table_path("census_summary"), **table_report("census_summary")),
@@ -94,7 +89,7 @@ rule census_gather:
 rule census_budget_gather:
     """The census summary per (d, n_iter) with the number of labels that move with the budget."""
     input:
-        census_runs("census_budget_run"),
+        table_files("census_budget_run"),
     output:
         trials=table_path("census_budget_trials"),
         summary=report(table_path("census_budget"), **table_report("census_budget")),
@@ -119,7 +114,7 @@ rule census_budget_gather:
 rule census_grid_gather:
     """The census summary per (n, T, d) cell of the phase diagram."""
     input:
-        census_runs("census_grid_run"),
+        table_files("census_grid_run"),
     output:
         trials=table_path("census_grid_trials"),
         summary=report(table_path("census_grid"), **table_report("census_grid")),

@@ -1,4 +1,4 @@
-# Shared helpers of the rule files. Everything here is derived from the figure registry (maxmargin/registry/: every
+# Shared helpers of the rule files. Everything here is derived from the figure registry (maxmargin/registry/, every
 # panel, table, file and synthetic experiment, declared once, and the config keys each rule reads), which is plain
 # data: parsing the rule files imports neither numpy nor torch.
 import json
@@ -97,15 +97,18 @@ def table_report(name):
 
 
 def panel_report(rule, panels):
-    """The report() keywords of a rule drawing ``panels`` (wildcard ``panel``): each panel's caption from the
+    """The report() keywords of the rule drawing ``panels`` (wildcard ``panel``), each panel's caption from the
     registry, looked up by the wildcard in one generated caption file; category, subcategory and labels.
     """
-    captions = {p: registry.caption(registry.panel(p), config) for p in panels}
-    text = "{% set captions = " + json.dumps(captions, ensure_ascii=False) + " %}"
+    captions = json.dumps(
+        {p: registry.caption(registry.panel(p), config) for p in panels},
+        ensure_ascii=False,
+    )
+    lookup = "{{ captions[snakemake.wildcards.panel] }}"
     family = registry.panel(panels[0]).family
     return dict(
         caption=caption_file(
-            f"rule-{rule}", text + "{{ captions[snakemake.wildcards.panel] }}\n"
+            f"rule-{rule}", f"{{% set captions = {captions} %}}{lookup}\n"
         ),
         category=registry.category(family),
         subcategory=lambda wildcards: registry.panel(wildcards.panel).figure_label,
@@ -149,12 +152,23 @@ def all_targets():
     return list(dict.fromkeys(found))
 
 
-# One aggregate rule per target (`snakemake fig9`): its files, rebuilt when any is missing.
-for target in registry.targets():
+def panel_tables(wildcards):
+    """The three tables of the experiment a synthetic panel draws (rule plot_synthetic)."""
+    experiment = registry.panel(wildcards.panel).experiment
+    return {
+        kind: results_path(pattern.format(experiment=experiment))
+        for kind, (pattern, _) in zip(
+            ("trajectories", "tokens", "directions"),
+            registry.synthetic.EXPERIMENT_TABLES.values(),
+        )
+    }
 
-    rule:
-        name:
-            target
-        input:
-            target_files(target),
-        localrule: True
+
+def table_files(name):
+    """Every file of a registered table under this config (one per value of its wildcards), for a gathering rule."""
+    return [results_path(p) for p in registry.table_paths(registry.table(name), config)]
+
+
+def panel_input(wildcards):
+    """The files a panel draws, in the order its drawing function takes them (registry.panel_inputs)."""
+    return [results_path(path) for _, path in registry.panel_inputs(wildcards.panel)]

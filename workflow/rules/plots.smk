@@ -7,11 +7,6 @@ TABLE_FAMILIES = list(
 )
 
 
-def panel_input(wildcards):
-    """The files the panel draws, in the order its drawing function takes them (registry.panel_inputs)."""
-    return [results_path(path) for _, path in registry.panel_inputs(wildcards.panel)]
-
-
 for family in TABLE_FAMILIES:
 
     rule:

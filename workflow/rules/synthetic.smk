@@ -21,15 +21,6 @@ EXPERIMENT_TABLES = dict(
 )
 
 
-def panel_tables(wildcards):
-    """The three tables of the experiment a synthetic panel draws (rule plot_synthetic)."""
-    experiment = registry.panel(wildcards.panel).experiment
-    return {
-        kind: path.format(experiment=experiment)
-        for kind, path in EXPERIMENT_TABLES.items()
-    }
-
-
 rule synthetic_experiment:
     """Run one synthetic experiment: GD trajectories, max-margin directions and final cosines."""
     output:
