@@ -24,8 +24,31 @@ REPORT = REPO / "workflow" / "report"
 
 
 def render(name: str, config: dict) -> str:
-    """A report text as Snakemake renders it (Jinja2 with ``snakemake.config``)."""
-    return jinja2.Template((REPORT / name).read_text()).render(snakemake=type("S", (), {"config": config}))
+    """A report text as Snakemake renders it (Jinja2 with its settings, with ``snakemake.config``)."""
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string((REPORT / name).read_text()).render(snakemake=type("S", (), {"config": config}))
+
+
+def rst_problems(text: str) -> list[str]:
+    """The warnings docutils reports while turning rST into the report's HTML (it prints them into the page)."""
+    from docutils.core import publish_parts
+
+    html = publish_parts(text, writer_name="html", settings_overrides={"report_level": 5})["body"]
+    strict = publish_parts(text, writer_name="html", settings_overrides={"report_level": 1, "halt_level": 5})
+    return [m for m in re.findall(r"System Message: (\w+)/", strict["body"])] + (
+        ["html"] if "System Message" in html else []
+    )
+
+
+def test_every_caption_and_the_landing_page_are_clean_rst() -> None:
+    """Snakemake prints docutils' warnings into the report ("Bullet list ends without a blank line"): none."""
+    entries = [*registry.PANELS, *(t for t in registry.TABLES if t.label)]
+    for entry in entries:
+        assert not rst_problems(registry.caption(entry, DEFAULT_CONFIG)), entry.name
+    for dataset, fallback in (("cifar10", ["fashion_mnist", "digits"]), ("fashion_mnist", []), ("cifar10", ["digits"])):
+        config = copy.deepcopy(DEFAULT_CONFIG)
+        config["vit"]["data"] |= {"dataset": dataset, "fallback": fallback}
+        assert not rst_problems(render("workflow.rst", config)), (dataset, fallback)
 
 
 def test_landing_page_explains_every_verdict() -> None:
