@@ -226,3 +226,17 @@ __all__ = [
     "verify_inputs",
     "write_csv",
 ]
+
+
+def markdown_table(frame: pd.DataFrame, floatfmt: str = ".4g") -> str:
+    """``frame`` as a Markdown table (docs pages, the claims table): floats as ``floatfmt``, NaN empty, pipes
+    escaped."""
+
+    def cell(x: Any) -> str:
+        if isinstance(x, float):
+            return "" if x != x else format(x, floatfmt)
+        return str(x).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(x) for x in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from maxmargin.claims import basin, census, lemma1, regpath, synthetic, vit
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
 from maxmargin.registry import CLAIMS_CONFIG_KEYS as CONFIG_KEYS
 from maxmargin.registry import claims_config
+from maxmargin.tables import markdown_table
 
 CLAIMS: tuple[Claim, ...] = (
     synthetic.CLAIMS + basin.CLAIMS + census.CLAIMS + regpath.CLAIMS + lemma1.CLAIMS + vit.CLAIMS
@@ -59,10 +60,7 @@ def evaluate_claims(tables: Tables, config: Config) -> pd.DataFrame:
 
 def claims_markdown(claims: pd.DataFrame) -> str:
     """The claims table as a Markdown table (for the README and the report)."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in claims[COLUMNS].itertuples(index=False):
-        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |")
-    return "\n".join(lines) + "\n"
+    return markdown_table(claims[COLUMNS].astype(str))
 
 
 # Verdict -> row colour of the HTML table, so that a claim that differs stands out in the report.

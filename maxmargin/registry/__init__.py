@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from maxmargin.registry import basin, census, claims, lemma1, regpath, synthetic, vit
-from maxmargin.registry.types import Column, Experiment, Family, File, Panel, Table
+from maxmargin.registry.types import GALLERY_SCALE, Column, Experiment, Family, File, Panel, Table
 
-__all__ = ["Column", "Experiment", "Family", "File", "Panel", "Table"]
+__all__ = ["GALLERY_SCALE", "Column", "Experiment", "Family", "File", "Panel", "Table"]
 
 FAMILIES: tuple[Family, ...] = (
     Family("claims", 1, "Claims"),

@@ -129,6 +129,7 @@ PANELS: tuple[Panel, ...] = (
         "Tests the explanation that P(gamma < 0) above 1% at small d comes from runs too short to separate "
         "near-equal scores (claim ``census_budget``). Numbers: ``census_budget.csv``.",
         caption_blocks=("census",),
+        gallery=True,
     ),
     Panel(
         "census_grid",

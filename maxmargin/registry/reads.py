@@ -55,6 +55,7 @@ READS: dict[str, tuple[str, ...]] = {
                          "vit_recipes.train", "vit_recipes.recipes"),
     "vit_recipes_table": ("vit_recipes.recipes",),
     "docs_vit_recipes": ("vit_recipes.docs",),
+    "docs_vit": ("vit",),
     "claims_table": ("{claims}",),
     "gallery_thumbnail": (),
     "docs_claims": (),

@@ -6,6 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# Thumbnails of the README gallery are this fraction of their figure's pixels: one scale for every figure, so that
+# their text has one size (a fixed width shrank a six-panel figure's text below reading and enlarged a small one's).
+GALLERY_SCALE = 0.5
+
 
 @dataclass(frozen=True)
 class Family:
@@ -125,7 +129,7 @@ class Panel:
     ``caption``: its report caption, whose ``{key}`` fields are filled from the config blocks ``caption_blocks``
     (and the whole config by its top-level names; :func:`maxmargin.registry.caption`). ``subcategory``: its group in
     the report (default: the figure's name, "Figure 1"). ``gallery``: shown in the README gallery
-    (docs/gallery/{name}.png, ``gallery_width`` pixels wide; set it once its thumbnail is committed:
+    (docs/gallery/{name}.png at :data:`GALLERY_SCALE` of the figure's pixels; set it once its thumbnail is committed:
     ``snakemake docs/gallery/{name}.png``).
     """
 
@@ -143,7 +147,6 @@ class Panel:
     caption_blocks: tuple[str, ...] = ()
     subcategory: str = ""
     gallery: bool = False
-    gallery_width: int = 480
 
     @property
     def figure_label(self) -> str:

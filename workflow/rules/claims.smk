@@ -55,7 +55,7 @@ rule gallery_thumbnail:
     conda:
         "../envs/core.yaml"
     params:
-        width=lambda wildcards: registry.panel(wildcards.figure).gallery_width,
+        scale=registry.GALLERY_SCALE,
     script:
         "../../scripts/gallery_thumbnail.py"
 

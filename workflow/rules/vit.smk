@@ -235,3 +235,33 @@ rule docs_vit_recipes:
         configfiles=user_configfiles(),
     script:
         "../../scripts/docs_vit_recipes.py"
+
+
+rule docs_vit:
+    """This run's page for the docs (docs/results/<vit.docs>.md, with its Figures 6-7 as PNG, its metrics table and
+    its ViT claims as CSV; committed for workflow/config/cpu_depth12.yaml): generated, never typed.
+    """
+    input:
+        metrics=table_path("vit_metrics"),
+        baseline=table_path("vit_baseline"),
+        sidecar=f"{VIT_RUN}/vit_metrics.json",
+        fig6=panel_files("fig6")[1],
+        fig7=panel_files("fig7")[1],
+    output:
+        md=f"docs/results/{VIT['docs']}.md",
+        fig6=f"docs/results/{VIT['docs']}_fig6.png",
+        fig7=f"docs/results/{VIT['docs']}_fig7.png",
+        metrics=f"docs/results/{VIT['docs']}_metrics.csv",
+        claims=f"docs/results/{VIT['docs']}_claims.csv",
+    log:
+        results_path("logs/docs_vit/vit.log"),
+    benchmark:
+        results_path("benchmarks/docs_vit/vit.tsv")
+    localrule: True
+    conda:
+        "../envs/core.yaml"
+    params:
+        reads=reads("docs_vit"),
+        configfiles=user_configfiles(),
+    script:
+        "../../scripts/docs_vit.py"

@@ -13,7 +13,7 @@ from maxmargin import registry
 from maxmargin.experiments.vit.settings import VitSettings
 from maxmargin.files import file_sha256, write_json, write_npz
 from maxmargin.provenance import current_provenance, table_record
-from maxmargin.tables import write_csv
+from maxmargin.tables import markdown_table, write_csv
 
 METRIC_COLUMNS = registry.columns("vit_run_metrics")
 
@@ -90,3 +90,41 @@ def save_result(
     sidecar["maps_sha256"] = file_sha256(maps_path)
     write_json(sidecar, sidecar_path)
     return table
+
+
+# The metrics of the docs page, in the paper's words.
+_PAGE_COLUMNS = {
+    "epoch": "epoch",
+    "test_acc": "test acc",
+    "soft_sparsity": "soft-sparsity",
+    "w_frobenius": "||W||_F",
+    "w_cosine_previous": "cos(W, previous W)",
+    "w_cosine_final": "cos(W, final W)",
+}
+
+
+def run_page(metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, Any], claims: pd.DataFrame) -> str:
+    """The body of a ViT run's docs page (Markdown): data, model, recipe, machine and times from the run's sidecar,
+    the linear baseline, every epoch's metrics (Figures 6-7's numbers) and the ViT claims measured from them."""
+    s, times = sidecar["settings"], sidecar["epoch_times"]
+    m, t = s["model"], s["train"]
+    grid = "x".join(str(g) for g in sidecar["grid"])
+    recipe = f"{t['optimizer']} at lr {t['lr']:g}, batch {t['batch_size']}, {t['epochs']} epochs"
+    recipe += f", warm-up {t['warmup_epochs']:g} epochs" if t["warmup_epochs"] else ""
+    recipe += f", {t['schedule']} schedule, gradient clipping at {t['grad_clip']:g}" if t["grad_clip"] else ""
+    recipe += f", weight decay {t['weight_decay']:g}" if t["weight_decay"] else ""
+    table = metrics[list(_PAGE_COLUMNS)].rename(columns=_PAGE_COLUMNS)
+    lines = [
+        f"- Data: {sidecar['dataset']}, {sidecar['n_train']} training and {sidecar['n_test']} test images "
+        f"(soft-sparsity over the first {sidecar['n_probe']}).",
+        f"- Model: ViT {m['embed_dim']}-d, depth {m['depth']}, {m['num_heads']} heads, patch {m['patch_size']} "
+        f"({grid} tokens + [CLS]), {sidecar['n_parameters']:,} parameters.",
+        f"- Recipe: {recipe}; {sidecar['steps']} optimiser steps.",
+        f"- Machine: {sidecar['device']} ({sidecar['device_name']}), {sidecar['torch_threads']} torch threads, "
+        f"torch {sidecar['torch_version']}. Training took {sum(x['epoch_seconds'] for x in times) / 60:.1f} min "
+        "(sum of the epoch times in the run's sidecar).",
+        f"- Linear baseline (logistic regression on the same training pixels): test accuracy "
+        f"{float(baseline['test_acc'].iloc[0]):.3f}; chance {1 / m['num_classes']:.3f}.",
+    ]
+    sections = ["", "## Every epoch", "", markdown_table(table), "## The ViT claims", "", markdown_table(claims)]
+    return "\n".join(lines + sections)

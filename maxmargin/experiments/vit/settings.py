@@ -118,6 +118,7 @@ TRAINING_MODULES = (
     "fashion.py",
     "model.py",
     "optim.py",
+    "probes.py",
     "settings.py",
     "sources.py",
     "training.py",

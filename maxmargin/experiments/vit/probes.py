@@ -1,0 +1,106 @@
+"""ViT attention probes and W's record during training: accuracy passes, the [CLS] attention of the probe images
+(soft-sparsity, Figure 7; the fixed image's map, Figure 6) and the last layer's key-query matrix W per epoch.
+
+Paper: Section 4. Soft-sparsity is (||s||_1^2 / ||s||_2^2) / T of the last layer's [CLS] attention s over the T patch
+tokens, averaged over heads; ||W||_F and the direction W / ||W||_F are those of the last layer's W = W_K^T W_Q.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+from maxmargin.experiments.vit.checkpoint import w_history_path
+from maxmargin.experiments.vit.data import ImageData, normalize
+from maxmargin.experiments.vit.model import cls_attention, patch_attention, soft_sparsity
+from maxmargin.experiments.vit.settings import VitSettings
+
+
+class Evaluator:
+    """Loss/accuracy passes and the probe, batched, under the configured autocast."""
+
+    def __init__(
+        self, model: nn.Module, forward: Callable, data: ImageData, settings: VitSettings, device: torch.device
+    ) -> None:
+        self.model, self.forward, self.device, self.settings = model, forward, device, settings
+        self.mean, self.std = data.mean.to(device), data.std.to(device)
+        self.batch = 2 * settings.train.batch_size
+        n_probe = min(settings.probe.n_images, len(data.x_test))
+        idx = settings.probe.image_index
+        if not 0 <= idx < len(data.x_test):
+            raise ValueError(f"probe.image_index {idx} outside the {len(data.x_test)} test images")
+        # The fixed Figure 6 image first, then the probe set.
+        self.probe_x = normalize(
+            torch.cat([data.x_test[idx : idx + 1], data.x_test[:n_probe]]).to(device), self.mean, self.std
+        )
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.settings.train.bf16)
+
+    @torch.no_grad()
+    def loss_acc(self, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+        self.model.eval()
+        loss, correct = 0.0, 0
+        for i in range(0, len(x), self.batch):
+            xb = normalize(x[i : i + self.batch].to(self.device), self.mean, self.std)
+            yb = y[i : i + self.batch].to(self.device)
+            with self.autocast():
+                logits = self.forward(xb).float()
+            loss += float(functional.cross_entropy(logits, yb, reduction="sum"))
+            correct += int((logits.argmax(-1) == yb).sum())
+        self.model.train()
+        return loss / len(x), correct / len(x)
+
+    def probe(self) -> tuple[float, float, np.ndarray, float]:
+        """Mean soft-sparsity and [CLS] self-entry over the probe set; the fixed image's map and self-entry."""
+        rows = cls_attention(self.model, self.probe_x, self.batch)  # (1 + n, H, 1 + T)
+        s = patch_attention(rows)
+        self_entry = rows.mean(dim=1)[:, 0]
+        sparsity = soft_sparsity(s[1:])
+        return (float(sparsity.mean()), float(self_entry[1:].mean()), s[0].double().cpu().numpy(), float(self_entry[0]))
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """<a, b> / (||a|| ||b||) of two matrices (Frobenius), in float64."""
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+class WHistory:
+    """The last layer's W of every epoch, as float32 blocks appended to a file beside the checkpoint.
+
+    One block per epoch (C x C): O(1) work per epoch at any width, and a resumed run reads back exactly what an
+    uninterrupted one kept in memory (the cosines are computed from the stored float32 values in both).
+    """
+
+    def __init__(self, checkpoint: str | os.PathLike[str], dim: int) -> None:
+        self.path, self.dim = w_history_path(checkpoint), dim
+
+    def blocks(self) -> int:
+        return self.path.stat().st_size // (4 * self.dim * self.dim) if self.path.exists() else 0
+
+    def truncate(self, n_epochs: int) -> bool:
+        """Keep the first ``n_epochs`` blocks; False when fewer are there (the checkpoint cannot be resumed)."""
+        if self.blocks() < n_epochs:
+            return False
+        with open(self.path, "r+b") as f:
+            f.truncate(4 * self.dim * self.dim * n_epochs)
+        return True
+
+    def reset(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(b"")
+
+    def append(self, w: np.ndarray) -> None:
+        with open(self.path, "ab") as f:
+            f.write(np.ascontiguousarray(w, dtype=np.float32).tobytes())
+
+    def read(self) -> np.ndarray:
+        """(epochs, C, C) float32."""
+        return np.fromfile(self.path, dtype=np.float32).reshape(-1, self.dim, self.dim)
