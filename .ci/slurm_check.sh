@@ -220,7 +220,7 @@ slurm_run() {  # slurm_run NAME DIR CONFIG TARGET...: TARGETS through the profil
     rules="$(submitted_rules "$name")"
     echo "slurm_wall_s=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}') run=$name" \
         "submitted=$(grep -c . <<<"$rules") ($(count_rules <<<"$rules"))" \
-        "local=$(grep -c '^localrule ' "$WORK/$name.log")" \
+        "local=$(( $(grep -cE '^[0-9:]{8} start ' "$WORK/$name.log") - $(grep -c . <<<"$rules") ))" \
         "load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
     if [[ $rc != 0 ]]; then
         show "$name" 60

@@ -12,11 +12,12 @@ import contextlib
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from maxmargin.core.progress import PROGRESS_LOGGER
+from maxmargin.core.progress import PROGRESS_LOGGER, TERMINAL_INTERVAL
 from maxmargin.files import remove_stale_temporaries
 from maxmargin.provenance import provenance_path, reset_provenance, set_provenance, snakemake_provenance
 
@@ -38,6 +39,23 @@ class _Tee:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.terminal, name)
+
+
+class _Throttle(logging.Filter):
+    """Lets a job's progress lines through to the terminal at most every ``interval`` seconds, its first and last
+    (``final``) lines always: the terminal says how far along a job is, the rule log keeps every line."""
+
+    def __init__(self, interval: float) -> None:
+        super().__init__()
+        self.interval, self.last = interval, -float("inf")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        # a second of slack: a Progress reports every `interval` seconds by its own clock
+        if getattr(record, "final", False) or now - self.last >= self.interval - 1.0:
+            self.last = now
+            return True
+        return False
 
 
 def _clear_earlier_attempt(outputs: Any) -> None:
@@ -87,6 +105,7 @@ def _handlers(log_file: Any, terminal: Any, name: str) -> Iterator[logging.Logge
     # the terminal's own stream, not the tee: the rule log already gets the record through `handler`
     progress_handler = logging.StreamHandler(terminal)
     progress_handler.setFormatter(logging.Formatter(f"%(asctime)s [{name}] %(message)s", "%H:%M:%S"))
+    progress_handler.addFilter(_Throttle(TERMINAL_INTERVAL))
     logging.getLogger(PROGRESS_LOGGER).addHandler(progress_handler)
     try:
         yield logger

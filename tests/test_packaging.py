@@ -82,6 +82,10 @@ def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
     return names - set(sys.stdlib_module_names) - {"snakemake"}
 
 
+# The workflow profile's terminal output, a Snakemake logger plugin installed beside the package (not editable:
+# Snakemake finds logger plugins among the installed top-level modules).
+LOGGER_PLUGIN = "./workflow/logger"
+
 # conda-forge name -> PyPI name, where they differ
 CONDA_NAMES = {"pytorch": "torch"}
 
@@ -100,10 +104,11 @@ def test_environment_yml_matches_pyproject():
     env = env_file["dependencies"]
     conda = [d for d in env if isinstance(d, str) and not d.startswith(("python=", "pip"))]
     pip = next(d["pip"] for d in env if isinstance(d, dict))
-    listed = dict(map(_conda_split, conda)) | dict(_split(r) for r in pip if not r.startswith("-e"))
-    assert len(listed) == len(conda) + len(pip) - 1  # no package listed twice
+    listed = dict(map(_conda_split, conda)) | dict(_split(r) for r in pip if not r.startswith(("-e", "./")))
+    assert len(listed) == len(conda) + len(pip) - 2  # no package listed twice
     assert listed == wanted
-    assert "-e ." in pip
+    assert "-e ." in pip and LOGGER_PLUGIN in pip
+    assert LOGGER_PLUGIN in (REPO / "Makefile").read_text()  # make installs what conda users get
     # conda-forge only, and PyTorch's CPU build (GPU users switch =cpu* to =cuda*, see the file's header)
     assert env_file["channels"] == ["conda-forge", "nodefaults"]
     assert {"pytorch=2.14.1=cpu*", "torchvision=0.29.1=cpu*"} <= set(conda)

@@ -7,6 +7,8 @@ the terminal when Snakemake runs the job, its SLURM log on a cluster; whether or
 
 from __future__ import annotations
 
+import logging
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_CONFIG, snakemake
 
+from maxmargin import logs
 from maxmargin.core.progress import Progress, duration, progress
 from maxmargin.experiments.census import CensusSettings, run_trials
 from maxmargin.experiments.regpath import regpath_table
@@ -33,14 +36,15 @@ def test_census_chunks_reach_the_terminal_once_and_the_log_once(tmp_path: Path, 
         rows = run_trials(settings, 4)
     assert len(rows) == 6
     terminal = [line for line in capsys.readouterr().err.splitlines() if "[census_trials d=4]" in line]
+    # the terminal: the first line and the last (the others at most every 30 s); the log: every line, once
     assert [line.split("] ", 1)[1].split(",")[0] for line in terminal] == [
         "census d=4: trials 2/6 (33%)",
-        "census d=4: trials 4/6 (67%)",
         "census d=4: trials 6/6 (100%)",
     ]
     assert "left" in terminal[0] and "left" not in terminal[-1]  # the time left, until the end
     log = (tmp_path / "census_trials.log").read_text()
-    assert log.count("census d=4: trials 4/6 (67%)") == 1  # the record once, not once more through the tee
+    for step in ("2/6 (33%)", "4/6 (67%)", "6/6 (100%)"):
+        assert log.count(f"census d=4: trials {step}") == 1  # the record once, not once more through the tee
 
 
 def test_regularization_path_reports_every_radius(tmp_path: Path, capsys) -> None:
@@ -52,10 +56,10 @@ def test_regularization_path_reports_every_radius(tmp_path: Path, capsys) -> Non
     lines = [line for line in capsys.readouterr().err.splitlines() if prefix in line]
     assert [line.split("] ", 1)[1].split(" (")[0] for line in lines] == [
         "regularization path: radius 1/3",
-        "regularization path: radius 2/3",
         "regularization path: radius 3/3",
     ]
     assert "about" in lines[0] and "R 4, log(L - inf L)" in lines[-1]
+    assert "radius 2/3" in (tmp_path / "regpath_instance.log").read_text()  # every radius in the rule log
 
 
 def test_progress_outside_a_rule_prints_nothing(capsys) -> None:
@@ -69,6 +73,10 @@ def test_snakemake_shows_census_progress_without_a_tty(workflow_dir: Path) -> No
     config = {"census": {"dims": [4], "histogram": {"dims": [4]}, "n_trials": 4, "chunk": 2}}
     proc = snakemake(workflow_dir, "results/runs/census/d4.csv", config=config)
     assert "[census_trials d=4] census d=4: trials 4/4 (100%)" in proc.stderr
+    # the workflow's terminal (workflow/logger/): a line per job start and end, none of the scheduler's chatter
+    assert re.search(r"^\d\d:\d\d:\d\d start census_trials d=4$", proc.stderr, re.MULTILINE)
+    assert re.search(r"^\d\d:\d\d:\d\d done  census_trials d=4 in \d+ s \[1/1 jobs\]$", proc.stderr, re.MULTILINE)
+    assert "Select jobs to execute" not in proc.stderr and "resources:" not in proc.stderr
     assert "trials 4/4 (100%)" in (workflow_dir / "results/logs/census_trials/d4.log").read_text()
 
 
@@ -80,3 +88,16 @@ def test_the_time_left_follows_the_rate_so_far(monkeypatch) -> None:
     assert bar.text(1) == "epochs 1/4 (25%), 10 s so far, about 30 s left"  # 10 s per epoch, 3 to go
     assert bar.text(4) == "epochs 4/4 (100%), 40 s so far"
     assert duration(30) == "30 s" and duration(600) == "10.0 min" and duration(3 * 3600) == "3.0 h"
+
+
+def test_the_terminal_gets_a_progress_line_at_most_every_interval(monkeypatch) -> None:
+    """The terminal's filter of a job's progress lines: the first, then one per interval, and the last always."""
+    clock = iter([0.0, 5.0, 29.5, 40.0, 41.0])
+    monkeypatch.setattr(logs.time, "monotonic", lambda: next(clock))
+    throttle = logs._Throttle(30.0)
+
+    def record(final: bool) -> logging.LogRecord:
+        return logging.makeLogRecord({"msg": "step", "final": final})
+
+    passed = [throttle.filter(record(final)) for final in (False, False, False, False, True)]
+    assert passed == [True, False, True, False, True]  # 0 s, 5 s (too soon), 29.5 s (a second of slack), 40 s, final

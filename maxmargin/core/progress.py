@@ -10,12 +10,14 @@ import logging
 import time
 from typing import Any
 
-__all__ = ["PROGRESS_LOGGER", "Progress", "duration", "progress"]
+__all__ = ["PROGRESS_LOGGER", "TERMINAL_INTERVAL", "Progress", "duration", "progress"]
 
 PROGRESS_LOGGER = "maxmargin.progress"
+# Seconds between two progress lines of one job on the terminal (a job's first and last lines always show).
+TERMINAL_INTERVAL = 30.0
 
 
-def progress(message: str, *args: Any) -> None:
+def progress(message: str, *args: Any, final: bool = False) -> None:
     """Report one step of a long job (``message % args``): in the rule log and on the job's terminal/SLURM log.
 
     Parameters
@@ -24,13 +26,16 @@ def progress(message: str, *args: Any) -> None:
         A %-format string.
     *args : Any
         Its arguments.
+    final : bool
+        The job's last report: the terminal always shows it (it shows the others at most every
+        :data:`TERMINAL_INTERVAL` seconds; the rule log gets them all).
 
     Returns
     -------
     None
         The record goes to the handlers of :data:`PROGRESS_LOGGER` (none outside a rule).
     """
-    logging.getLogger(PROGRESS_LOGGER).info(message, *args)
+    logging.getLogger(PROGRESS_LOGGER).info(message, *args, extra={"final": final})
 
 
 def duration(seconds: float) -> str:
@@ -84,4 +89,4 @@ class Progress:
         now = time.perf_counter()
         if done >= self.total or now - self.last >= self.interval:
             self.last = now
-            progress("%s", self.text(done, detail))
+            progress("%s", self.text(done, detail), final=done >= self.total)

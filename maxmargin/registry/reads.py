@@ -55,7 +55,7 @@ READS: dict[str, tuple[str, ...]] = {
                          "vit_recipes.train", "vit_recipes.recipes"),
     "vit_recipes_table": ("vit_recipes.recipes",),
     "docs_vit_recipes": ("vit_recipes.docs",),
-    "docs_vit": ("vit",),
+    "docs_vit": ("vit.docs", "vit.model.num_classes", "vit.guard"),  # the rest of the page: the run's sidecar
     "claims_table": ("{claims}",),
     "gallery_thumbnail": (),
     "docs_claims": (),
