@@ -2,7 +2,9 @@
 
 Prints the load average (``os.getloadavg``, what ``uptime`` shows) before and after, and the wall and CPU time of
 each part: the grid runs per GD variant, the cone of Theorem 3 (its arcs and the stationary-point rays), the
-Figure 1(b) paths, the figure, and the whole. The brief of issue 22: the whole target within 30 s on 2 cores.
+Figure 1(b) paths, the figure, and the whole. The brief of issue 22: the whole target within 30 s on 2 cores. And
+the memory: the study's peak resident memory above what the process held before it, per start of the grid, next to
+``maxmargin.config.BASIN_BYTES_PER_START`` (what the config check assumes before any job).
 
 Not a test: run it by hand, e.g. ``PYTHONPATH=. .venv/bin/python benchmarks/basin_benchmark.py``.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,9 +23,10 @@ from typing import Any
 import yaml
 
 from maxmargin import pipeline
+from maxmargin.config import BASIN_BYTES_PER_START
 from maxmargin.experiments import basin, instances
 from maxmargin.figures.basin import draw_basin
-from maxmargin.io import save_figure
+from maxmargin.pipeline import save_figure
 
 CONFIG = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/config/default.yaml").read_text())
 
@@ -33,6 +37,11 @@ def timed(label: str, call: Callable[[], Any]) -> Any:
     out = call()
     print(f"{label:<44} wall {time.perf_counter() - wall:6.2f} s   cpu {time.process_time() - cpu:6.2f} s")
     return out
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def main() -> None:
@@ -46,7 +55,13 @@ def main() -> None:
     fig1b = pipeline.run_experiment("fig1b", fig1, CONFIG["synthetic"]["data"].get("fig1b", {}))
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     start = time.perf_counter()
+    before = _peak_rss()
     tables = timed("study (grid, cone, Figure 1(b) paths)", lambda: basin.basin_study(b, fig1, tols, args.workers))
+    starts = b["grid"]["p1"]["num"] * b["grid"]["p2"]["num"]
+    per_start = (_peak_rss() - before) / starts
+    print(f"memory: peak {_peak_rss() / 2**20:.0f} MiB, {per_start / 1000:.1f} kB per start above the process's")
+    print(f"        {before / 2**20:.0f} MiB before the study ({starts:,} starts; the config check assumes")
+    print(f"        {BASIN_BYTES_PER_START / 1000:.0f} kB per start)")
     with tempfile.TemporaryDirectory() as tmp:
 
         def draw() -> None:

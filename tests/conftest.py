@@ -13,6 +13,16 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 DEFAULT_CONFIG = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
+CI_CONFIG = "workflow/config/ci_slurm.yaml"  # the small run: every rule of `all`, each job a few seconds
+CI_RESULTS = yaml.safe_load((REPO / CI_CONFIG).read_text())["results"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--regenerate-baselines",
+        action="store_true",
+        help="write tests/baseline_images/ from this run's figures instead of comparing with them",
+    )
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -44,3 +54,12 @@ def snakemake(
 def workflow_dir(tmp_path: Path) -> Path:
     """A fresh copy of the workflow in a temporary directory."""
     return copy_workflow(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def ci_run(tmp_path_factory) -> Path:
+    """A copy of the workflow after `all` on the CI config and `--report report.html` (shared, not to be changed)."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("ci_run"))
+    snakemake(workdir, "--configfile", CI_CONFIG)
+    snakemake(workdir, "--configfile", CI_CONFIG, "--report", "report.html")
+    return workdir

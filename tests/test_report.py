@@ -10,22 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from conftest import REPO, copy_workflow, snakemake
-
-CI_CONFIG = "workflow/config/ci_slurm.yaml"
-RESULTS = yaml.safe_load((REPO / CI_CONFIG).read_text())["results"]
+from conftest import CI_RESULTS as RESULTS
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
+def run(ci_run) -> Path:
     """A copy of the workflow after `all` on the CI config and `--report report.html`."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("report"))
-    snakemake(workdir, "--configfile", CI_CONFIG)
-    snakemake(workdir, "--configfile", CI_CONFIG, "--report", "report.html")
-    return workdir
+    return ci_run
 
 
 @pytest.fixture(scope="module")

@@ -75,5 +75,6 @@ def test_the_docs_recipe_table_is_read_from_the_study_table():
 
 def test_docs_vit_md_types_no_recipe_numbers():
     text = (REPO / "docs" / "vit.md").read_text()
-    assert "results/vit_recipes.md" in text  # the generated table, linked
+    for page in ("vit_recipes_vitb_cpu", "vit_depth12_study", "cpu_depth12"):  # the generated pages, linked
+        assert f"(results/{page}.md)" in text and (REPO / "docs" / "results" / f"{page}.md").exists()
     assert "| `sgd-fixed` |" not in text and "final test acc |" not in text

@@ -12,7 +12,7 @@ OFF_ALL = {
     "gallery_thumbnail",  # writes docs/gallery/ (committed), outside the results root: `make gallery`
     "docs_claims",  # writes docs/results/claims.md (committed): `make gallery`
     "docs_vit",  # writes docs/results/<vit.docs>.md and its figures and tables (committed): docs/vit.md
-    "docs_vit_recipes",  # writes docs/results/vit_recipes.{md,png} (committed): `make gallery`
+    "docs_vit_recipes",  # writes docs/results/<vit_recipes.docs>.{md,png} (committed): docs/vit.md
     "vit_pilot_run",  # times a few epochs before a long run: `vit_pilot`
     "vit_recipe_train",
     "vit_recipes_table",  # ~5 min of CPU: `vit_recipes`

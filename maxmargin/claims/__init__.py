@@ -67,7 +67,7 @@ def claims_markdown(claims: pd.DataFrame) -> str:
 _VERDICT_CLASSES = {verdict: verdict.replace(" ", "-") for verdict in VERDICTS}  # one per verdict, none missed
 _HTML_STYLE = (
     "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse;table-layout:fixed;width:100%;"
-    "min-width:1150px} td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;"
+    "min-width:900px} td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;"
     "overflow-wrap:anywhere}"
     " tr.holds{background:#e6f4ea} tr.differs{background:#fce8e6} tr.inconclusive{background:#fef7e0}"
     " tr.not-run{background:#f1f3f4}"
@@ -75,7 +75,7 @@ _HTML_STYLE = (
 
 
 # Width of each column (%): the claim and what was measured get room to read in two or three lines.
-_WIDTHS = {"claim_id": 10, "claim": 20, "source": 9, "paper_value": 9, "measured": 23, "verdict": 7, "note": 22}
+_WIDTHS = {"claim_id": 13, "claim": 19, "source": 8, "paper_value": 8, "measured": 22, "verdict": 7, "note": 23}
 
 
 def claims_html(claims: pd.DataFrame) -> str:

@@ -252,6 +252,7 @@ rule docs_vit:
         fig6=f"docs/results/{VIT['docs']}_fig6.png",
         fig7=f"docs/results/{VIT['docs']}_fig7.png",
         metrics=f"docs/results/{VIT['docs']}_metrics.csv",
+        baseline=f"docs/results/{VIT['docs']}_baseline.csv",
         claims=f"docs/results/{VIT['docs']}_claims.csv",
     log:
         results_path("logs/docs_vit/vit.log"),

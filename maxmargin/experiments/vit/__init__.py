@@ -4,8 +4,9 @@ Paper: Section 4 ("Real experiments"), Figures 6 and 7. One module per job: :mod
 ``vit`` section as dataclasses), :mod:`.sources` (which data set, from which files: the data manifest),
 :mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.fashion` (Fashion-MNIST, a full-size stand-in),
 :mod:`.model` (the ViT and the probe: [CLS] attention, soft-sparsity, ||W||_F),
-:mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`, :mod:`.training` (the loop, logging every epoch)
-and :mod:`.results` (the metrics table, sidecar and maps).
+:mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`, :mod:`.probes` (accuracy passes, the [CLS]
+attention of the probe images, W per epoch), :mod:`.training` (the loop, logging every epoch), :mod:`.baseline` (the
+linear baseline) and :mod:`.results` (the metrics table, sidecar, maps and the docs page).
 
 The names below are imported on first use, so that importing a torch-free submodule (:mod:`.settings`, which the
 rule files read while building the DAG) does not import torch.
@@ -76,9 +77,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "DISPLAY_NAMES",
         "data_plan",
     ),
+    "probes": (
+        "Evaluator",
+        "WHistory",
+        "cosine",
+    ),
     "training": (
         "LearningStalledWarning",
-        "WHistory",
         "check_learning",
         "cpu_name",
         "peak_memory_mb",
