@@ -48,7 +48,7 @@ def test_every_figure_has_a_baseline_and_a_thumbnail() -> None:
 
 def test_the_gallery_target_makes_every_thumbnail_at_one_scale(ci_run) -> None:
     """`make gallery`'s target on the small run: every thumbnail, at GALLERY_SCALE of its figure's pixels."""
-    snakemake(ci_run, "--configfile", CI_CONFIG, "gallery")
+    snakemake(ci_run, "--configfile", CI_CONFIG, "--", "gallery")
     for panel in PANELS:
         figure = Image.open(ci_run / CI_RESULTS / "figures" / f"{panel}.png")
         thumbnail = Image.open(ci_run / "docs" / "gallery" / f"{panel}.png")

@@ -200,10 +200,15 @@ def test_the_settings_footer_is_an_option_the_stand_in_warning_is_not(footer: bo
     matplotlib.pyplot.close(fig)
 
 
-# The ViT runs whose numbers are committed (rule docs_vit: docs/results/<vit.docs>_{metrics,baseline,claims}.csv),
-# with the config files they were made with over default.yaml: the default run's (make gallery) and the depth-12 CPU
-# run's. Both were measured on this project's CPU machine (the pages name it).
-COMMITTED = {"vit_quick": [], "cpu_depth12": ["workflow/config/cpu_depth12.yaml"]}
+# The ViT runs whose numbers are committed (rule docs_vit: docs/results/<vit.docs>_{metrics,baseline,claims}.csv):
+# the config files they were made with over default.yaml, and the claims that hold on them. The default run's
+# (make gallery) and the depth-12 CPU run's, both measured on this project's CPU machine (the pages name it). After
+# its 5 epochs the depth-12 run's W still turns (cos 0.85 with the epoch before): vit_w_direction differs there, and
+# its committed row says so; the issue asks of that run a model that learns and vit_sparsity.
+COMMITTED = {
+    "vit_quick": ([], ["vit_sparsity", "vit_learns", "vit_w_direction"]),
+    "cpu_depth12": (["workflow/config/cpu_depth12.yaml"], ["vit_sparsity", "vit_learns"]),
+}
 VIT_CLAIMS = ["vit_sparsity", "vit_learns", "vit_w_direction"]
 
 
@@ -221,15 +226,17 @@ def merged(files: list[str]) -> dict:
 
 @pytest.mark.parametrize("run", sorted(COMMITTED))
 def test_the_vit_claims_hold_on_the_committed_numbers(run: str) -> None:
-    """Issue 28: the committed numbers (one machine's) satisfy every ViT claim, and the committed claims rows are
-    what the claims code measures from them today."""
+    """Issue 28: the committed numbers (one machine's) satisfy the ViT claims asked of them, and the committed claims
+    rows are what the claims code measures from them today."""
     folder = REPO / "docs" / "results"
     tables = {"vit_metrics": pd.read_csv(folder / f"{run}_metrics.csv")}
     tables["vit_baseline"] = pd.read_csv(folder / f"{run}_baseline.csv")
-    claims = evaluate_claims(tables, merged(COMMITTED[run])).set_index("claim_id").loc[VIT_CLAIMS]
-    assert (claims["verdict"] == "holds").all(), claims[["measured", "verdict", "note"]].to_dict("index")
+    files, holding = COMMITTED[run]
+    claims = evaluate_claims(tables, merged(files)).set_index("claim_id").loc[VIT_CLAIMS]
+    assert (claims.loc[holding, "verdict"] == "holds").all(), claims[["measured", "verdict", "note"]].to_dict("index")
     committed = pd.read_csv(folder / f"{run}_claims.csv").set_index("claim_id").loc[VIT_CLAIMS]
     assert committed["measured"].tolist() == claims["measured"].tolist()
+    assert committed["verdict"].tolist() == claims["verdict"].tolist()
 
 
 @pytest.mark.slow
