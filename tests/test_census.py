@@ -366,6 +366,6 @@ def test_census_targets_end_to_end(workflow_dir):
     assert grid[["n", "T", "d"]].values.tolist() == [[1, 2, 2], [1, 3, 2], [2, 2, 2], [2, 3, 2]]
     assert (grid["n_trials"] == 6).all() and (grid["pct_lmm_ci_low"] <= grid["pct_lmm"]).all()
     log = (results / "logs" / "census_trials" / "d5.log").read_text()
-    assert "census d=5: trials 0-19 done (20/20)" in log  # one progress line per chunk
+    assert "census d=5: trials 20/20 (100%)" in log  # the progress lines, the last included
     hist = pd.read_csv(results / "tables" / "fig9b.csv")
     assert set(hist["d"]) == {5} and hist["cumulative"].iloc[-1] == pytest.approx(1.0)

@@ -58,6 +58,11 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "tools").mkdir()
     shutil.copy(REPO / "tools/live_runs.sh", tmp_path / "tools/live_runs.sh")
     (tmp_path / "pyproject.toml").touch()
+    plugin = tmp_path / "workflow/logger/snakemake_logger_plugin_maxmargin"  # the venv's other sources (Makefile)
+    plugin.mkdir(parents=True)
+    for source in (tmp_path / "workflow/logger/pyproject.toml", plugin / "__init__.py"):
+        source.touch()
+        os.utime(source, (time.time() - 60, time.time() - 60))
     fake = tmp_path / ".venv/bin/snakemake"
     fake.parent.mkdir(parents=True)
     fake.write_text(FAKE_SNAKEMAKE)

@@ -36,6 +36,21 @@ EXPECTED_RULES: dict[tuple[str, ...], set[str] | None] = {
     ("fig6", "fig7"): {"vit_data", "vit_train", "vit_baseline", "vit_metrics_table", "plot_vit", "fig6", "fig7"},
     ("vit_pilot",): {"vit_data", "vit_pilot_run", "vit_pilot"},
     ("vit_recipes",): {"vit_data", "vit_recipe_train", "vit_recipes_table", "plot_vit", "vit_recipes"},
+    ("docs/results/cpu_depth12.md",): VIT | {"docs_vit"},
+    ("docs/results/vit_depth12_study.md",): {
+        "vit_data",
+        "vit_recipe_train",
+        "vit_recipes_table",
+        "plot_vit",
+        "docs_vit_recipes",
+    },
+    ("docs/results/vit_recipes_vitb_cpu.md",): {
+        "vit_data",
+        "vit_recipe_train",
+        "vit_recipes_table",
+        "plot_vit",
+        "docs_vit_recipes",
+    },
 }
 # Commands shown as templates or needing conda (absent here; tests/test_packaging.py checks the envs statically).
 # CONTRIBUTING.md's examples exist only once its steps have run: tests/test_contributing.py runs them.

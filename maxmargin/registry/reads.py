@@ -89,8 +89,19 @@ def read_keys(rule: str, wildcards: Mapping[str, str] | None = None) -> tuple[st
     return tuple(k for key in READS[rule] for k in _fill(key, wildcards or {}))
 
 
+def _canonical(value: Any) -> Any:
+    """``value`` with the keys of every mapping in it sorted: a job's params do not depend on the order in which a
+    config file lists its keys (Snakemake compares params as written, and would rerun the job)."""
+    if isinstance(value, Mapping):
+        return {key: _canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_canonical(item) for item in value]
+    return value
+
+
 def subset(config: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """The part of ``config`` under ``keys``, nested as in the config (a key absent from the config is left out)."""
+    """The part of ``config`` under ``keys``, nested as in the config (a key absent from the config is left out),
+    its keys sorted."""
     out: dict[str, Any] = {}
     for key in keys:
         parts, value = key.split("."), config
@@ -103,7 +114,7 @@ def subset(config: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
-    return out
+    return _canonical(out)
 
 
 def _jobs(rule: str) -> list[dict[str, str]]:
