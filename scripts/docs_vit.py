@@ -2,6 +2,7 @@
 saying which config and command made them."""
 
 import json
+import os
 import shutil
 
 from maxmargin import registry
@@ -9,6 +10,7 @@ from maxmargin.claims import evaluate_claims
 from maxmargin.experiments.vit.results import run_page
 from maxmargin.files import atomic_path
 from maxmargin.logs import rule_logging
+from maxmargin.provenance import RUN_ARGS_ENV
 from maxmargin.tables import read_table
 
 with rule_logging(snakemake) as log:
@@ -19,7 +21,9 @@ with rule_logging(snakemake) as log:
     vit_claims = [claim for claim, needs in registry.claim_tables().items() if set(needs) <= set(tables)]
     claims = evaluate_claims(tables, snakemake.params.reads)
     claims = claims[claims["claim_id"].isin(vit_claims)].reset_index(drop=True)
-    configs = "".join(f" --configfile {path}" for path in snakemake.params.configfiles)
+    # the run's --configfile/--config (not a param: which file holds a config is no reason to rerun)
+    args = os.environ.get(RUN_ARGS_ENV, "").strip()
+    configs = f" {args}" if args else ""
     names = {key: out[key].rsplit("/", 1)[-1] for key in ("fig6", "fig7", "metrics", "baseline", "claims")}
     header = (
         f"# ViT run `{snakemake.params.reads['vit']['docs']}`: Figures 6-7, measured\n\n"

@@ -1,16 +1,20 @@
 """Snakemake script: the recipe study's table and figure for the docs (rule docs_vit_recipes), saying which config
 and command made them."""
 
+import os
 import shutil
 
 from maxmargin.experiments.vit_study import recipes_markdown
 from maxmargin.files import atomic_path
 from maxmargin.logs import rule_logging
+from maxmargin.provenance import RUN_ARGS_ENV
 from maxmargin.tables import read_table
 
 with rule_logging(snakemake) as log:
     table = read_table(snakemake.input.table)
-    configs = "".join(f" --configfile {path}" for path in snakemake.params.configfiles)
+    # the run's --configfile/--config (not a param: which file holds a config is no reason to rerun)
+    args = os.environ.get(RUN_ARGS_ENV, "").strip()
+    configs = f" {args}" if args else ""
     out = snakemake.output
     header = (
         f"# ViT recipe study `{snakemake.params.reads['vit_recipes']['docs']}`, measured\n\n"

@@ -39,12 +39,13 @@ def snakemake(
     workdir: Path, *args: str, config: dict | None = None, check: bool = True, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
     """Run snakemake in ``workdir``; ``config`` is deep-merged over the default config via --configfile."""
-    cmd = [str(SNAKEMAKE), "--cores", "2"]
-    if config is not None:  # before the arguments: they may end with `-- TARGET ...`
+    args = list(args)
+    if config is not None:  # after the options (it takes every word that follows), before `-- TARGET ...`
         path = workdir / "test_config.yaml"
         path.write_text(yaml.safe_dump(config))
-        cmd += ["--configfile", str(path)]
-    cmd += args
+        at = args.index("--") if "--" in args else len(args)
+        args[at:at] = ["--configfile", str(path)]
+    cmd = [str(SNAKEMAKE), "--cores", "2", *args]
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")

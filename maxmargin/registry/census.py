@@ -164,6 +164,7 @@ TABLES: tuple[Table, ...] = (
         values={"d": "census.dims"},
         rows=(_TRIALS,),
         restates={"d": "{d}", "n": "census.n", "T": "census.T", "n_iter": "census.n_iter", "seed": "census.seed"},
+        figure="fig9",  # the runs Figure 9 is drawn from: `snakemake fig9` restores them and their sidecars
     ),
     Table(
         "census_budget_run",

@@ -232,7 +232,6 @@ rule docs_vit_recipes:
         "../envs/torch.yaml"
     params:
         reads=reads("docs_vit_recipes"),
-        configfiles=user_configfiles(),
     script:
         "../../scripts/docs_vit_recipes.py"
 
@@ -263,6 +262,5 @@ rule docs_vit:
         "../envs/core.yaml"
     params:
         reads=reads("docs_vit"),
-        configfiles=user_configfiles(),
     script:
         "../../scripts/docs_vit.py"
