@@ -47,6 +47,8 @@ CHANGES: dict[str, Any] = {
     "vit.data.fallback": lambda v: [*v, "fashion_mnist"] if "fashion_mnist" not in v else v[:-1],
     "vit.data.dataset": lambda v: "digits" if v != "digits" else "cifar10",
     "vit.train.device": lambda v: "cpu" if v != "cpu" else "auto",
+    "vit.model.patch_size": lambda v: 4 if v != 4 else 8,  # one of the sizes that divide the image
+    "vit.guard.min_w_growth": lambda v: 2 * v,  # at least 1
     "vit_recipes.recipes": lambda v: [{**v[0], "lr": v[0]["lr"] / 2}, *v[1:]],
     "census.histogram.dims": lambda v: v[:-1],
     "lemma1.instances": lambda v: v[:-1],
