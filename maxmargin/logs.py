@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from maxmargin.core.progress import PROGRESS_LOGGER, TERMINAL_INTERVAL
+from maxmargin.core.progress import PROGRESS_LOGGER, TERMINAL_GRACE, TERMINAL_INTERVAL
 from maxmargin.files import remove_stale_temporaries
 from maxmargin.provenance import provenance_path, reset_provenance, set_provenance, snakemake_provenance
 
@@ -42,17 +42,21 @@ class _Tee:
 
 
 class _Throttle(logging.Filter):
-    """Lets a job's progress lines through to the terminal at most every ``interval`` seconds, its first and last
-    (``final``) lines always: the terminal says how far along a job is, the rule log keeps every line."""
+    """Lets a job's progress lines through to the terminal once it has run ``grace`` seconds, then at most every
+    ``interval`` seconds, and its last line (``final``) where an earlier one showed: a short job is only its start and
+    done lines, a long one says how far along it is; the rule log keeps every line."""
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, grace: float) -> None:
         super().__init__()
-        self.interval, self.last = interval, -float("inf")
+        self.interval, self.grace = interval, grace
+        self.start, self.last = time.monotonic(), -float("inf")
 
     def filter(self, record: logging.LogRecord) -> bool:
         now = time.monotonic()
+        if getattr(record, "final", False):
+            return self.last > -float("inf")
         # a second of slack: a Progress reports every `interval` seconds by its own clock
-        if getattr(record, "final", False) or now - self.last >= self.interval - 1.0:
+        if now - self.start >= self.grace and now - self.last >= self.interval - 1.0:
             self.last = now
             return True
         return False
@@ -105,7 +109,7 @@ def _handlers(log_file: Any, terminal: Any, name: str) -> Iterator[logging.Logge
     # the terminal's own stream, not the tee: the rule log already gets the record through `handler`
     progress_handler = logging.StreamHandler(terminal)
     progress_handler.setFormatter(logging.Formatter(f"%(asctime)s [{name}] %(message)s", "%H:%M:%S"))
-    progress_handler.addFilter(_Throttle(TERMINAL_INTERVAL))
+    progress_handler.addFilter(_Throttle(TERMINAL_INTERVAL, TERMINAL_GRACE))
     logging.getLogger(PROGRESS_LOGGER).addHandler(progress_handler)
     try:
         yield logger

@@ -30,7 +30,13 @@ def _job(tmp_path: Path, rule: str, **wildcards: str) -> SimpleNamespace:
     )
 
 
-def test_census_chunks_reach_the_terminal_once_and_the_log_once(tmp_path: Path, capsys) -> None:
+@pytest.fixture
+def no_grace(monkeypatch) -> None:
+    """Progress lines reach the terminal from a job's start (these jobs last well under the grace period)."""
+    monkeypatch.setattr(logs, "TERMINAL_GRACE", 0.0)
+
+
+def test_census_chunks_reach_the_terminal_once_and_the_log_once(tmp_path: Path, capsys, no_grace) -> None:
     settings = CensusSettings.from_config(DEFAULT_CONFIG["census"], n_trials=6, chunk=2, n_iter=20)
     with rule_logging(_job(tmp_path, "census_trials", d="4")):
         rows = run_trials(settings, 4)
@@ -47,7 +53,7 @@ def test_census_chunks_reach_the_terminal_once_and_the_log_once(tmp_path: Path, 
         assert log.count(f"census d=4: trials {step}") == 1  # the record once, not once more through the tee
 
 
-def test_regularization_path_reports_every_radius(tmp_path: Path, capsys) -> None:
+def test_regularization_path_reports_every_radius(tmp_path: Path, capsys, no_grace) -> None:
     regpath = {**DEFAULT_CONFIG["regpath"], "n_random": 2, "n_iter": 200}
     settings = {k: v for k, v in regpath.items() if k not in ("instances", "gd", "radii")} | {"gd": None}
     with rule_logging(_job(tmp_path, "regpath_instance", regpath_instance="fig3a")):
@@ -68,11 +74,11 @@ def test_progress_outside_a_rule_prints_nothing(capsys) -> None:
 
 
 @pytest.mark.slow
-def test_snakemake_shows_census_progress_without_a_tty(workflow_dir: Path) -> None:
+def test_snakemake_terminal_without_a_tty(workflow_dir: Path) -> None:
     # subprocess.run with captured output: stdout and stderr are pipes, as under nohup, CI or sbatch
     config = {"census": {"dims": [4], "histogram": {"dims": [4]}, "n_trials": 4, "chunk": 2}}
     proc = snakemake(workflow_dir, "results/runs/census/d4.csv", config=config)
-    assert "[census_trials d=4] census d=4: trials 4/4 (100%)" in proc.stderr
+    assert "[census_trials d=4]" not in proc.stderr  # a job of a second: its start and end, no progress lines
     # the workflow's terminal (workflow/logger/): a line per job start and end, none of the scheduler's chatter
     assert re.search(r"^\d\d:\d\d:\d\d start census_trials d=4$", proc.stderr, re.MULTILINE)
     assert re.search(r"^\d\d:\d\d:\d\d done  census_trials d=4 in \d+ s \[1/1 jobs\]$", proc.stderr, re.MULTILINE)
@@ -91,13 +97,23 @@ def test_the_time_left_follows_the_rate_so_far(monkeypatch) -> None:
 
 
 def test_the_terminal_gets_a_progress_line_at_most_every_interval(monkeypatch) -> None:
-    """The terminal's filter of a job's progress lines: the first, then one per interval, and the last always."""
-    clock = iter([0.0, 5.0, 29.5, 40.0, 41.0])
+    """The terminal's filter of a job's progress lines: none in the first `grace` seconds, then one per interval,
+    and the last where an earlier one showed."""
+    clock = iter([0.0, 5.0, 12.0, 20.0, 41.5, 50.0, 51.0])
     monkeypatch.setattr(logs.time, "monotonic", lambda: next(clock))
-    throttle = logs._Throttle(30.0)
+    throttle = logs._Throttle(30.0, 10.0)  # constructed at 0 s
 
     def record(final: bool) -> logging.LogRecord:
         return logging.makeLogRecord({"msg": "step", "final": final})
 
-    passed = [throttle.filter(record(final)) for final in (False, False, False, False, True)]
-    assert passed == [True, False, True, False, True]  # 0 s, 5 s (too soon), 29.5 s (a second of slack), 40 s, final
+    passed = [throttle.filter(record(final)) for final in (False, False, False, False, False, True)]
+    # 5 s (within the grace), 12 s, 20 s (too soon), 41.5 s (a second of slack), 50 s, final
+    assert passed == [False, True, False, True, False, True]
+
+
+def test_a_short_job_shows_no_progress_lines(monkeypatch) -> None:
+    clock = iter([0.0, 2.0, 3.0])
+    monkeypatch.setattr(logs.time, "monotonic", lambda: next(clock))
+    throttle = logs._Throttle(30.0, 10.0)
+    records = [logging.makeLogRecord({"msg": "step", "final": final}) for final in (False, True)]
+    assert [throttle.filter(r) for r in records] == [False, False]

@@ -10,11 +10,13 @@ import logging
 import time
 from typing import Any
 
-__all__ = ["PROGRESS_LOGGER", "TERMINAL_INTERVAL", "Progress", "duration", "progress"]
+__all__ = ["PROGRESS_LOGGER", "TERMINAL_GRACE", "TERMINAL_INTERVAL", "Progress", "duration", "progress"]
 
 PROGRESS_LOGGER = "maxmargin.progress"
-# Seconds between two progress lines of one job on the terminal (a job's first and last lines always show).
+# Seconds between two progress lines of one job on the terminal.
 TERMINAL_INTERVAL = 30.0
+# Seconds a job runs before its progress lines reach the terminal (a shorter job shows only its start and end).
+TERMINAL_GRACE = 10.0
 
 
 def progress(message: str, *args: Any, final: bool = False) -> None:
@@ -27,8 +29,9 @@ def progress(message: str, *args: Any, final: bool = False) -> None:
     *args : Any
         Its arguments.
     final : bool
-        The job's last report: the terminal always shows it (it shows the others at most every
-        :data:`TERMINAL_INTERVAL` seconds; the rule log gets them all).
+        The job's last report: the terminal shows it where it showed an earlier one (it shows the others from
+        :data:`TERMINAL_GRACE` seconds on, at most every :data:`TERMINAL_INTERVAL` seconds; the rule log gets
+        them all).
 
     Returns
     -------
