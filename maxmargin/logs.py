@@ -49,14 +49,16 @@ class _Throttle(logging.Filter):
     def __init__(self, interval: float, grace: float) -> None:
         super().__init__()
         self.interval, self.grace = interval, grace
-        self.start, self.last = time.monotonic(), -float("inf")
+        self.start = time.monotonic()
+        self.last: float | None = None  # when the last line was shown (None: none yet)
 
     def filter(self, record: logging.LogRecord) -> bool:
         now = time.monotonic()
         if getattr(record, "final", False):
-            return self.last > -float("inf")
+            return self.last is not None
         # a second of slack: a Progress reports every `interval` seconds by its own clock
-        if now - self.start >= self.grace and now - self.last >= self.interval - 1.0:
+        due = self.last is None or now - self.last >= self.interval - 1.0
+        if due and now - self.start >= self.grace:
             self.last = now
             return True
         return False

@@ -147,14 +147,19 @@ def write_provenance(path: str | os.PathLike[str]) -> None:
         write_json({**record, **table_record(path)}, provenance_path(path))
 
 
+def run_command(targets: str, cores: str = "all", options: str = "") -> str:
+    """``snakemake --cores CORES [this run's --configfile/--config] [OPTIONS] -- TARGETS``: a command that selects
+    the config of the run in progress (the workflow puts its arguments in the environment, :data:`RUN_ARGS_ENV`)."""
+    args = os.environ.get(RUN_ARGS_ENV, "").strip()
+    return " ".join(part for part in (f"snakemake --cores {cores}", args, options, f"-- {targets}") if part)
+
+
 def rebuild_command(path: str | os.PathLike[str], rule: str | None = None) -> str:
     """The command that rebuilds the file at ``path``, with this run's config arguments, naming its rule.
 
     ``--force`` reruns that one job (a finished ViT run is then restored from its checkpoint, not retrained).
     """
-    args = os.environ.get(RUN_ARGS_ENV, "").strip()
-    command = " ".join(part for part in ("snakemake --cores all", args, f"--force -- {path}") if part)
-    return f"{command}" + (f" (rule {rule})" if rule else "")
+    return run_command(str(path), options="--force") + (f" (rule {rule})" if rule else "")
 
 
 def read_record(path: str | os.PathLike[str], rebuild: str) -> dict[str, Any]:

@@ -147,7 +147,7 @@ def test_a_changed_key_reruns_exactly_the_jobs_that_read_it(finished) -> None:
         for key, rules in rerun.items()
         if rules != set(readers(key)) - CONDITIONAL.get(key, set())
     }
-    assert not wrong, "key: (planned by the dry run, declared in reads.py)\n" + "\n".join(
+    assert not wrong, "key: (rerun per Snakemake's summary, declared in reads.py)\n" + "\n".join(
         f"  {key}: {v}" for key, v in wrong.items()
     )
     # the case: an on-demand study's setting reruns no job of Figure 9
