@@ -49,7 +49,7 @@ from maxmargin.core.model import (
     token_scores,
 )
 from maxmargin.core.multistart import SAME_POINT_COSINE, MultistartSolve, multistart_path
-from maxmargin.core.progress import PROGRESS_LOGGER, Progress, duration, progress
+from maxmargin.core.progress import PROGRESS_LOGGER, TERMINAL_GRACE, TERMINAL_INTERVAL, Progress, duration, progress
 from maxmargin.core.regpath import (
     RegularizationPath,
     radius_grid,
@@ -85,6 +85,8 @@ __all__ = [
     "NEIGHBOR_TOL",
     "ON_SPHERE_RTOL",
     "PROGRESS_LOGGER",
+    "TERMINAL_GRACE",
+    "TERMINAL_INTERVAL",
     "SAME_POINT_COSINE",
     "SVM_TOL",
     "Array",
