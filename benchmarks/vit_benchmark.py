@@ -10,7 +10,12 @@ count 6 * (params in the blocks) * tokens + 12 * depth * tokens^2 * dim. MFU = i
 Peak FLOP/s: ``--peak-tflops``; default: the dense bf16 tensor-core peak for known GPUs (H100/H200 SXM 989,
 A100 312 TFLOP/s), and on a CPU a measured float32 matmul peak.
 
+It also prints what one allocation of an offline GPU node (docs/gpu.md) buys at ``--assumed-mfu``: the seconds of
+one Fashion-MNIST epoch (60,000 training images, the 10,000 test images and the probe's forward passes) and the
+epochs that fit in 6 and 7 minutes, on an H100 and an H200 (the same dense bf16 peak).
+
     .venv/bin/python benchmarks/vit_benchmark.py                  # CPU here: batch 2, 2 timed steps, < 1 min
+    .venv/bin/python benchmarks/vit_benchmark.py --config workflow/config/paper.yaml workflow/config/gpu_vitb4.yaml
     python benchmarks/vit_benchmark.py --batch-size 128 --steps 20 --bf16 --compile   # on a GPU
 """
 
@@ -32,15 +37,23 @@ from maxmargin.experiments.vit import ModelSettings, TrainSettings, build_vit, m
 REPO = Path(__file__).resolve().parents[1]
 GPU_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "GH200": 989.0, "A100": 312.0}  # dense bf16
 CIFAR10_TRAIN, CIFAR10_TEST = 50_000, 10_000
+FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
+ALLOCATION_MINUTES = (6.0, 7.0)  # the training time one allocation leaves (docs/gpu.md)
 
 
-def paper_vit_config(paper: Path) -> dict:
-    """default.yaml's ``vit`` section with ``paper`` merged over it (as ``--configfile`` does)."""
+def paper_vit_config(*configs: Path) -> dict:
+    """default.yaml's ``vit`` section with ``configs`` merged over it in order (as ``--configfile`` does)."""
     base = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
-    over = yaml.safe_load(paper.read_text()).get("vit", {})
-    for key, value in over.items():
-        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    for path in configs:
+        over = yaml.safe_load(path.read_text()).get("vit", {})
+        for key, value in over.items():
+            base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
     return base
+
+
+def fashion_epoch_flops(cfg: dict, fwd_flops: float, train_flops: float) -> float:
+    """FLOPs of one Fashion-MNIST epoch: training on all its images, then the test set and the probe forward."""
+    return FASHION_TRAIN * train_flops + (FASHION_TEST + min(cfg["probe"]["n_images"], FASHION_TEST)) * fwd_flops
 
 
 def count_flops(model_settings: ModelSettings) -> tuple[float, float]:
@@ -92,7 +105,7 @@ def device_peak(device: torch.device, override_tflops: float | None) -> tuple[fl
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", type=Path, default=REPO / "workflow/config/paper.yaml")
+    ap.add_argument("--config", type=Path, nargs="+", default=[REPO / "workflow/config/paper.yaml"])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--batch-size", type=int, default=None, help="default: 2 on a CPU, the config's on a GPU")
     ap.add_argument("--steps", type=int, default=None, help="timed steps (default: 2 on a CPU, 20 on a GPU)")
@@ -122,7 +135,7 @@ def training_throughput(model_settings: ModelSettings, train_settings: TrainSett
     device, gpu = timing.device, timing.device.type == "cuda"
     torch.manual_seed(0)
     model = build_vit(model_settings).to(device).train()
-    optimizer = make_optimizer(model.parameters(), train_settings)
+    optimizer = make_optimizer(model, train_settings, model_settings.embed_dim)
     forward = torch.compile(model) if timing.compile else model
     x = torch.randn(timing.batch, 3, model_settings.img_size, model_settings.img_size, device=device)
     y = torch.randint(0, model_settings.num_classes, (timing.batch,), device=device)
@@ -184,11 +197,16 @@ def print_summary(result: dict, model_settings: ModelSettings) -> None:
         f"{100 * result['h100_assumed_mfu']:.0f}% MFU ({GPU_PEAK_TFLOPS['H100']:.0f} TFLOP/s dense bf16); "
         f"{result['this_device_estimated_hours']:.1f} h on this device at the measured rate"
     )
+    fits = ", ".join(f"{n} in {m:g} min" for m, n in zip(ALLOCATION_MINUTES, result["allocation_epochs"], strict=True))
+    print(
+        f"one allocation    Fashion-MNIST epoch {result['fashion_epoch_seconds']:.1f} s on an H100 or H200 at "
+        f"{100 * result['h100_assumed_mfu']:.0f}% MFU: epochs {fits}"
+    )
 
 
 def main() -> None:
     args = parse_args()
-    cfg = paper_vit_config(args.config)
+    cfg = paper_vit_config(*args.config)
     model_settings = ModelSettings(**cfg["model"])
     train_settings = TrainSettings(**cfg["train"])
     device = resolve_device(args.device)
@@ -206,6 +224,7 @@ def main() -> None:
     images_per_s = training_throughput(model_settings, train_settings, timing)
     paper_flops = paper_run_flops(cfg, fwd_flops, train_flops)
     h100_rate = GPU_PEAK_TFLOPS["H100"] * 1e12 * args.assumed_mfu
+    fashion_epoch = fashion_epoch_flops(cfg, fwd_flops, train_flops) / h100_rate
     result = {
         "device": torch.cuda.get_device_name(device) if gpu else f"cpu ({torch.get_num_threads()} threads)",
         "model": cfg["model"],
@@ -227,6 +246,8 @@ def main() -> None:
         "h100_assumed_mfu": args.assumed_mfu,
         "h100_estimated_hours": paper_flops / h100_rate / 3600,
         "this_device_estimated_hours": paper_flops / (images_per_s * train_flops) / 3600,
+        "fashion_epoch_seconds": fashion_epoch,
+        "allocation_epochs": [int(60 * m // fashion_epoch) for m in ALLOCATION_MINUTES],
     }
     print_summary(result, model_settings)
     if args.json:

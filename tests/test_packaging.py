@@ -92,10 +92,14 @@ CONDA_NAMES = {"pytorch": "torch"}
 
 
 def _conda_split(entry: str) -> tuple[str, str]:
-    """A conda entry as (PyPI name, pip spec): ``pytorch=2.14.1=cpu*`` -> ("torch", "==2.14.1")."""
+    """A conda entry as (PyPI name, pip spec): ``pytorch=2.14.1=cpu*`` -> ("torch", "==2.14.1"), and
+    ``pytorch >=2.4,<3 cpu*`` (version and build) -> ("torch", ">=2.4,<3")."""
     pinned = re.fullmatch(r"([A-Za-z0-9_.\-]+)=([^=<>!]+)=(\S+)", entry.strip())
     if pinned:
         return CONDA_NAMES.get(pinned[1], pinned[1]), f"=={pinned[2]}"
+    ranged = re.fullmatch(r"([A-Za-z0-9_.\-]+) ([<>=!][^ ]*) (\S+)", entry.strip())
+    if ranged:
+        return CONDA_NAMES.get(ranged[1], ranged[1]), ranged[2]
     return _split(entry)
 
 
@@ -112,7 +116,10 @@ def test_environment_yml_matches_pyproject():
     assert LOGGER_PLUGIN in (REPO / "Makefile").read_text()  # make installs what conda users get
     # conda-forge only, and PyTorch's CPU build (GPU users switch =cpu* to =cuda*, see the file's header)
     assert env_file["channels"] == ["conda-forge", "nodefaults"]
-    assert {"pytorch=2.14.1=cpu*", "torchvision=0.29.1=cpu*"} <= set(conda)
+    assert {d.split()[0]: d.split()[-1] for d in conda if d.startswith(("pytorch ", "torchvision "))} == {
+        "pytorch": "cpu*",
+        "torchvision": "cpu*",
+    }
 
 
 def test_every_rule_uses_a_pinned_env_of_workflow_envs():
