@@ -5,7 +5,7 @@ from maxmargin.files import write_json
 from maxmargin.logs import rule_logging
 
 with rule_logging(snakemake) as log:
-    manifest = resolve_data(snakemake.params.source)
+    manifest = resolve_data(snakemake.params.source, snakemake.params.plan)
     write_json(manifest, snakemake.output[0])
     note = f": {manifest['note']}" if manifest["note"] else ""
     log.info("data set %s (%d files)%s", manifest["dataset"], len(manifest["md5"]), note)

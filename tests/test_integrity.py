@@ -132,11 +132,22 @@ def test_an_edited_table_with_a_forged_sidecar_still_breaks_its_contract(tmp_pat
     summary = pd.DataFrame({name: [0.5, 0.5] for name in columns} | {"d": [2, 5], "n_trials": [N_TRIALS] * 2})
     path.parent.mkdir(parents=True)
     summary.to_csv(path, index=False)
-    provenance_path(path).write_text(json.dumps(table_record(path)))
+    forged = {**table_record(path), "rule": "census_gather", "reads": {}}  # says it was made from no setting
+    provenance_path(path).write_text(json.dumps(forged))
     with pytest.raises(TableContractError, match="row count 3 .from the config.*the table has 2 rows") as err:
         read_in_rule(tmp_path, path, config)
     assert "(rule census_gather)" in str(err.value)
 
+
+def test_a_sidecar_stripped_of_reads_and_rule_fails_closed(tmp_path: Path, written: tuple[Path, dict]) -> None:
+    """A declared table whose record no longer says what made it is refused, not read unbound (issue 36, item 4)."""
+    path, config = written
+    record = json.loads(provenance_path(path).read_text())
+    stripped = {key: value for key, value in record.items() if key not in ("reads", "rule")}
+    provenance_path(path).write_text(json.dumps(stripped))
+    with pytest.raises(TableIntegrityError, match="does not say which settings made it") as err:
+        read_in_rule(tmp_path, path, {**config, "census": {**config["census"], "n_iter": 1}})
+    assert "rebuild it: snakemake" in str(err.value) and "(rule census_trials)" in str(err.value)
 
 def test_a_table_breaking_its_contract_is_never_written(tmp_path: Path, census_run: pd.DataFrame) -> None:
     path = tmp_path / "results/runs/census/d5.csv"

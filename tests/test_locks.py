@@ -223,20 +223,67 @@ def stale_lock(project: Path) -> None:
 
 def test_a_run_started_as_python_m_snakemake_keeps_its_lock(project: Path) -> None:
     # Issue 25: the Makefile looked for `snakemake` in the first two words of a command line only, and cleared the
-    # lock of `python -m snakemake` as stale. Any process that may be a run here keeps it.
+    # lock of `python -m snakemake` as stale. A package `snakemake` in the project stands in for Snakemake's.
     stale_lock(project)
-    (project / "snakemake_module.py").write_text("import time\ntime.sleep(20)\n")
-    holder = subprocess.Popen(
-        [sys.executable, "-m", "snakemake_module", "--cores", "1"], cwd=project, start_new_session=True
-    )
+    (project / "snakemake").mkdir()
+    (project / "snakemake" / "__main__.py").write_text("import time\ntime.sleep(20)\n")
+    holder = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=project, start_new_session=True)
     try:
         run = make(project, "figures")
         assert run.returncode == 0, run.stderr
-        assert f"keeping the Snakemake lock of the run still going here (pid {holder.pid})" in run.stdout
+        named = (
+            f"keeping the Snakemake lock of the run still going here (pid {holder.pid} ({sys.executable} -m snakemake"
+        )
+        assert named in run.stdout
         assert "--unlock --quiet" not in calls(project)
     finally:
         holder.kill()
         holder.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [sys.executable, "-c", "import time; time.sleep(60)"],  # an idle python, a Jupyter kernel, an IPython shell
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "0"],
+    ],
+)
+def test_a_python_process_that_is_not_snakemake_leaves_a_stale_lock_stale(project: Path, command: list[str]) -> None:
+    """Issue 36: any python in the checkout counted as a live run; the stale lock stayed and Snakemake then failed
+    on its LockException. Only Snakemake's command line or its jobs' scripts count."""
+    stale_lock(project)
+    idle = subprocess.Popen(
+        command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        time.sleep(0.2)  # its command line and working directory are in /proc
+        assert Path(f"/proc/{idle.pid}/cwd").resolve() == project.resolve() and idle.poll() is None
+        run = make(project, "figures")
+        assert run.returncode == 0, run.stderr
+        assert "clearing a stale Snakemake lock" in run.stdout and "keeping" not in run.stdout
+        assert calls(project) == ["--unlock --quiet", "--cores 2"]
+    finally:
+        idle.kill()
+        idle.wait(timeout=10)
+
+
+def test_a_snakemake_jobs_script_counts_as_a_run(tmp_path: Path) -> None:
+    """A job's script (``python .snakemake/scripts/tmpXXXX.rule.py``) outlives its killed Snakemake: a run still."""
+    fake = tmp_path / "proc"
+    words = {
+        "101": [sys.executable, "-c", "import time"],
+        "102": [sys.executable, f"{tmp_path}/.snakemake/scripts/tmpab12.vit_train.py"],
+        "103": ["less", "Snakefile"],
+    }
+    for pid, argv in words.items():
+        (fake / pid).mkdir(parents=True)
+        (fake / pid / "cmdline").write_bytes(b"".join(w.encode() + b"\0" for w in argv))
+        (fake / pid / "cwd").symlink_to(tmp_path)
+    env = {**make_env(), "LIVE_RUNS_PROC": str(fake)}
+    found = subprocess.run(
+        ["bash", str(REPO / "tools/live_runs.sh")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30
+    )
+    assert (found.returncode, found.stdout.strip()) == (1, f"live 102 ({' '.join(words['102'])})")
 
 
 def test_when_it_cannot_tell_it_refuses_and_prints_the_unlock_command(project: Path, tmp_path: Path) -> None:
@@ -247,6 +294,9 @@ def test_when_it_cannot_tell_it_refuses_and_prints_the_unlock_command(project: P
     stale_lock(project)
     env = {**make_env(), "LIVE_RUNS_PROC": str(fake)}
     run = subprocess.run(["make", "figures"], cwd=project, env=env, capture_output=True, text=True, timeout=30)
-    assert run.returncode == BUSY_EXIT and "cannot be told (processes 4242" in run.stderr
+    assert (
+        run.returncode == BUSY_EXIT
+        and "(Snakemake process 4242 (python3 -m snakemake --cores 8) cannot be inspected)" in run.stderr
+    )
     assert ".venv/bin/snakemake --unlock" in run.stderr and calls(project) == []  # neither a run nor an unlock
     assert (project / ".snakemake/locks/0.output.lock").exists()

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import snakemake
+from conftest import REPO, snakemake
 
 from maxmargin.files import write_npz
 from maxmargin.logs import rule_logging
@@ -97,3 +97,19 @@ def test_snakefile_run_from_another_directory_finds_its_config(workflow_dir: Pat
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     proc = snakemake(elsewhere, "-s", str(workflow_dir / "Snakefile"), "--directory", str(elsewhere), "-n", "fig4")
     assert "synthetic" in proc.stdout and "fig4" in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_missing_logger_plugin_is_documented_with_what_to_install(workflow_dir: Path) -> None:
+    """Without the terminal's plugin, Snakemake stops on the profile's `logger` before reading the workflow; the
+    last line it prints is quoted in docs/running.md, with the command that installs the plugin (issue 36)."""
+    profile = workflow_dir / "workflow/profiles/default/config.yaml"
+    text = profile.read_text()
+    assert "logger: [maxmargin]" in text
+    profile.write_text(text.replace("logger: [maxmargin]", "logger: [maxmargin_absent]"))
+    proc = snakemake(workflow_dir, "-n", check=False)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and "invalid choice: 'maxmargin_absent'" in last
+    docs = (REPO / "docs/running.md").read_text()
+    assert last.split(" (choose")[0].replace("maxmargin_absent", "maxmargin") in " ".join(docs.split())
+    assert "`pip install ./workflow/logger`" in docs and (REPO / "workflow/logger/pyproject.toml").is_file()

@@ -18,6 +18,7 @@ from torchvision.datasets import FashionMNIST
 
 from maxmargin.experiments import vit
 from maxmargin.experiments.vit import DataSettings, DataUnavailableError, fashion
+from maxmargin.provenance import RUN_ARGS_ENV
 
 DEFAULT_VIT = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
 N_TRAIN, N_TEST = 7, 5
@@ -170,3 +171,41 @@ def test_the_data_location_is_not_part_of_the_fingerprint(tmp_path: Path) -> Non
     c = vit.VitSettings.from_config(vit_config)
     # which data set a run got is the data identity (name, files' digest, sizes), not the configured preference
     assert a.fingerprint("x") == b.fingerprint("x") == c.fingerprint("x") != a.fingerprint("y")
+
+
+def test_a_truncated_gz_is_named_leaves_no_partial_and_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A .gz cut short (an interrupted copy) is told apart like a corrupt CIFAR-10: named, no ``.partial`` left,
+    and the next stand-in taken where one is allowed (issue 36, item 4)."""
+    write_fashion(tmp_path / "debian", monkeypatch)
+    images = tmp_path / "debian" / "train-images-idx3-ubyte.gz"
+    images.write_bytes(images.read_bytes()[: images.stat().st_size // 2])
+    with pytest.raises(DataUnavailableError, match="truncated or damaged") as err:
+        vit.load_image_data(settings(tmp_path, fallback=[]), 0)
+    assert str(images.resolve()) in str(err.value) and "EOFError" in str(err.value)
+    raw = tmp_path / "root" / "FashionMNIST" / "raw"
+    assert not list(raw.glob("*.partial")) and not (raw / "train-images-idx3-ubyte").exists()
+    data = vit.load_image_data(settings(tmp_path, fallback=["digits"]), 0)
+    assert data.name == vit.DIGITS_NAME
+    assert data.note == "Fashion-MNIST corrupt (truncated or damaged .gz): stand-in scikit-learn's digits used instead"
+    assert str(images.resolve()) in capfd.readouterr().err
+
+
+def test_a_file_changed_since_the_manifest_names_the_rebuild_of_this_runs_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rebuild command carries the run's --configfile/--config, as the tables' messages do (issue 36, item 4)."""
+    write_fashion(tmp_path / "root" / "FashionMNIST" / "raw", monkeypatch, gz=False)
+    data = settings(tmp_path, fallback=[])
+    manifest = vit.resolve_data(dataclasses.asdict(data))
+    labels = tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte"
+    labels.write_bytes(labels.read_bytes()[:-1] + b"\x09")
+    monkeypatch.setenv(RUN_ARGS_ENV, "--configfile workflow/config/paper.yaml --config results=results/paper")
+    with pytest.raises(DataUnavailableError, match="changed since the data manifest was written") as err:
+        vit.load_image_data(data, 0, manifest)
+    command = (
+        "snakemake --cores all --configfile workflow/config/paper.yaml --config results=results/paper "
+        "--forcerun vit_data -- fig6 fig7"
+    )
+    assert str(err.value).endswith(command)

@@ -14,9 +14,9 @@ from typing import Any
 
 _CENSUS_RUN = tuple(f"census.{k}" for k in ("eta", "init_scale", "loss", "seed", "saturation_tol", "svm_tol", "chunk"))
 _VIT_RUN = ("vit.model", "vit.data", "vit.train", "vit.probe", "vit.guard.after_epochs", "vit.guard.margin")
-# The data keys that say where images come from (maxmargin.experiments.vit.sources.SOURCE_KEYS).
-_SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mnist_root", "download")
-_DATA_SOURCE = tuple(f"vit.data.{k}" for k in _SOURCE_KEYS)
+# The data keys that say where the images come from (the data manifest's; the others subset and augment them).
+SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mnist_root", "download")
+_DATA_SOURCE = tuple(f"vit.data.{k}" for k in SOURCE_KEYS)
 _REGPATH = tuple(f"regpath.{k}" for k in ("radii", "loss", "n_random", "seed", "n_iter", "tol", "local_tol"))
 
 READS: dict[str, tuple[str, ...]] = {
@@ -46,6 +46,7 @@ READS: dict[str, tuple[str, ...]] = {
     "vit_train": _VIT_RUN,
     "vit_baseline": ("vit.data", "vit.train.seed", "vit.train.threads", "vit.model.num_classes", "vit.baseline"),
     "vit_metrics_table": (),
+    "vit_w_svm_table": (),
     "plot_census": ("{options}",),
     "plot_regpath": ("{options}",),
     "plot_vit": ("{options}",),
@@ -55,7 +56,8 @@ READS: dict[str, tuple[str, ...]] = {
                          "vit_recipes.train", "vit_recipes.recipes"),
     "vit_recipes_table": ("vit_recipes.recipes",),
     "docs_vit_recipes": ("vit_recipes.docs",),
-    "docs_vit": ("vit.docs", "vit.model.num_classes", "vit.guard"),  # the rest of the page: the run's sidecar
+    # docs_vit: the rest of the page comes from the run's sidecar
+    "docs_vit": ("vit.docs", "vit.model.num_classes", "vit.guard", "vit.plots.fig6_epochs"),
     "claims_table": ("{claims}",),
     "gallery_thumbnail": (),
     "docs_claims": (),
@@ -74,7 +76,7 @@ def _fill(key: str, wildcards: Mapping[str, str]) -> tuple[str, ...]:
         return ("regpath.gd",) if wildcards.get("regpath_instance") == "fig1b" else ()
     if key == "{data_source}":
         recipes = wildcards.get("block") == "vit_recipes"
-        study = ("vit_recipes.proxy", *(f"vit_recipes.data.{k}" for k in _SOURCE_KEYS)) if recipes else ()
+        study = ("vit_recipes.proxy", *(f"vit_recipes.data.{k}" for k in SOURCE_KEYS)) if recipes else ()
         return _DATA_SOURCE + study
     if "{" in key:
         entry = registry.experiment(wildcards["experiment"])

@@ -3,11 +3,20 @@
 
 # Torch-free (tests/test_layers.py: parsing the rule files imports no heavy library).
 from maxmargin.experiments.vit.settings import code_fingerprint, recipe_config
-from maxmargin.experiments.vit.sources import SOURCE_KEYS, data_plan
+from maxmargin.experiments.vit.sources import data_plan
+from maxmargin.registry.reads import SOURCE_KEYS
 
 VIT = config["vit"]
 RECIPES = [recipe["name"] for recipe in config["vit_recipes"]["recipes"]]
-VIT_RUN = results_path("runs/vit")
+# The run's outputs, from the registry: its metrics table (CSV and JSON) and the Figure 6 maps, one multiext.
+VIT_OUTPUTS = {
+    "metrics": table_path("vit_run_metrics", "csv"),
+    "sidecar": table_path("vit_run_metrics", "json"),
+    "maps": results_path(registry.file("vit_maps").path),
+}
+VIT_PREFIX = os.path.commonprefix(list(VIT_OUTPUTS.values()))
+
+
 # The data settings of each block that reads images: the run of Figures 6-7 and the recipe study.
 VIT_DATA = {
     "vit": VIT["data"],
@@ -21,10 +30,11 @@ VIT_SOURCE = {
 
 rule vit_data:
     """The data manifest: which data set the ViT gets (the configured one, else the first stand-in there), its files
-    and their md5s. Rerun when the local files change (the plan), and with it everything trained on them.
+    and their md5s. Rerun when the local files change (the plan), and with it everything trained on them; not when
+    this rule's own job changed their form (extracted the archive, decompressed the .gz files, downloaded them).
     """
     output:
-        results_path("runs/data/{block}.json"),
+        data_manifest("{block}"),
     log:
         results_path("logs/vit_data/{block}.log"),
     benchmark:
@@ -36,8 +46,10 @@ rule vit_data:
     conda:
         "../envs/torch.yaml"
     params:
+        reads=reads("vit_data"),
         source=lambda wildcards: VIT_SOURCE[wildcards.block],
-        # what the local files say (sizes): a data set that appears or changes reruns the manifest
+        # what the local files say (sizes): a data set that appears or changes reruns the manifest; the job gets the
+        # plan as Snakemake records it, and the manifest keeps it
         plan=lambda wildcards: data_plan(
             VIT_SOURCE[wildcards.block], data_manifest(wildcards.block)
         ),
@@ -59,10 +71,8 @@ rule vit_train:
         manifest=data_manifest("vit"),
     output:
         multiext(
-            f"{VIT_RUN}/vit",
-            metrics="_metrics.csv",
-            sidecar="_metrics.json",
-            maps="_attention_maps.npz",
+            VIT_PREFIX,
+            **{name: path[len(VIT_PREFIX) :] for name, path in VIT_OUTPUTS.items()},
         ),
     log:
         results_path("logs/vit_train/vit.log"),
@@ -82,7 +92,7 @@ rule vit_train:
         ),
     params:
         reads=reads("vit_train"),
-        checkpoint=f"{VIT_RUN}/checkpoint.pt",
+        checkpoint=run_checkpoint("vit_train"),
         code=code_fingerprint(),
     script:
         "../../scripts/vit_train.py"
@@ -151,7 +161,7 @@ rule vit_pilot_run:
         mem_mb=VIT["resources"]["mem_mb"],
     params:
         reads=reads("vit_pilot_run"),
-        checkpoint=results_path("runs/vit_pilot/checkpoint.pt"),
+        checkpoint=run_checkpoint("vit_pilot_run"),
     script:
         "../../scripts/vit_pilot.py"
 
@@ -181,8 +191,8 @@ rule vit_recipe_train:
         ),
     params:
         reads=reads("vit_recipe_train"),
-        checkpoint=lambda wildcards: results_path(
-            f"runs/vit_recipes/{wildcards.recipe}.pt"
+        checkpoint=lambda wildcards: run_checkpoint("vit_recipe_train").format(
+            recipe=wildcards.recipe
         ),
         code=code_fingerprint(),
     script:
@@ -243,7 +253,7 @@ rule docs_vit:
     input:
         metrics=table_path("vit_metrics"),
         baseline=table_path("vit_baseline"),
-        sidecar=f"{VIT_RUN}/vit_metrics.json",
+        sidecar=rules.vit_train.output.sidecar,
         fig6=panel_files("fig6")[1],
         fig7=panel_files("fig7")[1],
     output:
@@ -262,5 +272,26 @@ rule docs_vit:
         "../envs/core.yaml"
     params:
         reads=reads("docs_vit"),
+        code=drawing_code(),
     script:
         "../../scripts/docs_vit.py"
+
+
+rule vit_w_svm_table:
+    """Beyond the paper: each last-layer head's cosine with its W-ATT-SVM solution per measured epoch, from the
+    run's sidecar (docs/vit.md)."""
+    input:
+        sidecar=rules.vit_train.output.sidecar,
+    output:
+        table_outputs("vit_w_svm"),
+    log:
+        results_path("logs/vit_w_svm_table/vit_w_svm.log"),
+    benchmark:
+        results_path("benchmarks/vit_w_svm_table/vit_w_svm.tsv")
+    localrule: True
+    conda:
+        "../envs/torch.yaml"
+    params:
+        reads=reads("vit_w_svm_table"),
+    script:
+        "../../scripts/vit_w_svm_table.py"

@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from maxmargin import registry
-from maxmargin.experiments.vit.data import ImageData
+from maxmargin.experiments.vit.images import ImageData
 
 BASELINE_COLUMNS = registry.columns("vit_baseline")
 

@@ -1,14 +1,18 @@
 """Checkpoints of a ViT run: written atomically, resumed only by the same settings, data and training code.
 
 A checkpoint of other settings or code is never overwritten: it is kept aside under its fingerprint
-(``checkpoint.<fingerprint>.pt``, with its W history), so that editing the ViT code cannot destroy a long run.
+(``checkpoint.<fingerprint>.pt``, with its W history), so that editing the ViT code cannot destroy a long run, and
+taken back when the run's fingerprint is its own again (the edit undone), so that undoing an edit never costs one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import logging
 import os
 import pickle
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -42,13 +46,17 @@ def w_history_path(checkpoint: str | os.PathLike[str]) -> Path:
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
-    """Write a checkpoint atomically (a kill during the write leaves the previous one intact).
+    """Write a checkpoint atomically (a kill during the write leaves the previous one intact, and the next write
+    removes what it left).
 
     A temporary file beside it replaces it once written (the experiments layer writes no table: nobody else
     reads a checkpoint).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    # what a write killed (kill -9) before its rename left
+    for stale in target.parent.glob(glob.escape(f".{target.name}.") + "*"):
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     os.close(fd)
     try:
@@ -59,12 +67,12 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
 
 
 class CheckpointWarning(UserWarning):
-    """A checkpoint is not resumed: the run starts afresh (a warning reaches the terminal, not only the log)."""
+    """A checkpoint is kept aside, not resumed (a warning reaches the terminal, not only the log)."""
 
 
 def _warn(message: str) -> None:
     log.warning(message)
-    warnings.warn(message, CheckpointWarning, stacklevel=3)
+    warnings.warn(message, CheckpointWarning, stacklevel=4)
 
 
 def keep_aside(path: Path, tag: str) -> Path:
@@ -79,28 +87,76 @@ def keep_aside(path: Path, tag: str) -> Path:
     return target
 
 
-def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: bool = False) -> dict[str, Any] | None:
-    """The checkpoint at ``path`` if it belongs to a run with this fingerprint, else None.
+def _kept_aside_of(path: Path, fingerprint: str) -> list[Path]:
+    """The checkpoints :func:`keep_aside` moved beside ``path`` under ``fingerprint`` (``<stem>.<fp>[-n]<suffix>``)."""
+    pattern = re.compile(rf"{re.escape(path.stem)}\.{re.escape(fingerprint)}(-\d+)?{re.escape(path.suffix)}")
+    return sorted(p for p in path.parent.glob(glob.escape(path.stem) + ".*") if pattern.fullmatch(p.name))
 
-    One of other settings, data or code (or an unreadable one) is kept aside under its fingerprint, with a
-    warning that says where. A finished run's checkpoint is returned only with ``restore`` (its outputs are then
-    rebuilt from it without training); otherwise the run trains again from epoch 0.
+
+def _read(path: Path) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _take_back(path: Path, fingerprint: str) -> dict[str, Any] | None:
+    """Move the furthest checkpoint kept aside under ``fingerprint`` (a finished one first, else the latest epoch)
+    back to ``path``, with its W history; its state, or None when there is none.
+
+    An edit of the training code that is undone (``git checkout``) finds its own run again: resumed or restored,
+    never trained again from epoch 0.
     """
-    path = Path(path)
+    found = []
+    for aside in _kept_aside_of(path, fingerprint):
+        with contextlib.suppress(RuntimeError, OSError, EOFError, pickle.UnpicklingError):
+            state = _read(aside)
+            if state.get("format") == CHECKPOINT_FORMAT and state.get("fingerprint") == fingerprint:
+                found.append((bool(state.get("finished")), int(state.get("epoch", -1)), aside, state))
+    if not found:
+        return None
+    *_, aside, state = max(found, key=lambda f: f[:2])
+    os.replace(aside, path)
+    w_history_path(path).unlink(missing_ok=True)
+    if w_history_path(aside).exists():
+        os.replace(w_history_path(aside), w_history_path(path))
+    log.info("taking back %s, kept aside earlier under this run's fingerprint %s, as %s", aside, fingerprint, path)
+    return state
+
+
+def _own_state(path: Path, fingerprint: str) -> dict[str, Any] | None:
+    """The checkpoint at ``path`` if it is this run's; one of other settings, data or code (or an unreadable one)
+    is kept aside under its fingerprint, with a warning that says where."""
     if not path.exists():
         return None
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = _read(path)
     except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
         aside = keep_aside(path, "unreadable")
-        _warn(f"unreadable checkpoint {path} ({err}), kept aside as {aside}; starting afresh")
+        _warn(f"unreadable checkpoint {path} ({err}), kept aside as {aside}")
         return None
     if state.get("format") != CHECKPOINT_FORMAT or state.get("fingerprint") != fingerprint:
         aside = keep_aside(path, str(state.get("fingerprint", "unknown")))
         _warn(
             f"checkpoint {path} belongs to other settings, data or code (fingerprint {state.get('fingerprint')}, "
-            f"this run {fingerprint}): kept aside as {aside}; starting afresh"
+            f"this run {fingerprint}): kept aside as {aside}"
         )
+        return None
+    return state
+
+
+def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: bool = False) -> dict[str, Any] | None:
+    """The checkpoint of the run with this fingerprint at ``path`` (or kept aside beside it, taken back), else None.
+
+    One of other settings, data or code (or an unreadable one) is kept aside under its fingerprint. A finished
+    run's checkpoint is returned only with ``restore`` (its outputs are then rebuilt from it without training);
+    otherwise the run trains again from epoch 0.
+    """
+    path = Path(path)
+    existed = path.exists()
+    state = _own_state(path, fingerprint) or _take_back(path, fingerprint)
+    if state is None:
+        if existed:
+            log.info(
+                "no checkpoint of this run (fingerprint %s) at %s or kept aside: starting afresh", fingerprint, path
+            )
         return None
     if state.get("finished") and not restore:
         log.info("checkpoint %s is of a finished run; training again from epoch 0", path)

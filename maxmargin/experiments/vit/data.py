@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from maxmargin.experiments.vit.fashion import arrange_fashion_mnist, load_fashion_mnist
+from maxmargin.experiments.vit.images import DataUnavailableError, ImageData
 from maxmargin.experiments.vit.settings import DataSettings
 from maxmargin.experiments.vit.sources import (
     CIFAR10,
@@ -31,12 +33,13 @@ from maxmargin.experiments.vit.sources import (
     DISPLAY_NAMES,
     FASHION_IDX,
     FASHION_MNIST,
-    SOURCE_KEYS,
     data_plan,
     file_md5,
     local_files,
     manifest_digest,
 )
+from maxmargin.provenance import run_command
+from maxmargin.registry.reads import SOURCE_KEYS
 
 log = logging.getLogger("maxmargin")
 
@@ -44,44 +47,6 @@ CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_NAME = CIFAR10
 DIGITS_NAME = DIGITS
 DIGITS_TEST_FRACTION = 0.2  # share of the 1797 digits held out as the test set (stratified)
-
-
-class DataUnavailableError(RuntimeError):
-    """A data set could not be loaded; ``problem`` says it in a few words (e.g. "CIFAR-10 unavailable").
-
-    Without a stand-in (the paper-scale config) it stops the run; the message says where to put the files.
-    """
-
-    def __init__(self, message: str, problem: str) -> None:
-        super().__init__(message)
-        self.problem = problem
-
-
-@dataclass(frozen=True)
-class ImageData:
-    """Train and test images as uint8 (N, 3, 32, 32) tensors with int64 labels; normalisation from the train set."""
-
-    x_train: torch.Tensor
-    y_train: torch.Tensor
-    x_test: torch.Tensor
-    y_test: torch.Tensor
-    name: str
-    classes: list[str]
-    note: str = ""  # why a stand-in was taken (empty: the configured data set), written on the figures
-    digest: str = ""  # the manifest's hash of the data set's name and files
-
-    @property
-    def identity(self) -> str:
-        """Data set, files and sizes: a checkpoint of a run on one data set never resumes on another."""
-        return f"{self.name}:{self.digest}:{len(self.x_train)}:{len(self.x_test)}"
-
-    @property
-    def mean(self) -> torch.Tensor:
-        return self.x_train.float().mean(dim=(0, 2, 3)) / 255.0
-
-    @property
-    def std(self) -> torch.Tensor:
-        return self.x_train.float().std(dim=(0, 2, 3)) / 255.0
 
 
 def load_cifar10(root: str | os.PathLike[str], download: bool) -> ImageData:
@@ -222,8 +187,6 @@ def _cifar10_md5s(root: Path) -> dict[str, str]:
 def _make_available(name: str, settings: DataSettings) -> tuple[dict[str, str], bool]:
     """Make data set ``name`` readable (extract, decompress, download where allowed) and check it: its files'
     md5s and whether this call downloaded it. :class:`DataUnavailableError` says what is missing or corrupt."""
-    from maxmargin.experiments.vit.fashion import arrange_fashion_mnist
-
     if name == CIFAR10_NAME:
         downloading = local_files(CIFAR10_NAME, dataclasses.asdict(settings)) is None
         _load_cifar10_checked(settings)
@@ -238,16 +201,17 @@ def _make_available(name: str, settings: DataSettings) -> tuple[dict[str, str], 
     raise ValueError(f"unknown vit.data.dataset {name!r}; known: {', '.join(DATASETS)}")
 
 
-def resolve_data(source: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_data(source: Mapping[str, Any], plan: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The data manifest: the first data set of ``source`` (the data keys of the config that say where images come
     from: ``dataset``, ``fallback``, ``root``, ``fashion_mnist_files``, ``fashion_mnist_root``, ``download``) that is
     there (or can be downloaded) and intact, its files with their md5s and sizes, the candidates tried before it and
-    why they failed, and the plan (:func:`~maxmargin.experiments.vit.sources.data_plan`) this was decided from.
+    why they failed, and the plan (:func:`~maxmargin.experiments.vit.sources.data_plan`) this was decided from:
+    ``plan``, rule ``vit_data``'s param, as Snakemake recorded it (else the local files' now).
 
     Without an allowed stand-in, the first failure stops: :class:`DataUnavailableError` says where to put the files.
     """
     settings = DataSettings(**{key: source[key] for key in SOURCE_KEYS}, n_train=0, n_test=0, augment=False)
-    plan = data_plan(source)
+    plan = dict(data_plan(source) if plan is None else plan)
     tried: list[dict[str, str]] = []
     for name in settings.candidates:
         try:
@@ -276,8 +240,6 @@ def resolve_data(source: Mapping[str, Any]) -> dict[str, Any]:
 
 def _read(name: str, settings: DataSettings, seed: int) -> ImageData:
     """Read data set ``name``, made available by :func:`resolve_data`, in full."""
-    from maxmargin.experiments.vit.fashion import load_fashion_mnist
-
     if name == CIFAR10_NAME:
         return load_cifar10(settings.root, download=False)
     if name == FASHION_MNIST:
@@ -292,7 +254,7 @@ def _check_files(manifest: Mapping[str, Any]) -> None:
             now = f"md5 {found}" if Path(path).is_file() else "missing"
             raise DataUnavailableError(
                 f"{path} changed since the data manifest was written (recorded md5 {md5}, now {now}); rebuild "
-                "the manifest and what was trained on it: snakemake --cores all --forcerun vit_data -- fig6 fig7",
+                f"the manifest and what was trained on it: {run_command('fig6 fig7', options='--forcerun vit_data')}",
                 f"{manifest['dataset']} changed",
             )
 

@@ -18,11 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-CIFAR10 = "cifar10"
-FASHION_MNIST = "fashion_mnist"
-DIGITS = "digits"
-DATASETS = (CIFAR10, FASHION_MNIST, DIGITS)
-DISPLAY_NAMES = {CIFAR10: "CIFAR-10", FASHION_MNIST: "Fashion-MNIST", DIGITS: "scikit-learn's digits"}
+from maxmargin.registry.vit import DATASET_NAMES
+
+CIFAR10, FASHION_MNIST, DIGITS = DATASETS = tuple(DATASET_NAMES)
+DISPLAY_NAMES = DATASET_NAMES
 
 CIFAR10_FOLDER = "cifar-10-batches-py"
 CIFAR10_ARCHIVE = "cifar-10-python.tar.gz"
@@ -34,8 +33,6 @@ FASHION_IDX = (
     "t10k-labels-idx1-ubyte",
 )
 FASHION_RAW = Path("FashionMNIST") / "raw"  # torchvision's layout under vit.data.fashion_mnist_root
-# The data keys that say where the images come from (the data manifest's; the others subset and augment them).
-SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mnist_root", "download")
 
 
 def _sizes(paths: list[Path]) -> dict[str, int] | None:
@@ -68,21 +65,33 @@ def candidates(data: Mapping[str, Any]) -> list[str]:
 def data_plan(data: Mapping[str, Any], manifest: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What the local files say about each candidate data set (sizes only), and whether a download may be tried.
 
-    ``manifest``: the manifest this plan would rebuild. When its own job downloaded the data set it chose, the
-    files are there now and the plan of that job stands (else the next DAG build would rebuild it and retrain).
+    ``manifest``: the manifest this plan would rebuild. Its job may have changed the form of the data set it chose
+    (extracted the CIFAR-10 archive, decompressed the Fashion-MNIST ``.gz`` files, downloaded them): while that data
+    set's files are still the ones the job left (the manifest's ``sizes``), it stands as the job's plan described
+    it. The plan so describes a data set, not the form it is stored in: a second run does not rebuild the manifest,
+    nor retrain on it; a data set that appears, vanishes or changes still does.
     """
-    plan = {
-        "candidates": [{"name": name, "files": local_files(name, data)} for name in candidates(data)],
-        "download": bool(data["download"]),
-    }
-    if manifest is not None and Path(manifest).is_file():
-        try:
-            recorded = json.loads(Path(manifest).read_text())
-        except (OSError, ValueError):
-            return plan
-        if recorded.get("downloaded") and recorded.get("sizes") == local_files(recorded.get("dataset", ""), data):
-            return recorded.get("plan", plan)
-    return plan
+    recorded = _recorded(manifest)
+    chosen = recorded.get("dataset")
+    kept = {c["name"]: c for c in recorded.get("plan", {}).get("candidates", [])}
+    plan_candidates = []
+    for name in candidates(data):
+        files = local_files(name, data)
+        stands = name == chosen and name in kept and files is not None and files == recorded.get("sizes")
+        plan_candidates.append(kept[name] if stands else {"name": name, "files": files})
+    # keys sorted as the manifest stores them: Snakemake compares the param's repr, order included
+    return json.loads(json.dumps({"candidates": plan_candidates, "download": bool(data["download"])}, sort_keys=True))
+
+
+def _recorded(manifest: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The manifest's contents ({} when there is none or it cannot be read: the plan is then the files')."""
+    if manifest is None or not Path(manifest).is_file():
+        return {}
+    try:
+        recorded = json.loads(Path(manifest).read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
 
 
 def file_md5(path: str | os.PathLike[str]) -> str:
