@@ -291,7 +291,7 @@ def tiny_settings(epochs: int, **train: object) -> VitSettings:
                 **DEFAULT_VIT["train"],
                 **{"optimizer": "adam", "lr": 3e-3, "epochs": epochs, "batch_size": 16, "device": "cpu", **train},
             },
-            "probe": {"n_images": 8, "image_index": 1},
+            "probe": {**DEFAULT_VIT["probe"], "n_images": 8, "image_index": 1},
         }
     )
 
@@ -571,3 +571,53 @@ def test_the_paper_configs_code_path_runs_on_the_cpu_at_a_tiny_width(
     assert [t["epoch"] for t in resumed.times] == [0, 1, 2, 3]
     pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=False, rtol=1e-6)
     assert vit.WHistory(tmp_path / "b.pt", 16).blocks() == 4
+
+
+def _no_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object) -> None:
+        raise AssertionError("trained although a checkpoint of this run was kept aside")
+
+    monkeypatch.setattr(vit.training._Trainer, "train_epoch", refuse)
+
+
+def test_undoing_a_code_edit_restores_the_finished_run(tmp_path: Path, tiny_data, monkeypatch) -> None:
+    """Edit the training code (the checkpoint is kept aside under its fingerprint), run, undo the edit: the
+    finished run of the original code is taken back and restored without training (issue 36, item 2)."""
+    settings, checkpoint = tiny_settings(2), tmp_path / "checkpoint.pt"
+    first = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
+    with monkeypatch.context() as edit:
+        edit.setattr(vit.settings, "training_code_fingerprint", lambda: "edited")
+        with pytest.warns(vit.checkpoint.CheckpointWarning, match="kept aside"):
+            edited = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
+        assert edited.info["resumed_from_epoch"] is None
+    with monkeypatch.context() as undone:
+        _no_training(undone)
+        with pytest.warns(vit.checkpoint.CheckpointWarning, match="kept aside"):  # the edited run's, in turn
+            again = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
+    assert again.info["resumed_from_epoch"] == 2 and again.info["fingerprint"] == first.info["fingerprint"]
+    pd.testing.assert_frame_equal(comparable(again), comparable(first), check_exact=True)
+    aside = f"checkpoint.{edited.info['fingerprint']}.pt"  # the edited code's run, in its turn
+    kept = {"checkpoint.pt", aside}
+    assert {p.name for p in tmp_path.iterdir()} == kept | {f"{name}.w_history" for name in kept}
+
+
+@pytest.mark.slow  # four runs of four epochs
+def test_undoing_an_edit_mid_run_resumes_where_the_run_stopped(tmp_path: Path, tiny_data, monkeypatch) -> None:
+    """Interrupted at epoch 3, edited, interrupted again, edit undone: the run resumes from its epoch 2 and ends
+    as an uninterrupted run does, bit for bit."""
+    settings = tiny_settings(4)
+    whole = vit.train_vit(settings, tiny_data, tmp_path / "whole.pt")
+    checkpoint = tmp_path / "checkpoint.pt"
+    kill_at_epoch(monkeypatch, 3)
+    with pytest.raises(KeyboardInterrupt):
+        vit.train_vit(settings, tiny_data, checkpoint, restore=True)
+    with monkeypatch.context() as edit:
+        edit.setattr(vit.settings, "training_code_fingerprint", lambda: "edited")
+        kill_at_epoch(edit, 2)
+        with pytest.warns(vit.checkpoint.CheckpointWarning), pytest.raises(KeyboardInterrupt):
+            vit.train_vit(settings, tiny_data, checkpoint, restore=True)
+    with pytest.warns(vit.checkpoint.CheckpointWarning):
+        resumed = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
+    assert resumed.info["resumed_from_epoch"] == 2
+    pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=True)
+    np.testing.assert_array_equal(resumed.maps, whole.maps)

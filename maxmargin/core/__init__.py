@@ -4,7 +4,8 @@ Every function below has numpydoc Parameters and Returns with the shapes of its 
 leading batch axes are written "...". Modules: :mod:`.loss` (Assumption A), :mod:`.model` (eq. (5), the risk and
 its exact gradients), :mod:`.gd` (gradient descent), :mod:`.svm` ((ATT-SVM), eq. (10), (SVM)), :mod:`.directions`
 (GMM / LMM, Definitions 1-2), :mod:`.span_gd` (the census's batched GD), :mod:`.ball` and :mod:`.logspace` (the
-constrained solver) and :mod:`.regpath` (regularization paths, eq. (2)).
+constrained solver), :mod:`.regpath` (regularization paths, eq. (2)) and :mod:`.w_svm` (the W-parametrised
+ATT-SVM of an attention head, Lemma 1).
 """
 
 from maxmargin.core.ball import (
@@ -76,7 +77,17 @@ from maxmargin.core.svm import (
     v_svm,
     v_svm_qp,
 )
-from maxmargin.core.vit_learning import Direction, Learned, SparsityEffect, learned, sparsity_effect
+from maxmargin.core.vit_learning import Direction, Learned, SparsityEffect, learned, sparsity_effect, w_direction
+from maxmargin.core.w_svm import (
+    W_SVM_TOL,
+    WSVMResult,
+    frobenius_cosine,
+    query_inputs,
+    w_att_svm,
+    w_att_svm_nuclear,
+    w_logits,
+    w_margins,
+)
 
 __all__ = [
     "BLOCK_OF_KIND",
@@ -158,4 +169,13 @@ __all__ = [
     "token_scores",
     "v_svm",
     "v_svm_qp",
+    "w_direction",
+    "W_SVM_TOL",
+    "WSVMResult",
+    "frobenius_cosine",
+    "query_inputs",
+    "w_att_svm",
+    "w_att_svm_nuclear",
+    "w_logits",
+    "w_margins",
 ]

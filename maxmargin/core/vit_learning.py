@@ -140,18 +140,55 @@ def sparsity_effect(
 
 @dataclass(frozen=True)
 class Direction:
-    """Whether the direction of the last layer's W settles: the cosine of its last epoch with the one before."""
+    """Whether the direction of the last layer's W settles over the end of training: the angle between W at the
+    epoch ``from_epoch`` (``vit.guard.direction_from`` of the epochs) and the final W, at most ``max_angle`` degrees.
 
-    last_step_cosine: float  # cos(W_{T-1}, W_T)
+    One epoch's step is no test: W can turn a few degrees an epoch and still turn tens of degrees over the window.
+    """
+
+    from_epoch: int
+    last_epoch: int
+    window_cosine: float  # cos(W at from_epoch, final W)
     start_cosine: float  # cos(W_0, W_T): how far the direction moved from the initialisation
-    threshold: float
+    max_angle: float  # degrees
+
+    @property
+    def angle(self) -> float:
+        """The angle (degrees) W turned between ``from_epoch`` and the last epoch."""
+        return float(np.degrees(np.arccos(np.clip(self.window_cosine, -1.0, 1.0))))
 
     @property
     def settled(self) -> bool:
-        return self.last_step_cosine >= self.threshold
+        return self.angle <= self.max_angle
 
     def describe(self) -> str:
         return (
-            f"cos(W, previous epoch's W) at the last epoch {self.last_step_cosine:.4f} (needs >= {self.threshold:g}); "
-            f"cos(W at epoch 0, final W) {self.start_cosine:.3f}"
+            f"W turned {self.angle:.1f} deg between epoch {self.from_epoch} and epoch {self.last_epoch} "
+            f"(needs <= {self.max_angle:g}); cos(W at epoch 0, final W) {self.start_cosine:.3f}"
         )
+
+
+def w_direction(epochs: Sequence[int], cosine_final: Sequence[float], guard: Mapping[str, float]) -> Direction:
+    """How far W's direction turned over the last epochs of training (the claim ``vit_w_direction``): from the last
+    epoch at or before ``direction_from`` of the run to its end.
+
+    Parameters
+    ----------
+    epochs : sequence of int
+        The epochs of the run (0: the initialisation).
+    cosine_final : sequence of float
+        cos(W at that epoch, final W), one per epoch.
+    guard : mapping
+        ``vit.guard``: ``direction_from`` (the fraction of the epochs the window starts at) and
+        ``max_direction_angle`` (degrees).
+
+    Returns
+    -------
+    Direction
+        The window's first and last epoch, the cosines and the threshold (its ``angle`` and ``settled``).
+    """
+    e = np.asarray(epochs)
+    last = int(e.max())
+    start = int(e[e <= guard["direction_from"] * last].max())  # before the last epoch: the window is never empty
+    cos = dict(zip(e.tolist(), np.asarray(cosine_final, dtype=float).tolist(), strict=True))
+    return Direction(start, last, cos[start], cos[int(e.min())], guard["max_direction_angle"])

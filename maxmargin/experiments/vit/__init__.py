@@ -2,7 +2,8 @@
 
 Paper: Section 4 ("Real experiments"), Figures 6 and 7. One module per job: :mod:`.settings` (the config's
 ``vit`` section as dataclasses), :mod:`.sources` (which data set, from which files: the data manifest),
-:mod:`.data` (CIFAR-10 or the digits stand-in), :mod:`.fashion` (Fashion-MNIST, a full-size stand-in),
+:mod:`.images` (the images a run gets, the error of a data set it cannot), :mod:`.data` (CIFAR-10 or the digits
+stand-in), :mod:`.fashion` (Fashion-MNIST, a full-size stand-in),
 :mod:`.model` (the ViT and the probe: [CLS] attention, soft-sparsity, ||W||_F),
 :mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`, :mod:`.probes` (accuracy passes, the [CLS]
 attention of the probe images, W per epoch), :mod:`.training` (the loop, logging every epoch), :mod:`.baseline` (the
@@ -27,8 +28,6 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "data": (
         "CIFAR10_NAME",
         "DIGITS_NAME",
-        "DataUnavailableError",
-        "ImageData",
         "load_cifar10",
         "load_digits32",
         "load_image_data",
@@ -39,6 +38,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "arrange_fashion_mnist",
         "load_fashion_mnist",
         "to_rgb32",
+    ),
+    "images": (
+        "DataUnavailableError",
+        "ImageData",
     ),
     "model": (
         "build_vit",
@@ -60,7 +63,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "results": (
         "METRIC_COLUMNS",
         "TrainResult",
+        "W_SVM_COLUMNS",
         "result_tables",
+        "w_svm_table",
     ),
     "settings": (
         "DataSettings",
@@ -80,7 +85,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "probes": (
         "Evaluator",
         "WHistory",
+        "WSvmProbe",
+        "attention_inputs",
         "cosine",
+        "head_key_query",
     ),
     "training": (
         "LearningStalledWarning",

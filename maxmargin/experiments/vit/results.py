@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,17 +16,10 @@ from maxmargin.provenance import current_provenance, table_record
 from maxmargin.tables import markdown_table, write_csv
 
 METRIC_COLUMNS = registry.columns("vit_run_metrics")
+W_SVM_COLUMNS = registry.columns("vit_w_svm")
 
-# What the sidecar says each measured column is.
-CONVENTIONS = {
-    "soft_sparsity": "mean over the probe images of (||s||_1^2/||s||_2^2)/T, s = last-layer [CLS] attention "
-    "averaged over heads, [CLS] self-entry dropped and renormalised over the T patch tokens",
-    "soft_sparsity_image": "the same for the single Figure 6 test image",
-    "w_frobenius": "||sum_h W_Q,h^T W_K,h||_F of the last block's qkv weight (= ||W_Q^T W_K||_F), "
-    "without the 1/sqrt(d_head) scale and the biases",
-    "w_cosine_previous": "cosine (Frobenius) between W of this epoch and of the previous one (empty at epoch 0)",
-    "w_cosine_final": "cosine (Frobenius) between W of this epoch and of the last epoch",
-}
+# What the sidecar says each column is: the registry's descriptions.
+CONVENTIONS = {c.name: c.description for c in registry.table("vit_run_metrics").columns}
 
 
 @dataclass
@@ -41,6 +34,8 @@ class TrainResult:
     label: int
     grid: tuple[int, int]
     info: dict[str, Any]  # device, CPU, threads, dataset, parameter count, resumed epoch
+    # per head of the last layer at the W-ATT-SVM epochs (probes.WSvmProbe); none where the probe is off
+    w_svm: list[dict[str, Any]] = field(default_factory=list)
 
 
 def result_tables(result: TrainResult, settings: VitSettings) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
@@ -59,6 +54,7 @@ def result_tables(result: TrainResult, settings: VitSettings) -> tuple[pd.DataFr
         "label": result.label,
         "epoch_times": result.times,
         "columns": CONVENTIONS,
+        "w_svm": result.w_svm,
     }
     maps = {
         "epochs": np.arange(len(result.maps)),
@@ -126,5 +122,37 @@ def run_page(metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, A
         f"- Linear baseline (logistic regression on the same training pixels): test accuracy "
         f"{float(baseline['test_acc'].iloc[0]):.3f}; chance {1 / m['num_classes']:.3f}.",
     ]
-    sections = ["", "## Every epoch", "", markdown_table(table), "## The ViT claims", "", markdown_table(claims)]
+    sections = ["", "## Every epoch", "", markdown_table(table), *_w_svm_section(sidecar)]
+    sections += ["## The ViT claims", "", markdown_table(claims)]
     return "\n".join(lines + sections)
+
+
+def _w_svm_section(sidecar: dict[str, Any]) -> list[str]:
+    """The page's per-head W-ATT-SVM cosines (table ``vit_w_svm``): one row per measured epoch, a column per head."""
+    table = w_svm_table(sidecar)
+    if table.empty:
+        return []
+    wide = table.pivot(index="epoch", columns="head", values="cosine")
+    wide.columns = [f"head {h}" for h in wide.columns]
+    wide["soft-margin heads"] = table.groupby("epoch")["hard_margin"].apply(lambda h: int((~h.astype(bool)).sum()))
+    n = int(table["n_constraints"].iloc[0])
+    return [
+        "## Each head against its max-margin solution",
+        "",
+        f"cos(Wt_h, W_mm,h) of each last-layer head with the Frobenius W-ATT-SVM solution of the tokens it selects "
+        f"({n} constraints; docs/vit.md; epoch 0 is the null).",
+        "",
+        markdown_table(wide.reset_index()),
+    ]
+
+
+def w_svm_table(sidecar: dict[str, Any]) -> pd.DataFrame:
+    """The per-head W-ATT-SVM rows of a run's sidecar (``w_svm``) as table ``vit_w_svm``, each head's epoch-0
+    cosine (the null: the initialisation's own tokens) beside every epoch's."""
+    table = pd.DataFrame(sidecar.get("w_svm", []), columns=[c for c in W_SVM_COLUMNS if c != "cosine_init"])
+    if table.empty:
+        return pd.DataFrame(columns=W_SVM_COLUMNS)
+    init = table[table["epoch"] == 0].set_index("head")["cosine"]
+    table["cosine_init"] = table["head"].map(init)
+    table["dataset"] = sidecar["dataset"]
+    return table[W_SVM_COLUMNS]

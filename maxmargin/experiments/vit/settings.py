@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maxmargin.files import source_fingerprint
+
 
 @dataclass(frozen=True)
 class ModelSettings:
@@ -88,10 +90,15 @@ class TrainSettings:
 
 @dataclass(frozen=True)
 class ProbeSettings:
-    """The probe set (the first ``n_images`` test images) and the test image whose maps Figure 6 draws."""
+    """The probe set (the first ``n_images`` test images) and the test image whose maps Figure 6 draws; the
+    W-ATT-SVM probe (:class:`~maxmargin.experiments.vit.probes.WSvmProbe`): every ``w_svm_every`` epochs (0: off)
+    on the first ``w_svm_images`` probe images, soft-margin weight ``w_svm_soft_c`` where no W meets every margin."""
 
     n_images: int
     image_index: int
+    w_svm_every: int
+    w_svm_images: int
+    w_svm_soft_c: float
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,7 @@ TRAINING_MODULES = (
     "checkpoint.py",
     "data.py",
     "fashion.py",
+    "images.py",
     "model.py",
     "optim.py",
     "probes.py",
@@ -164,21 +172,16 @@ class VitSettings:
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _hash_files(paths: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def training_code_fingerprint() -> str:
     """Hash of the modules whose code makes a run's numbers (:data:`TRAINING_MODULES`)."""
-    return _hash_files([Path(__file__).parent / name for name in TRAINING_MODULES])
+    return source_fingerprint([Path(__file__).parent / name for name in TRAINING_MODULES])
 
 
 def code_fingerprint() -> str:
-    """Hash of the whole package's source: rule vit_train's rerun trigger (the outputs follow any change)."""
-    return _hash_files(sorted(Path(__file__).parent.glob("*.py")))
+    """Hash of the whole package's source and of the W-ATT-SVM solver its probe calls: rule vit_train's rerun
+    trigger (the outputs follow any change)."""
+    solver = Path(__file__).parents[2] / "core" / "w_svm.py"
+    return source_fingerprint([*sorted(Path(__file__).parent.glob("*.py")), solver])
 
 
 def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> dict[str, Any]:

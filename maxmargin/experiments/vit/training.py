@@ -33,7 +33,8 @@ from maxmargin.experiments.vit.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from maxmargin.experiments.vit.data import ImageData, augment, normalize
+from maxmargin.experiments.vit.data import augment, normalize
+from maxmargin.experiments.vit.images import ImageData
 from maxmargin.experiments.vit.model import (
     build_vit,
     key_query_matrix,
@@ -42,7 +43,7 @@ from maxmargin.experiments.vit.model import (
     soft_sparsity,
 )
 from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
-from maxmargin.experiments.vit.probes import Evaluator, WHistory, cosine
+from maxmargin.experiments.vit.probes import Evaluator, WHistory, WSvmProbe, cosine
 from maxmargin.experiments.vit.results import TrainResult
 from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
 
@@ -58,6 +59,7 @@ class _History:
     times: list[dict[str, float]] = field(default_factory=list)
     maps: list[np.ndarray] = field(default_factory=list)
     selfs: list[float] = field(default_factory=list)
+    w_svm: list[dict[str, Any]] = field(default_factory=list)  # WSvmProbe's rows, per head, at its epochs
 
     def append(self, measured: tuple[dict[str, Any], dict[str, float], np.ndarray, float]) -> None:
         row, times, fixed_map, fixed_self = measured
@@ -88,6 +90,7 @@ class _Trainer:
         self.history = _History()
         self.w_history = WHistory(checkpoint, settings.model.embed_dim)
         self.previous_w: np.ndarray | None = None
+        self.w_svm = WSvmProbe(settings, self.ev.probe_x[1:], self.ev.batch)
 
     def key_query(self) -> np.ndarray:
         """The last layer's W, in float64."""
@@ -117,7 +120,11 @@ class _Trainer:
             "dataset": self.data.name,
         }
         self.previous_w = w32
+        t_svm = time.perf_counter()
+        if self.w_svm.due(epoch):
+            self.history.w_svm.extend(self.w_svm.measure(self.model, epoch))
         times = {"epoch": epoch, "train_seconds": train_seconds, "epoch_seconds": time.perf_counter() - t0}
+        times["w_svm_seconds"] = time.perf_counter() - t_svm
         return row, times, fixed_map, fixed_self
 
     def save(self, epoch: int, finished: bool = False) -> None:
@@ -140,6 +147,7 @@ class _Trainer:
                 "times": h.times,
                 "maps": torch.from_numpy(np.stack(h.maps)),
                 "cls_self": torch.tensor(h.selfs),
+                "w_svm": h.w_svm,
             },
         )
         h.times[-1]["epoch_seconds"] += time.perf_counter() - t0
@@ -163,7 +171,11 @@ class _Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"], self.generator)
         self.history = _History(
-            list(state["metrics"]), list(state["times"]), list(state["maps"].numpy()), list(state["cls_self"].tolist())
+            list(state["metrics"]),
+            list(state["times"]),
+            list(state["maps"].numpy()),
+            list(state["cls_self"].tolist()),
+            list(state.get("w_svm", [])),
         )
         if not state.get("finished"):
             self.previous_w = self.w_history.read()[-1]
@@ -343,6 +355,7 @@ def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
         label=int(data.y_test[idx]),
         grid=patch_grid(run.model),
         info=info,
+        w_svm=h.w_svm,
     )
 
 
