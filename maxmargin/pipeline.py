@@ -111,7 +111,8 @@ def draw_panel(panel: str, paths: list[str], options: Mapping[str, Any]) -> Figu
 def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None = None) -> None:
     """Save a figure as PDF and PNG (atomically) and close it; inside a rule both carry its provenance.
 
-    Saved under the shared style: its ``savefig.*`` and ``pdf.fonttype`` keys are read when the file is written.
+    Saved under the shared style: its ``savefig.*`` and ``pdf.fonttype`` keys are read when the file is written. The
+    PNG records the figure's smallest text in points (``style.SMALLEST_TEXT_KEY``: the gallery's readability test).
     """
     import matplotlib.pyplot as plt
 
@@ -126,6 +127,7 @@ def save_figure(fig: Figure, pdf: str, png: str, metadata: dict[str, str] | None
         pdf_meta["Keywords"] = meta["Provenance"]
     with style.paper_style(), atomic_path(pdf) as tmp:
         fig.savefig(tmp, format="pdf", metadata=pdf_meta)
+    meta[style.SMALLEST_TEXT_KEY] = f"{style.smallest_text(fig):g}"  # drawn by now: every tick label has its text
     with style.paper_style(), atomic_path(png) as tmp:
-        fig.savefig(tmp, format="png", metadata=meta or None)
+        fig.savefig(tmp, format="png", metadata=meta)
     plt.close(fig)

@@ -1,6 +1,8 @@
 """Snakemake script: the claims table (rule claims_table) from the pipeline's own tables."""
 
-from maxmargin.claims import claims_html, claims_markdown, evaluate_claims
+import json
+
+from maxmargin.claims import claims_html, claims_markdown, evaluate_claims, run_sentences
 from maxmargin.files import atomic_path
 from maxmargin.logs import rule_logging
 from maxmargin.tables import read_table, write_csv
@@ -13,5 +15,7 @@ with rule_logging(snakemake) as log:
         tmp.write_text(claims_markdown(claims))
     with atomic_path(snakemake.output.html) as tmp:
         tmp.write_text(claims_html(claims))
+    with atomic_path(snakemake.output.sentences) as tmp:
+        tmp.write_text(json.dumps(run_sentences(claims, tables), indent=1, ensure_ascii=False) + "\n")
     for row in claims.itertuples():
         log.info("%-24s %-8s %s", row.claim_id, row.verdict, row.measured)

@@ -6,7 +6,7 @@ import shutil
 
 from maxmargin import registry
 from maxmargin.claims import evaluate_claims
-from maxmargin.experiments.vit.results import run_page
+from maxmargin.experiments.vit.results import run_page, w_svm_table
 from maxmargin.files import atomic_path
 from maxmargin.logs import rule_logging
 from maxmargin.provenance import run_command
@@ -16,7 +16,7 @@ with rule_logging(snakemake) as log:
     inp, out = snakemake.input, snakemake.output
     metrics, baseline = read_table(inp.metrics), read_table(inp.baseline)
     sidecar = json.loads(open(inp.sidecar).read())
-    tables = {"vit_metrics": metrics, "vit_baseline": baseline}
+    tables = {"vit_metrics": metrics, "vit_baseline": baseline, "vit_w_svm": w_svm_table(sidecar)}
     vit_claims = [claim for claim, needs in registry.claim_tables().items() if set(needs) <= set(tables)]
     claims = evaluate_claims(tables, snakemake.params.reads)
     claims = claims[claims["claim_id"].isin(vit_claims)].reset_index(drop=True)

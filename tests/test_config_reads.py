@@ -51,6 +51,7 @@ CHANGES: dict[str, Any] = {
     "vit.train.device": lambda v: "cpu" if v != "cpu" else "auto",
     "vit.model.patch_size": lambda v: 4 if v != 4 else 8,  # one of the sizes that divide the image
     "vit.guard.min_w_growth": lambda v: 2 * v,  # at least 1
+    "census.negative_gap.statistic": lambda v: "mean" if v != "mean" else "median",
     "vit_recipes.recipes": lambda v: [{**v[0], "lr": v[0]["lr"] / 2}, *v[1:]],
     "census.histogram.dims": lambda v: v[:-1],
     "lemma1.instances": lambda v: v[:-1],

@@ -5,28 +5,82 @@ The baselines are tests/baseline_images/<panel>.png. After an intended change of
 and write them as the baselines with the one command:
 
     .venv/bin/python -m pytest tests/test_figure_images.py --regenerate-baselines
+
+Each figure's PNG records its smallest text (pipeline.save_figure): at the gallery's scale no text may fall under
+THUMBNAIL_TEXT_PX pixels (issue 34: the README's thumbnails must stay readable).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
-from conftest import CI_CONFIG, CI_RESULTS, REPO, snakemake
+from conftest import CI_CONFIG, CI_RESULTS, DEFAULT_CONFIG, REPO, snakemake
 from matplotlib.testing.compare import compare_images
 from PIL import Image
 
 from maxmargin import registry
-
-pytestmark = pytest.mark.slow
+from maxmargin.figures import style
+from maxmargin.pipeline import draw_synthetic_panel, run_experiment, save_figure
 
 BASELINES = REPO / "tests" / "baseline_images"
 # RMS of the pixel difference (0-255) a figure may differ by: text rendered by another FreeType, a curve of the
 # small ViT moved by a last-bit difference of another CPU; a moved legend or changed limits is far above it.
 TOLERANCE = 3.0
-PANELS = [p.name for p in registry.PANELS if p.figure not in registry.ON_DEMAND]
+PANELS = list(registry.GALLERY)  # every panel of the default run
+THUMBNAIL_TEXT_PX = 7.0  # the smallest text a gallery thumbnail may hold, in its pixels
 
 
+def thumbnail_text_px(png) -> float:
+    """The smallest text of a saved figure in the pixels of its gallery thumbnail (GALLERY_SCALE of its pixels)."""
+    image = Image.open(png)
+    return float(image.info[style.SMALLEST_TEXT_KEY]) * image.info["dpi"][0] / 72.0 * registry.GALLERY_SCALE
+
+
+@pytest.mark.parametrize("size,readable", [(5.0, False), (7.0, True)])
+def test_a_saved_figure_records_its_smallest_text(tmp_path, size: float, readable: bool) -> None:
+    with style.paper_style():
+        fig, ax = style.new_axes()
+        ax.set_title("title")  # 9 pt
+        ax.text(0.5, 0.5, "note", fontsize=size)
+        ax.text(0.5, 0.2, "", fontsize=2)  # an empty text is not text a reader sees
+    save_figure(fig, str(tmp_path / "f.pdf"), str(tmp_path / "f.png"))
+    assert float(Image.open(tmp_path / "f.png").info[style.SMALLEST_TEXT_KEY]) == size
+    assert (thumbnail_text_px(tmp_path / "f.png") >= THUMBNAIL_TEXT_PX) == readable
+
+
+@pytest.mark.parametrize("panel", ["fig1a", "fig1b", "fig8"])
+def test_figure1_shows_every_start_ending_near_the_direction_it_reaches(panel: str) -> None:
+    """Issue 34: the key plane stops at a few token norms, so the angle panel beside it carries the convergence: each
+    run's last angle is the arccos of its final cosine in the directions table, under 2 degrees at the default
+    settings; the token an LMM selects is keyed locally-optimal (Definition 2), the others non-optimal."""
+    name = registry.panel(panel).experiment
+    settings, data = registry.experiment_settings(name, DEFAULT_CONFIG), registry.experiment_data(name, DEFAULT_CONFIG)
+    tables = run_experiment(name, settings, data)
+    fig = draw_synthetic_panel(panel, tables.trajectories, tables.tokens, tables.directions, {})
+    runs = tables.directions[tables.directions["record"] == "gd_run"]
+    last = [line.get_ydata()[-1] for line in fig.axes[1].get_lines()]
+    np.testing.assert_allclose(last, np.degrees(np.arccos(runs["final_cosine"].clip(-1, 1))), atol=1e-6)
+    assert max(last) < 2.0 and len(last) == len(runs)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    lmm = runs["kind"].eq("lmm").any()
+    assert any(label.endswith("locally-optimal token, γ = 0.9" if panel == "fig1b" else "locally-optimal token, "
+               "γ = -1.58") for label in legend) == lmm  # fmt: skip
+    assert all("non-optimal" not in label for label in legend if "locally" in label)
+    plt.close(fig)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("panel", PANELS)
+def test_every_thumbnail_keeps_its_text_at_7_px(ci_run, panel) -> None:
+    px = thumbnail_text_px(ci_run / CI_RESULTS / "figures" / f"{panel}.png")
+    assert px >= THUMBNAIL_TEXT_PX, f"{panel}: smallest text {px:.1f} px in its thumbnail"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("panel", PANELS)
 def test_figure_matches_its_baseline(ci_run, panel, request) -> None:
     png = ci_run / CI_RESULTS / "figures" / f"{panel}.png"
@@ -41,11 +95,17 @@ def test_figure_matches_its_baseline(ci_run, panel, request) -> None:
 
 def test_every_figure_has_a_baseline_and_a_thumbnail() -> None:
     """Every figure of the default run, and no other, has its baseline here and its thumbnail in the README's
-    gallery (docs/gallery/, `make gallery`)."""
+    gallery (docs/gallery/), and the README shows the gallery of the registry: `python tools/gallery.py PANEL`
+    writes all three for a new panel (`make gallery`: for every panel)."""
     assert {p.stem for p in BASELINES.glob("*.png")} == set(PANELS)
-    assert {p.name for p in registry.PANELS if p.gallery} == set(PANELS)
+    assert {p.stem for p in (REPO / "docs" / "gallery").glob("*.png")} == set(PANELS)
+    spec = importlib.util.spec_from_file_location("gallery", REPO / "tools" / "gallery.py")
+    gallery = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gallery)
+    assert gallery.readme_block() in (REPO / "README.md").read_text(), "README's gallery: python tools/gallery.py"
 
 
+@pytest.mark.slow
 def test_the_gallery_target_makes_every_thumbnail_at_one_scale(ci_run) -> None:
     """`make gallery`'s target on the small run: every thumbnail, at GALLERY_SCALE of its figure's pixels."""
     snakemake(ci_run, "--configfile", CI_CONFIG, "--", "gallery")

@@ -14,7 +14,7 @@ from conftest import DEFAULT_CONFIG, REPO, snakemake
 
 from maxmargin.claims import evaluate_claims
 from maxmargin.config import load_yaml
-from maxmargin.figures.vit import draw_figure6, draw_figure7
+from maxmargin.figures.vit import WARNING_COLOR, draw_figure6, draw_figure7, draw_recipes
 
 matplotlib.use("Agg")
 GUARD = DEFAULT_CONFIG["vit"]["guard"]
@@ -69,14 +69,16 @@ def test_the_learning_bar_is_half_the_linear_baselines_gain(acc: float, linear: 
     assert "logistic regression on the pixels of the same 2000 training images" in claims.loc["vit_learns", "note"]
 
 
-@pytest.mark.parametrize("last_cos, verdict", [(0.95, "holds"), (0.5, "differs")])
-def test_the_direction_of_w_settles_or_not(last_cos: float, verdict: str) -> None:
-    claims = verdicts(metrics(0.7, (1.0, 0.3), (1.0, 3.0), last_cos=last_cos))
+@pytest.mark.parametrize("angle, verdict", [(9.9, "holds"), (10.1, "differs"), (25.0, "differs")])
+def test_the_direction_of_w_settles_or_not_over_the_window(angle: float, verdict: str) -> None:
+    # Issue 34: a last-epoch cosine of 0.99 passed while W turned ~25 degrees over the last 10 of 60 epochs.
+    assert GUARD["direction_from"] == 0.8 and GUARD["max_direction_angle"] == 10
+    table = metrics(0.7, (1.0, 0.3), (1.0, 3.0), epochs=10, last_cos=0.999)
+    table.loc[table["epoch"] == 8, "w_cosine_final"] = np.cos(np.radians(angle))  # 80% of 10 epochs
+    claims = verdicts(table)
     assert claims.loc["vit_w_direction", "verdict"] == verdict
-    assert (
-        f"at the last epoch {last_cos:.4f} (needs >= {GUARD['min_direction_cosine']:g})"
-        in claims.loc["vit_w_direction", "measured"]
-    )
+    measured = claims.loc["vit_w_direction", "measured"]
+    assert f"W turned {angle:.1f} deg between epoch 8 and epoch 10 (needs <= 10)" in measured
 
 
 def test_a_run_at_chance_whose_w_exploded_does_not_hold() -> None:
@@ -144,7 +146,7 @@ def test_figure7_prints_the_accuracy_and_warns_when_nothing_was_learned(final_ac
     )
     text = figure_texts(fig)
     assert f"final test accuracy {final_acc:.3f}" in text and "linear baseline 0.800" in text
-    assert ("did not learn" in text) == warned and ("WARNING" in text) == warned
+    assert ("did not learn" in text) == warned and ("WARNING: the model did not learn" in text) == warned
     fig.canvas.draw()
     ax = fig.axes[0]
     renderer = fig.canvas.get_renderer()
@@ -195,21 +197,50 @@ def test_the_settings_footer_is_an_option_the_stand_in_warning_is_not(footer: bo
         settings_footer=footer,
     )
     text = figure_texts(fig)
-    assert f"WARNING: {note}" in text
+    assert f"WARNING: made from Fashion-MNIST, a stand-in for the paper's CIFAR-10 ({note})" in text
     assert ("ViT 64-d, depth 4" in text) == footer
     matplotlib.pyplot.close(fig)
 
 
+@pytest.mark.parametrize(
+    "dataset,warning",
+    [
+        ("fashion_mnist", "WARNING: made from Fashion-MNIST, a stand-in for the paper's CIFAR-10"),
+        ("digits", "WARNING: made from scikit-learn's digits, a stand-in for the paper's CIFAR-10"),
+        ("cifar10", None),
+    ],
+)
+def test_the_stand_in_warning_is_keyed_to_the_data_set_not_to_a_fallback(dataset: str, warning: str | None) -> None:
+    """A config that asks for Fashion-MNIST directly (no fallback, no note) still gets the red line; CIFAR-10 none."""
+    for fig in (
+        draw_figure7(
+            metrics(0.7, (1.0, 0.3), (0.2, 5.0)),
+            {**sidecar(), "dataset": dataset},
+            baseline(),
+            baseline_fraction=0.5,
+            settings_footer=False,
+        ),
+        draw_recipes(
+            pd.DataFrame({"recipe": "a", "step": [0, 1], "test_acc": 0.5, "soft_sparsity": 0.5,
+                          "w_frobenius": [1.0, 2.0], "dataset": dataset}),
+            num_classes=10,
+        ),
+    ):  # fmt: skip
+        red = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_color() == WARNING_COLOR]
+        assert red == ([warning] if warning else []), red
+        matplotlib.pyplot.close(fig)
+
+
 # The ViT runs whose numbers are committed (rule docs_vit: docs/results/<vit.docs>_{metrics,baseline,claims}.csv):
 # the config files they were made with over default.yaml, and the claims that hold on them. The default run's
-# (make gallery) and the depth-12 CPU run's, both measured on this project's CPU machine (the pages name it). After
-# its 5 epochs the depth-12 run's W still turns (cos 0.85 with the epoch before): vit_w_direction differs there, and
-# its committed row says so; the issue asks of that run a model that learns and vit_sparsity.
+# (make gallery) and the depth-12 CPU run's, both measured on this project's CPU machine (the pages name it). In both
+# W still turns over the last 20% of the epochs (27 and 32 degrees) and the Figure 6 image's soft-sparsity goes up
+# and down: vit_w_direction and vit_fig6_concentrates differ there (issue 34), and the committed rows say so.
 COMMITTED = {
-    "vit_quick": ([], ["vit_sparsity", "vit_learns", "vit_w_direction"]),
+    "vit_quick": ([], ["vit_sparsity", "vit_learns"]),
     "cpu_depth12": (["workflow/config/cpu_depth12.yaml"], ["vit_sparsity", "vit_learns"]),
 }
-VIT_CLAIMS = ["vit_sparsity", "vit_learns", "vit_w_direction"]
+VIT_CLAIMS = ["vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates"]
 
 
 def merged(files: list[str]) -> dict:

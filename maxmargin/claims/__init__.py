@@ -18,6 +18,7 @@ from maxmargin.claims import basin, census, lemma1, regpath, synthetic, vit
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
 from maxmargin.registry import CLAIMS_CONFIG_KEYS as CONFIG_KEYS
 from maxmargin.registry import claims_config
+from maxmargin.registry.vit import DATASET_NAMES, PAPER_DATASET
 from maxmargin.tables import markdown_table
 
 CLAIMS: tuple[Claim, ...] = (
@@ -35,6 +36,7 @@ __all__ = [
     "claims_markdown",
     "evaluate_claims",
     "interval_verdict",
+    "run_sentences",
 ]
 
 
@@ -56,6 +58,25 @@ def evaluate_claims(tables: Tables, config: Config) -> pd.DataFrame:
                 measured, verdict, note = "", "not run", f"could not measure: {type(err).__name__}: {err}"
         rows.append([c.claim_id, c.claim, c.source, c.paper_value, measured, verdict, note])
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def run_sentences(claims: pd.DataFrame, tables: Tables) -> dict[str, str]:
+    """What this run measured, as the sentences of the report's captions (their ``{run[...]}`` fields,
+    :func:`maxmargin.registry.caption`): each claim's measurement and verdict by its id, and ``vit_dataset``, the data
+    set the ViT figures were made from. Measurements are rST literals: their ``|`` and ``*`` stay as they are.
+    """
+    sentences = {
+        row.claim_id: (f"``{row.measured}`` " if row.measured else "")
+        + f"(claim ``{row.claim_id}``: **{row.verdict}**{'; ' + row.note if row.verdict == 'not run' else ''})"
+        for row in claims.itertuples()
+    }
+    if "vit_metrics" in tables:
+        dataset = str(tables["vit_metrics"]["dataset"].iloc[-1])
+        name, paper = DATASET_NAMES.get(dataset, dataset), DATASET_NAMES[PAPER_DATASET]
+        sentences["vit_dataset"] = f"Made from {name}" + (
+            ", the paper's data set." if dataset == PAPER_DATASET else f", a stand-in for the paper's {paper}."
+        )
+    return sentences
 
 
 def claims_markdown(claims: pd.DataFrame) -> str:

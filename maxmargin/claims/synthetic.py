@@ -46,6 +46,17 @@ def _gd_to_gmm_n1(t: Tables, cfg: Config) -> Measurement:
     )
 
 
+def _gd_gmm_multi(t: Tables) -> Measurement:
+    """Figure 1(c): with several inputs, GD converges in direction to the GMM from every start."""
+    r = _runs(t, "fig1c")
+    n_gmm = int((r["kind"] == "gmm").sum())
+    return (
+        f"{n_gmm}/{len(r)} starts -> GMM, min cosine {r['final_cosine'].min():.5f}",
+        verdict_of(n_gmm == len(r) and r["final_cosine"].min() >= CONVERGED_COSINE),
+        f"holds when every start ends with cosine >= {CONVERGED_COSINE:g} with the GMM",
+    )
+
+
 def _fig1_starts(figure: str, fig1: Config) -> str:
     """Where the Figure 1 runs of ``figure`` started, in the words of the config that ran (``synthetic.fig1``)."""
     starts = fig1["starts"]
@@ -101,6 +112,28 @@ def _joint(t: Tables, figure: str, p_kind: str) -> Measurement:
         f"cos(p, {p_kind}) >= {cos_target:.5f}; cos(v, v_mm) >= {v_runs['final_cosine'].min():.5f}",
         verdict_of(ok),
         note,
+    )
+
+
+def _fig3_v_mm(t: Tables) -> Measurement:
+    """Appendix E: in Figures 3(a) and 3(b), v_mm / ||v_mm|| = [0, 1]."""
+    cos = {f: float(cosine(_direction(t, f, "v_mm"), np.array([0.0, 1.0]))) for f in ("fig3a", "fig3b")}
+    return (
+        "; ".join(f"{f}: v_mm/||v_mm|| = {(np.round(_direction(t, f, 'v_mm'), 5) + 0.0).tolist()}" for f in cos),
+        verdict_of(min(cos.values()) >= CONVERGED_COSINE),
+        f"holds when cos(v_mm, [0, 1]) >= {CONVERGED_COSINE:g} in both",
+    )
+
+
+def _fig3_relax_vs_mm(t: Tables) -> Measurement:
+    """Appendix E: in Figure 3(a) every optimal token is a support vector, so p_relax = p_mm; in 3(b) the yellow
+    input is not one, so p_relax differs from p_mm."""
+    cos = {f: float(cosine(_direction(t, f, "p_relax"), _direction(t, f, "p_mm"))) for f in ("fig3a", "fig3b")}
+    return (
+        f"cos(p_relax, p_mm): {cos['fig3a']:.5f} in Fig 3(a), {cos['fig3b']:.4f} in Fig 3(b)",
+        verdict_of(cos["fig3a"] >= CONVERGED_COSINE and cos["fig3b"] < DISTINCT_COSINE),
+        f"holds when the cosine is >= {CONVERGED_COSINE:g} in 3(a) and below {DISTINCT_COSINE:g} in 3(b) (p_relax: "
+        "eq. (10) at the support vectors of v_mm)",
     )
 
 
@@ -183,6 +216,13 @@ CLAIMS: tuple[Claim, ...] = (
         lambda t, _cfg: _gd_local_or_global(t, "fig1b"),
     ),
     Claim(
+        "gd_gmm_multi",
+        "With several inputs, GD on p converges in direction to the GMM from various starts",
+        "Section 2, Fig 1(c)",
+        "corr -> 1",
+        tables_only(_gd_gmm_multi),
+    ),
+    Claim(
         "gd_lmm_cone",
         "GD started inside the cone of an LMM converges to that LMM",
         "Theorem 3, Fig 2",
@@ -209,6 +249,20 @@ CLAIMS: tuple[Claim, ...] = (
         "Theorem 6, Fig 3(b)",
         "corr -> 1",
         lambda t, _cfg: _joint(t, "fig3b", "p_relax"),
+    ),
+    Claim(
+        "fig3_v_mm",
+        "In Figures 3(a) and 3(b) the label SVM's direction is v_mm / ||v_mm|| = [0, 1]",
+        "Appendix E, Fig 3",
+        "[0, 1]",
+        tables_only(_fig3_v_mm),
+    ),
+    Claim(
+        "fig3_p_relax_vs_p_mm",
+        "In Fig 3(a) all optimal tokens are support vectors and p_relax = p_mm; in Fig 3(b) they differ",
+        "Appendix E, Fig 3",
+        "equal in (a), not in (b)",
+        tables_only(_fig3_relax_vs_mm),
     ),
     Claim(
         "joint_probabilities",

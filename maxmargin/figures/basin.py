@@ -94,20 +94,27 @@ def _basin_map(
         )
         end = int(np.argmin(inside[1:])) + 1 if not inside[1:].all() else len(points)
         style.draw_trajectory(ax, points[: end + 1], color, label=label, lw=1.2)
-    style.draw_tokens(ax, tokens, by_input=False)
+    style.draw_tokens(ax, tokens, by_input=False, locally_optimal=style.locally_optimal_tokens(directions))
     ax.set_xlim(box[0], box[1])
     ax.set_ylim(box[2], box[3])
     ax.set_xlabel("$p_1$ / $k_1$")
     ax.set_ylabel("$p_2$ / $k_2$")
     names = [label for label, _ in CELLS.values()] + [OTHER[0]]
     text = "\n".join(f"{names[c]}: {n:,} start{'s' * (n != 1)}" for c, n in sorted(counts.items()))
-    ax.text(0.02, 0.02, text, transform=ax.transAxes, fontsize=6, va="bottom", ha="left",
-            bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.6", "boxstyle": "round,pad=0.3"})  # fmt: skip
+    box_style = {"facecolor": "white", "alpha": 0.85, "edgecolor": "0.6", "boxstyle": "round,pad=0.3"}
+    ax.text(0.02, 0.02, text, transform=ax.transAxes, fontsize=7, va="bottom", ha="left", bbox=box_style)
+    if not rows["class"].isin(["gmm", "lmm"]).any():  # a map of pale tints only: say why, where it is seen
+        n_iter = int(cone["n_iter"].iloc[0])
+        ax.text(0.5, 0.97, f"No start saturates within {n_iter} iterations ($\\|p\\|$ grows like log $t$):\n"
+                "the tints show the token each start selects.", transform=ax.transAxes, fontsize=7,
+                va="top", ha="center", bbox=box_style)  # fmt: skip
 
 
 def _mu_panel(ax: Axes, cone: pd.DataFrame) -> None:
-    """mu_max(R) per variant (markers; zero at the bottom edge) and the cone's mu (running minimum, line)."""
-    floor = 1e-6
+    """mu_max(R) per variant (markers; zero at the bottom edge) and the cone's mu (running minimum, line); the axis
+    starts just under the smallest positive mu_max, so that no decade is left empty."""
+    positive = cone.loc[cone["mu_max"] > 0, "mu_max"]
+    floor = 10 ** np.floor(np.log10(positive.min())) / 3 if len(positive) else 1e-6
     for variant, g in cone.groupby("variant", sort=False):
         color = VARIANT_COLORS.get(variant, "0.3")
         name = VARIANT_TITLES.get(variant, "no stationary point (d/dr L < 0)")
@@ -119,14 +126,16 @@ def _mu_panel(ax: Axes, cone: pd.DataFrame) -> None:
         if moved < 0.99:  # GD left these starts almost where they were: their label is the start's, not a limit
             first = g[g["mu_max"] > 0].iloc[0]
             text = f"{name}: min final cos(p, $p_{{mm}}$) {moved:.2f},\nlabels of starts GD barely moves"
+            # on the side of the point with more room (log R): the note stays inside the axes
+            left = np.log(first.R / cone["R"].min()) > np.log(cone["R"].max() / first.R)
             ax.annotate(
                 text,
                 (first.R, first.mu_max),
-                xytext=(-6, 0),
+                xytext=(-6, 0) if left else (6, 0),
                 textcoords="offset points",
-                ha="right",
+                ha="right" if left else "left",
                 va="center",
-                fontsize=6,
+                fontsize=7,
                 color=color,
             )
     ax.set_xscale("log")
@@ -170,5 +179,5 @@ def draw_basin(
         found = dict(zip(*reversed(axes[0].get_legend_handles_labels()), strict=True))
         for ax in axes[1:-1]:
             found |= {label: h for h, label in zip(*ax.get_legend_handles_labels(), strict=True) if label not in found}
-        fig.legend(handles=cells + list(found.values()), loc="outside lower center", ncols=5, fontsize=6.5)
+        fig.legend(handles=cells + list(found.values()), loc="outside lower center", ncols=5)
     return fig

@@ -143,7 +143,7 @@ def census_budget(table: pd.DataFrame) -> Figure:
     error bars are Wilson intervals, the legend counts the labels that moved from the smallest budget.
     """
     with style.paper_style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.2), layout="constrained")
+        fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.5), layout="constrained")
         for i, (d, g) in enumerate(table.sort_values("n_iter").groupby("d")):
             color = style.INPUT_COLORS[i % len(style.INPUT_COLORS)]
             label = f"$d = {int(d)}$ ({int(g['n_labels_moved'].iloc[-1])} labels moved)"
@@ -155,7 +155,8 @@ def census_budget(table: pd.DataFrame) -> Figure:
             ax.set_xlabel("GD iterations")
             ax.set_ylabel(ylabel)
             ax.set_ylim(bottom=0)
-        left.legend(fontsize=7, loc="upper right")
+        # under the panels, off the error bars (the d = 2 bars reach the top of the left panel)
+        fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncols=3)
         fig.suptitle("Does a longer run settle the near-ties at small $d$?", fontsize=9)
     return fig
 
@@ -186,7 +187,7 @@ def census_grid(table: pd.DataFrame) -> Figure:
                 for (i, j), v in np.ndenumerate(values):
                     color = "w" if v > dark else "k"
                     ax.text(
-                        j, i, "" if np.isnan(v) else f"{v:{fmt}}", ha="center", va="center", fontsize=6, color=color
+                        j, i, "" if np.isnan(v) else f"{v:{fmt}}", ha="center", va="center", fontsize=7, color=color
                     )
                 ax.grid(False)
                 ax.set_xticks(range(len(Ts)), [str(int(t)) for t in Ts])

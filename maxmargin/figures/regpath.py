@@ -35,18 +35,34 @@ def _label(kind: str, method: str, run: str) -> str:
     return f"{what} vs {KIND_LABELS[kind]}"
 
 
+# Colour is the series (the path of p red and of v blue, as in the paper's Figure 3, gray against p_mm where p_relax
+# is its limit; the local optima and each GD run a colour of their own), line style the direction it is compared
+# with: solid for the limit the theorem names (GMM, p_relax, v_mm), dashed for the other (LMM, p_mm). The local
+# optima are squares, filled against the GMM.
+REFERENCE_STYLE = {"gmm": "-", "p_relax": "-", "v_mm": "-", "lmm": "--", "p_mm": "--"}
+LOCAL_COLOR = "#9467bd"
+GD_COLORS = ("#ff7f0e", "#e377c2")
+
+
 def _style(kind: str, method: str, run_index: int) -> dict:
+    ls = REFERENCE_STYLE[kind]
     if method == "path":
-        ls = "--" if kind == "p_mm" else "-"
-        return {"color": style.COLORS[kind], "ls": ls, "lw": 1.6, "marker": "o", "ms": 2.5}
+        color = style.COLORS["p_mm" if kind == "p_mm" else BLOCK_OF_KIND[kind]]
+        return {"color": color, "ls": ls, "lw": 1.6, "marker": "o", "ms": 2.5}
     if method == "local":
-        return {"color": style.COLORS[kind], "ls": "none", "marker": "s", "ms": 3.5, "mfc": "none"}
-    return {"color": style.COLORS[kind], "ls": (":", "-.")[run_index % 2], "lw": 1.2}
+        return {
+            "color": LOCAL_COLOR,
+            "ls": "none",
+            "marker": "s",
+            "ms": 3.5,
+            "mfc": LOCAL_COLOR if ls == "-" else "none",
+        }
+    return {"color": GD_COLORS[run_index % len(GD_COLORS)], "ls": ls, "lw": 1.2}
 
 
-def _panel(ax_cos: Axes, ax_gap: Axes, ax_kkt: Axes, frame: pd.DataFrame, instance: str) -> None:
-    """Cosine (top), 1 - cosine (middle, log) and the path's KKT residual (bottom, log) against R; local optima as
-    squares; the column's legend under it, off the curves."""
+def _panel(ax_cos: Axes, ax_gap: Axes, frame: pd.DataFrame, instance: str) -> None:
+    """Cosine (top) and 1 - cosine (bottom, log) against R; local optima as squares; the path's largest KKT
+    residual (solver noise at the tolerance) in one line under the axes; the column's legend under it."""
     shown = frame[frame["method"].isin(["path", "local", "gd"])]
     gd_runs = list(dict.fromkeys(shown.loc[shown["method"] == "gd", "run"]))
     order = {"p_mm": 1}  # p_mm dashed on top: it coincides with p_relax on the Fig. 3(a) data
@@ -56,19 +72,17 @@ def _panel(ax_cos: Axes, ax_gap: Axes, ax_kkt: Axes, frame: pd.DataFrame, instan
         line_style = _style(kind, method, gd_runs.index(run) if run in gd_runs else 0)
         ax_cos.plot(g["R"], g["cosine"], label=_label(kind, method, run), **line_style)
         ax_gap.plot(g["R"], np.maximum(1.0 - g["cosine"], FLOOR), **line_style)
-    path = frame[frame["method"] == "path"].groupby("R")["kkt_residual"].max()
-    ax_kkt.plot(path.index, np.maximum(path.to_numpy(), FLOOR), color="k", lw=0.8, marker="x", ms=3)
-    for ax in (ax_cos, ax_gap, ax_kkt):
+    for ax in (ax_cos, ax_gap):
         ax.set_xscale("log")
     ax_gap.set_yscale("log")
-    ax_kkt.set_yscale("log")
     ax_cos.set_title(TITLES.get(instance, instance), fontsize=9)
     ax_cos.set_ylabel("cosine")
     ax_gap.set_ylabel("1 - cosine")
-    ax_kkt.set_ylabel("KKT residual of the path")
-    ax_kkt.set_xlabel("$R$ (GD: $\\|p(t)\\|$)" if gd_runs else "$R = r$")
+    kkt = float(frame.loc[frame["method"] == "path", "kkt_residual"].max())
+    x = "$R$ (GD: $\\|p(t)\\|$)" if gd_runs else "$R = r$"
+    ax_gap.set_xlabel(f"{x}\nKKT residual of the path at most {kkt:.0e} at every $R$", linespacing=1.6)
     handles, labels = ax_cos.get_legend_handles_labels()
-    ax_kkt.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.32), fontsize=6.5, ncols=2)
+    ax_gap.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.38), ncols=2)
 
 
 def draw_regpath(path: pd.DataFrame, compare: pd.DataFrame) -> Figure:
@@ -80,14 +94,8 @@ def draw_regpath(path: pd.DataFrame, compare: pd.DataFrame) -> Figure:
         import matplotlib.pyplot as plt
 
         fig, axes = plt.subplots(
-            3,
-            len(instances),
-            figsize=(4.3 * len(instances), 8.4),
-            layout="constrained",
-            squeeze=False,
-            sharex="col",
-            height_ratios=[1.0, 1.0, 0.6],
+            2, len(instances), figsize=(4.3 * len(instances), 7.0), layout="constrained", squeeze=False, sharex="col"
         )
         for j, instance in enumerate(instances):
-            _panel(axes[0, j], axes[1, j], axes[2, j], table[table["instance"] == instance], instance)
+            _panel(axes[0, j], axes[1, j], table[table["instance"] == instance], instance)
     return fig

@@ -46,6 +46,20 @@ STYLE = {
 }
 
 
+# The PNG text key that records a figure's smallest text, in points (maxmargin.pipeline.save_figure): the gallery's
+# thumbnails keep every text at 7 px or more at registry.GALLERY_SCALE (tests/test_figure_images.py).
+SMALLEST_TEXT_KEY = "Smallest text (pt)"
+
+
+def smallest_text(fig: Figure) -> float:
+    """The size in points of the smallest visible, non-empty text of a drawn figure: titles, labels, tick labels,
+    legends, notes (``inf`` for a figure without text)."""
+    from matplotlib.text import Text
+
+    texts = fig.findobj(lambda a: isinstance(a, Text) and a.get_visible() and bool(a.get_text().strip()))
+    return min((float(t.get_fontsize()) for t in texts), default=float("inf"))
+
+
 @contextlib.contextmanager
 def paper_style() -> Iterator[None]:
     """Apply the shared style for the duration of one figure."""
@@ -73,18 +87,33 @@ def draw_ray(ax: Axes, direction: np.ndarray, color: str, label: str, length: fl
 
 
 def number(x: float) -> str:
-    """A coordinate as a legend shows it: 3 significant digits, and 0 for what is 0 up to rounding (not 1.2e-16)."""
-    x = 0.0 if abs(x) < 1e-9 else float(x)
-    return f"{x:.3g}"
+    """A coordinate or a score as a legend shows it: two decimals at most (7.99, -0.42, 0.79, 1), and 0 for what is
+    0 up to rounding (not 1.2e-16 or -0)."""
+    return f"{round(float(x), 2) + 0.0:g}"
+
+
+def locally_optimal_tokens(directions: pd.DataFrame) -> set[tuple[int, int]]:
+    """(input, token) of every token an LMM direction selects (Definition 2: locally-optimal tokens), from the
+    directions table's ``tokens`` column (the selected token of each input)."""
+    lmm = directions[(directions["record"] == "direction") & (directions["kind"] == "lmm")]
+    return {(i, int(t)) for selected in lmm["tokens"] for i, t in enumerate(json.loads(selected))}
 
 
 # Non-optimal tokens, one marker per score (Definition 1): two scores never share a legend entry's look.
 NON_OPTIMAL_MARKERS = ["o", "s", "^", "D", "v", "P"]
 
 
-def draw_tokens(ax: Axes, tokens: pd.DataFrame, *, by_input: bool = True, annotate: bool = True) -> None:
+def draw_tokens(
+    ax: Axes,
+    tokens: pd.DataFrame,
+    *,
+    by_input: bool = True,
+    annotate: bool = True,
+    locally_optimal: set[tuple[int, int]] = frozenset(),
+) -> None:
     """Tokens in the key plane: stars for optimal tokens, and for the others one marker per score (Definition 1);
-    coloured by input (``by_input``), else green (optimal) and black."""
+    coloured by input (``by_input``), else green (optimal) and black. A token that is not optimal but that an LMM
+    selects (``locally_optimal``: (input, token) pairs) is labelled locally-optimal (Definition 2)."""
     scores = sorted({round(float(s), 9) for s in tokens.loc[~tokens["optimal"], "score"].dropna()}, reverse=True)
     seen = set()
     for row in tokens.itertuples():
@@ -93,7 +122,8 @@ def draw_tokens(ax: Axes, tokens: pd.DataFrame, *, by_input: bool = True, annota
         marker = "*" if row.optimal else NON_OPTIMAL_MARKERS[scores.index(score) % 6] if score in scores else "o"
         label = None
         if annotate:
-            kind = "optimal" if row.optimal else "non-optimal"
+            local = (row.input, row.token) in locally_optimal
+            kind = "optimal" if row.optimal else "locally-optimal" if local else "non-optimal"
             label = f"{kind} token, γ = {number(row.score)}"
             if by_input:
                 label = f"({number(row.k1)}, {number(row.k2)}): {label}"
@@ -168,6 +198,31 @@ def key_plane_axes(limits: tuple[float, float, float, float], height: float = 3.
     return fig, ax
 
 
+ANGLE_PANEL = (2.6, 1.7)  # inches: the angle panel's width beside a key plane, its height under a wide one
+
+
+def key_plane_and_angle_axes(
+    limits: tuple[float, float, float, float], height: float = 3.1
+) -> tuple[Figure, Axes, Axes]:
+    """As :func:`key_plane_axes`, with a second axes for the angle of each GD path to its limit direction against the
+    iteration: beside the key plane, or under it when the view is wide (Figure 2's cone), so that the legend beside
+    them is never taller than the panels."""
+    dx, dy = limits[1] - limits[0], limits[3] - limits[2]
+    width = min(max(height * dx / dy, 2.4), 6.2)
+    plane = width * dy / dx
+    if dx > 2.5 * dy:
+        fig, (ax, angle) = plt.subplots(
+            2, 1, figsize=(width + 0.8, plane + ANGLE_PANEL[1] + 1.4), height_ratios=[plane, ANGLE_PANEL[1]],
+            layout="constrained",
+        )  # fmt: skip
+    else:
+        fig, (ax, angle) = plt.subplots(
+            1, 2, figsize=(width + ANGLE_PANEL[0] + 1.4, max(plane + 0.9, 2.9)), width_ratios=[width, ANGLE_PANEL[0]],
+            layout="constrained",
+        )  # fmt: skip
+    return fig, ax, angle
+
+
 def _legend_width(labels: list[str], fontsize: float = 7.0) -> float:
     """Inches a legend of these labels takes beside the axes (marker, padding, ~0.55 em per character)."""
     longest = max((len(label.replace("$", "")) for label in labels), default=0)
@@ -198,8 +253,3 @@ def outside_legend(ax: Axes) -> None:
         old.remove()
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper")
-
-
-def annotate_source(fig: Figure, text: str) -> None:
-    """A small footnote (e.g. a data fallback) written on the figure itself."""
-    fig.text(0.01, 0.005, text, fontsize=6, color="0.4", ha="left", va="bottom")

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Wedge
+from matplotlib.ticker import FuncFormatter
 
 from maxmargin.figures import style
 
@@ -33,19 +34,64 @@ def _directions(directions: pd.DataFrame, kinds: tuple[str, ...]) -> pd.DataFram
     return d.drop_duplicates(subset=["kind", "direction"])
 
 
-def _draw_runs(ax: Any, paths: dict[str, np.ndarray], directions: pd.DataFrame, radius: float) -> None:
-    """One colour per GD run, labelled with its start and where it went (directions.csv), drawn to ``radius``.
+def _start_label(xy: np.ndarray, polar_around: np.ndarray | None) -> str:
+    """p(0) as the legend names it: its coordinates, or, for starts placed by angle around the LMM direction
+    ``polar_around`` (Figure 2's cone), its angle to it and its norm."""
+    if polar_around is None:
+        return f"$p(0)$ = ({style.number(xy[0, 0])}, {style.number(xy[0, 1])})"
+    turn = np.arctan2(xy[0, 1], xy[0, 0]) - np.arctan2(polar_around[1], polar_around[0])
+    return f"$p(0)$: {round(np.degrees(turn), 1) + 0.0:+g}° off the LMM, norm {style.number(np.hypot(*xy[0, :2]))}"
+
+
+def angle_to(p: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """The angle in degrees between each row p(t) of ``p`` and ``direction`` (NaN where p(t) = 0)."""
+    norms = np.linalg.norm(p, axis=1) * np.linalg.norm(direction)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosine = np.where(norms > 0, p @ direction / norms, np.nan)
+    return np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0)))
+
+
+def _draw_runs(
+    ax: Any,
+    angle_ax: Any,
+    traj: pd.DataFrame,
+    directions: pd.DataFrame,
+    radius: float,
+    polar_around: np.ndarray | None = None,
+) -> None:
+    """One colour per GD run, labelled with its start and where it went (directions.csv), drawn to ``radius`` in the
+    key plane and, on ``angle_ax``, its angle to that direction against the iteration (every iteration of the
+    table: each path visibly ends near its direction, however far out it is by then).
 
     Runs from nearby starts follow the same path (the authors' starts on the p_2 axis do): earlier runs are drawn
     wider and underneath, so overlapping paths show as nested bands instead of hiding each other.
     """
     went = directions[directions["record"] == "gd_run"].set_index("run")["kind"]
-    widths = np.linspace(4.0, 1.2, len(paths)) if len(paths) > 1 else [1.2]
-    for i, ((label, xy), lw) in enumerate(zip(paths.items(), widths, strict=True)):
+    limits = _directions(directions, tuple(set(went))).itertuples()
+    limit = {row.kind: style.direction_of(row._asdict()) for row in limits}
+    dims = [c for c in ("p1", "p2", "p3") if c in traj and traj[c].notna().all()]
+    runs = list(traj.groupby("label", sort=False))
+    finals, largest = [], 0.0
+    widths = np.linspace(4.0, 1.2, len(runs)) if len(runs) > 1 else [1.2]
+    for i, ((label, run), lw) in enumerate(zip(runs, widths, strict=True)):
         color = style.RUN_COLORS[i % len(style.RUN_COLORS)]
-        legend = f"$p(0)$ = ({style.number(xy[0, 0])}, {style.number(xy[0, 1])}) → {went[label].upper()}"
-        xy = style.clip_to_radius(xy, radius)
-        style.draw_trajectory(ax, xy, color, label=legend, lw=lw, zorder=2 + i / len(paths))
+        xy = run[["p1", "p2"]].to_numpy()
+        legend = f"{_start_label(xy, polar_around)} → {went[label].upper()}"
+        zorder = 2 + i / len(runs)
+        style.draw_trajectory(ax, style.clip_to_radius(xy, radius), color, label=legend, lw=lw, zorder=zorder)
+        angle = angle_to(run[dims].to_numpy(), limit[went[label]][: len(dims)])
+        angle_ax.plot(run["iteration"], angle, color=color, lw=lw, zorder=zorder, solid_capstyle="butt")
+        finals, largest = [*finals, angle[-1]], max(largest, float(np.nanmax(angle)))
+    angle_ax.set_yscale("log")
+    # whole decades, from the one below the closest final angle: the dips where a path crosses its direction stop at
+    # the bottom edge instead of stretching the axis
+    angle_ax.set_ylim(10 ** np.floor(np.log10(min(finals))), min(10 ** np.ceil(np.log10(largest)), 200.0))
+    angle_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}°"))
+    angle_ax.set_xlim(0, traj["iteration"].max())
+    angle_ax.set_xlabel("iteration $t$")
+    angle_ax.set_ylabel("angle of $p(t)$ to its limit")
+    reached = " / ".join(kind.upper() for kind in ("gmm", "lmm") if kind in set(went))
+    angle_ax.set_title(f"Angle to the {reached} reached", fontsize=9)
 
 
 def _key_plane_panel(
@@ -56,17 +102,20 @@ def _key_plane_panel(
     kinds: tuple[str, ...] = ("gmm", "lmm"),
     by_input: bool = False,
     factor: float = 2.0,
+    polar_around: np.ndarray | None = None,
 ) -> tuple[Figure, Any, float]:
-    """Tokens, GD trajectories with arrows, and max-margin rays in the key plane (Figures 1, 2, 8); the paths are
-    drawn to ``factor`` times the largest norm of the tokens and starts (:func:`style.key_plane_view`)."""
+    """Tokens, GD trajectories with arrows, and max-margin rays in the key plane (Figures 1, 2, 8), and beside them
+    the angle of each path to its limit against the iteration; the paths are drawn to ``factor`` times the largest
+    norm of the tokens and starts (:func:`style.key_plane_view`). Starts labelled by angle around ``polar_around``
+    when given (Figure 2)."""
     paths = _paths(traj)
     points = np.vstack([tokens[["k1", "k2"]].to_numpy(), [xy[0] for xy in paths.values()], [[0.0, 0.0]]])
     limits, radius = style.key_plane_view(points, list(paths.values()), factor)
-    fig, ax = style.key_plane_axes(limits)
+    fig, ax, angle_ax = style.key_plane_and_angle_axes(limits)
     for row in _directions(directions, kinds).itertuples():
         style.draw_ray(ax, style.direction_of(row._asdict()), style.COLORS[row.kind], KIND_LABELS[row.kind])
-    _draw_runs(ax, paths, directions, radius)
-    style.draw_tokens(ax, tokens, by_input=by_input)
+    _draw_runs(ax, angle_ax, traj, directions, radius, polar_around)
+    style.draw_tokens(ax, tokens, by_input=by_input, locally_optimal=style.locally_optimal_tokens(directions))
     style.finish_key_plane(ax, limits, title)
     return fig, ax, radius
 
@@ -96,8 +145,8 @@ def key_plane_gd_with_hyperplane(
 
 def lmm_cone(title: str, traj: pd.DataFrame, tokens: pd.DataFrame, directions: pd.DataFrame, plots: dict) -> Figure:
     """Figure 2: GD started in the cone C_{mu,R}(p_mm) around an LMM direction converges to it (Theorem 3)."""
-    fig, ax, _ = _key_plane_panel(title, traj, tokens, directions, factor=1.6)
     lmm = style.direction_of(_directions(directions, ("lmm",)).iloc[0])[:2]
+    fig, ax, _ = _key_plane_panel(title, traj, tokens, directions, factor=1.6, polar_around=lmm)
     half = float(traj["cone_half_angle_deg"].iloc[0])
     base = np.degrees(np.arctan2(lmm[1], lmm[0]))
     radius = float(traj[traj["iteration"] == 0]["p_norm"].min())
@@ -206,34 +255,34 @@ def loss_trajectories(
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
-    fig, ax = style.new_axes((6.4, 3.8))
     Cs = sorted(traj["C"].unique())
+    shown = traj[traj["p_norm"] <= plots["fig5_max_norm"]]
+    first = tokens[tokens["C"] == Cs[-1]]
+    points = np.vstack([shown[["p1", "p2"]].to_numpy(), first[["k1", "k2"]].to_numpy(), [[0.0, 0.0]]])
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    margin = 0.05 * float((hi - lo).max())
+    limits = (lo[0] - margin, hi[0] + margin, lo[1] - margin, hi[1] + margin)
+    fig, ax = style.key_plane_axes(limits)
+    fig.set_figwidth(fig.get_figwidth() + 1.0)  # the colour bar's room (the legend's is added by finish_key_plane)
     cmap, norm = plt.get_cmap("viridis"), LogNorm(min(Cs), max(Cs)) if min(Cs) > 0 and len(Cs) > 1 else None
     styles = {"correlation": "-", "logistic": "--", "exponential": ":"}
-    shown = traj[traj["p_norm"] <= plots["fig5_max_norm"]]
     for (loss, C), g in shown.groupby(["loss", "C"], sort=False):
         ax.plot(g["p1"], g["p2"], ls=styles[loss], color=cmap(norm(C) if norm else 0.5), lw=1.1)
     for loss in traj["loss"].unique():
         ax.plot([], [], ls=styles[loss], color="k", label=f"{loss} loss")
     for row in _directions(directions, ("gmm",)).itertuples():
         style.draw_ray(ax, style.direction_of(row._asdict()), "k", "GMM $p^{mm\\star}$", ls="-.", lw=0.8)
-    first = tokens[tokens["C"] == Cs[-1]]
     style.draw_tokens(
         ax, first.assign(score=np.where(first["input"] == 0, np.nan, first["score"])), by_input=True, annotate=False
     )
-    bar = fig.colorbar(plt.cm.ScalarMappable(cmap=cmap, norm=norm), ax=ax, ticks=Cs)
-    bar.ax.set_yticklabels([f"{c:g}" for c in Cs], fontsize=6)
-    bar.set_label("score $C$ of the token (1, 1) (log scale)")
-    points = np.vstack([shown[["p1", "p2"]].to_numpy(), first[["k1", "k2"]].to_numpy(), [[0.0, 0.0]]])
-    lo, hi = points.min(axis=0), points.max(axis=0)
-    margin = 0.05 * float((hi - lo).max())
-    ax.set_xlim(lo[0] - margin, hi[0] + margin)
-    ax.set_ylim(lo[1] - margin, hi[1] + margin)
-    ax.set_aspect("equal", adjustable="box")
+    bar = fig.colorbar(plt.cm.ScalarMappable(cmap=cmap, norm=norm), ax=ax, ticks=Cs, shrink=0.9)
+    # every C that ran is ticked; on a log scale 1, 2, 5, 10, ... are labelled, so that the labels never overlap
+    bar.ax.set_yticklabels([f"{c:g}" if f"{c / 10 ** np.floor(np.log10(c)):g}" in ("1", "2", "5") else "" for c in Cs])
+    bar.ax.minorticks_off()
+    bar.set_label("score $C$ of the token (1, 1)")
+    style.finish_key_plane(ax, limits, title)
     ax.set_xlabel("$p_1$")
     ax.set_ylabel("$p_2$")
-    ax.set_title(title, fontsize=9)
-    fig.legend(loc="outside lower center", ncols=4, title="line style")
     return fig
 
 

@@ -20,6 +20,7 @@ from matplotlib.ticker import FormatStrFormatter
 from maxmargin.core.vit_learning import Learned, learned
 from maxmargin.figures import style
 from maxmargin.figures.style import plt
+from maxmargin.registry.vit import DATASET_NAMES, PAPER_DATASET
 
 MAP_CMAP = "viridis"
 WARNING_COLOR = "#c00000"
@@ -36,6 +37,16 @@ def source_note(sidecar: dict[str, Any]) -> str:
     )
 
 
+def stand_in_warning(dataset: str, note: str = "") -> str:
+    """The red line of a figure not made from the paper's CIFAR-10 (empty for CIFAR-10), keyed to the data set the
+    run recorded (its metrics table and data manifest), whether the config asked for it or a fallback took it;
+    ``note`` says why a fallback was taken."""
+    if dataset == PAPER_DATASET:
+        return ""
+    name, paper = DATASET_NAMES.get(dataset, dataset), DATASET_NAMES[PAPER_DATASET]
+    return f"WARNING: made from {name}, a stand-in for the paper's {paper}" + (f" ({note})" if note else "")
+
+
 def learned_verdict(metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, Any], fraction: float) -> Learned:
     """The run's final test accuracy against the linear baseline's (the claim ``vit_learns``)."""
     acc = float(metrics.sort_values("epoch")["test_acc"].iloc[-1])
@@ -45,26 +56,34 @@ def learned_verdict(metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict
 
 def _title(fig: Figure, verdict: Learned, sidecar: dict[str, Any], settings_footer: bool) -> None:
     """On top: the final test accuracy, or a red warning when the model did not learn. Below the axes, in red, the
-    stand-in warning when the data set is not the configured one; under it, optionally, the settings line."""
+    stand-in warning when the data set is not CIFAR-10; under it, optionally, the settings line."""
     width = int(fig.get_figwidth() * 14)  # ~14 bold characters an inch
     if verdict.learned:
         fig.suptitle(textwrap.fill(verdict.describe(), width=width), fontsize=8)
     else:
         fig.suptitle(textwrap.fill(verdict.warning(), width=width), fontsize=8, color=WARNING_COLOR, fontweight="bold")
-    lines = [(f"WARNING: {sidecar['dataset_note']}", WARNING_COLOR)] if sidecar.get("dataset_note") else []
+    warning = stand_in_warning(sidecar["dataset"], sidecar.get("dataset_note", ""))
+    lines = [(warning, WARNING_COLOR)] if warning else []
     lines += [(source_note(sidecar), "0.4")] if settings_footer else []
     _footer(fig, lines)
 
 
 def _footer(fig: Figure, lines: list[tuple[str, str]]) -> None:
-    """Lines of text (and colours) under the axes, the constrained layout kept clear of them."""
+    """Lines of text (and colours) under the axes, each wrapped to the figure's width (at 7 pt, ~16 bold or ~19
+    regular characters an inch), the constrained layout kept clear of them."""
+    per_inch = {WARNING_COLOR: 16}
+    lines = [
+        (part, colour)
+        for text, colour in lines
+        for part in textwrap.wrap(text, width=int(fig.get_figwidth() * per_inch.get(colour, 19)))
+    ]
     if not lines:
         return
-    line_height = 9.0 / (fig.get_figheight() * 72.0)
+    line_height = 9.5 / (fig.get_figheight() * 72.0)
     fig.get_layout_engine().set(rect=(0.0, len(lines) * line_height + 0.01, 1.0, 1.0 - len(lines) * line_height - 0.01))
     for k, (text, colour) in enumerate(reversed(lines)):
         weight = "bold" if colour == WARNING_COLOR else "normal"
-        fig.text(0.01, 0.005 + k * line_height, text, fontsize=6.5, color=colour, fontweight=weight, va="bottom")
+        fig.text(0.01, 0.005 + k * line_height, text, fontsize=7, color=colour, fontweight=weight, va="bottom")
 
 
 def draw_figure6(
@@ -116,7 +135,7 @@ def draw_figure6(
             ax.grid(False)
         bar = fig.colorbar(image, ax=list(axes[1:]), shrink=0.8, pad=0.01)
         bar.set_label("[CLS] attention", fontsize=7)
-        bar.ax.tick_params(labelsize=6)
+        bar.ax.tick_params(labelsize=7)
         _title(fig, learned_verdict(metrics, baseline, sidecar, fraction), sidecar, settings_footer)
     return fig
 
@@ -234,6 +253,42 @@ def draw_recipes(table: pd.DataFrame, *, num_classes: int) -> Figure:
         axes[-1].set_yscale("log")
         for axis in (axes[-1].yaxis.set_major_formatter, axes[-1].yaxis.set_minor_formatter):
             axis(FormatStrFormatter("%.3g"))
-        axes[0].legend(fontsize=6, loc="best")
-        style.annotate_source(fig, f"data: {', '.join(sorted(set(table['dataset'])))}")
+        axes[0].legend(loc="best")
+        datasets = sorted(set(table["dataset"]))
+        warnings = [(w, WARNING_COLOR) for w in map(stand_in_warning, datasets) if w]
+        _footer(fig, warnings or [(f"data: {', '.join(DATASET_NAMES.get(d, d) for d in datasets)}", "0.4")])
+    return fig
+
+
+def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
+    """Companion of Figure 7 (beyond the paper): (a) each last-layer head's cos(Wt_h, W_mm,h) with its W-ATT-SVM
+    solution per measured epoch, its epoch-0 value (the null) dashed; (b) the head-mean cosine and the bar of claim
+    ``vit_w_svm_direction`` (the initialisation's mean + ``min_w_svm_gain``). Hollow markers: soft-margin solutions.
+    """
+    with style.paper_style():
+        fig = plt.figure(figsize=(8.6, 3.4), layout="constrained")
+        axes = fig.subplots(1, 2)
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for head, rows in table.sort_values("epoch").groupby("head"):
+            color = colors[int(head) % len(colors)]
+            axes[0].plot(rows["epoch"], rows["cosine"], color=color, lw=1.4, label=f"head {int(head)}")
+            soft = ~rows["hard_margin"].astype(bool)
+            axes[0].scatter(rows["epoch"][~soft], rows["cosine"][~soft], color=color, s=14, zorder=3)
+            axes[0].scatter(rows["epoch"][soft], rows["cosine"][soft], facecolors="none", edgecolors=color, s=18)
+            axes[0].axhline(rows["cosine_init"].iloc[0], color=color, ls="--", lw=0.8)
+        mean = table.groupby("epoch")["cosine"].mean().sort_index()
+        axes[1].plot(mean.index, mean.to_numpy(), "o-", color="k", ms=3, lw=1.4, label="mean over heads")
+        axes[1].axhline(mean.iloc[0], color="0.5", ls="--", lw=0.8, label="at initialisation (null)")
+        bar = mean.iloc[0] + min_w_svm_gain
+        axes[1].axhline(bar, color=WARNING_COLOR, ls=":", lw=1.0, label=f"claim bar (+{min_w_svm_gain:g})")
+        titles = ("(a) $\\cos(\\tilde W_h, W^{mm}_h)$ per head", "(b) mean over heads")
+        for ax, title in zip(axes, titles, strict=True):
+            ax.set_xlabel("Epoch")
+            ax.set_title(title, fontsize=9)
+            ax.set_ylim(0.0, 1.0)
+            ax.legend(loc="upper left", fontsize=7)
+        axes[0].set_ylabel("Cosine with the W-ATT-SVM solution")
+        warnings = [(w, WARNING_COLOR) for w in map(stand_in_warning, sorted(set(table["dataset"]))) if w]
+        if warnings:
+            _footer(fig, warnings)
     return fig

@@ -41,6 +41,9 @@ TABLES: tuple[Table, ...] = (
     synthetic.TABLES + census.TABLES + regpath.TABLES + lemma1.TABLES + vit.TABLES + basin.TABLES + claims.TABLES
 )
 FILES: tuple[File, ...] = vit.FILES
+# Every panel of the default run: each has a thumbnail in the README gallery (docs/gallery/{name}.png, at
+# GALLERY_SCALE of its figure's pixels) and a baseline image (tests/baseline_images/); tools/gallery.py makes both.
+GALLERY: tuple[str, ...] = tuple(p.name for p in PANELS if p.figure not in ON_DEMAND)
 REGPATH_INSTANCES = regpath.REGPATH_INSTANCES
 VERDICTS = claims.VERDICTS
 
@@ -52,7 +55,9 @@ CLAIMS_CONFIG_KEYS: tuple[tuple[str, ...], ...] = (
     ("plots", "fig3c_iterations"),
     ("plots", "fig4_iterations"),
     ("census", "confidence"),
+    ("census", "negative_gap"),
     ("vit", "model", "num_classes"),
+    ("vit", "plots", "fig6_epochs"),
     ("vit", "guard"),
     ("basin", "constant"),
     ("basin", "cone"),
@@ -151,7 +156,8 @@ def targets() -> dict[str, tuple[list[str], list[str], list[str]]]:
 
     for p in PANELS:
         add(p.figure, 0, p.name)
-        drawn = [p.experiment + suffix for suffix in synthetic.EXPERIMENT_TABLES] if p.experiment else p.tables
+        suffixes = [suffix for suffix, _, _ in synthetic.EXPERIMENT_TABLES.values()]
+        drawn = [p.experiment + suffix for suffix in suffixes] if p.experiment else p.tables
         for t in drawn:
             add(p.figure, 1, t)
         for f in p.files:
@@ -222,13 +228,26 @@ def category(name: str) -> str:
     return f"{entry.order} {entry.title}" + (f" ({numbers})" if numbers else "")
 
 
-def caption(entry: Panel | Table, config: Mapping[str, Any]) -> str:
-    """The report caption of a panel or table, its ``{key}`` fields filled from the settings that were run.
+class _RunSentences(dict[str, str]):
+    """The ``{run[...]}`` fields of a caption: a sentence the run has not measured says so, it does not fail."""
+
+    def __missing__(self, key: str) -> str:
+        return f"(claim ``{key}``: not measured, no ``tables/{RUN_SENTENCES_FILE}`` yet)"
+
+
+# The sentences of what a run measured (maxmargin.claims.run_sentences), written beside the claims table.
+RUN_SENTENCES_FILE = "claims.json"
+
+
+def caption(entry: Panel | Table, config: Mapping[str, Any], run: Mapping[str, str] | None = None) -> str:
+    """The report caption of a panel or table, its ``{key}`` fields filled from the settings that were run, and its
+    ``{run[claim_id]}`` fields from what the run measured (``run``: :func:`maxmargin.claims.run_sentences`), so that
+    a caption states a result only as the run's own numbers and verdict.
 
     The fields name the config's top-level blocks (``{census[eta]}``), the keys of each block in
     ``caption_blocks`` (``{eta}``), and for a synthetic panel the keys of its experiment's block and of ``plots``.
     """
-    fields: dict[str, Any] = dict(config)
+    fields: dict[str, Any] = dict(config) | {"run": _RunSentences(run or {})}
     if isinstance(entry, Panel) and entry.experiment:
         fields |= config["synthetic"][experiment(entry.experiment).config] | config["plots"]
     for block in entry.caption_blocks:

@@ -68,11 +68,11 @@ PANELS: tuple[Panel, ...] = (
         "R within the cone ({cone[n_arc]} starts over +-{cone[max_half_angle_deg]:g} degrees) is labelled LMM, "
         "taken as the minimum over the radii >= R so that the whole of C_{{mu,R}} was sampled. Right: mu_max(R) per "
         "variant, and the mu below which the radial derivative d/dr L(r u) is negative on every sampled ray of the "
-        "cone from R out to r = {cone[r_max]:g} (no stationary point there). Numbers: ``tables/basin_cone.csv`` "
+        "cone from R out to r = {cone[r_max]:g} (no stationary point there). This run: {run[basin_lmm_cone]}; "
+        "{run[basin_fig1b_consistent]}. Numbers: ``tables/basin_cone.csv`` "
         "(variant, R, mu_max, half_angle_deg, n_starts, all_lmm, ...), ``tables/basin_summary.csv`` (starts per "
         "variant and label) and ``tables/basin.csv`` (one row per start, linked, not embedded).",
         caption_blocks=("basin",),
-        gallery=True,
     ),
 )
 

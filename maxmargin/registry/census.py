@@ -38,17 +38,26 @@ TRIAL_COLUMNS: tuple[Column, ...] = (
     count("skipped_steps"),
     text("solver", nullable=True),  # empty in every row where no trial saturates
 )
-# Figure 9(a)'s proportions (census_tables.PROPORTIONS), each with its Wilson interval.
-_PROPORTIONS = ("pct_not_saturated", "pct_lmm", "pct_gmm", "pct_neither")
+# Figure 9(a)'s proportions, each with its Wilson interval (maxmargin.experiments.census_tables): column -> (classes
+# counted, denominator, scale). "trials" = every trial of the group, "saturated" = its saturated trials; percentages
+# of trials are scaled by 100, P(gap < 0) is a fraction of the saturated trials (no class: the sign of the gap).
+PROPORTIONS = {
+    "pct_not_saturated": (("not_saturated",), "trials", 100.0),
+    "pct_lmm": (("lmm", "gmm"), "trials", 100.0),
+    "pct_gmm": (("gmm",), "trials", 100.0),
+    "pct_neither": (("neither",), "trials", 100.0),
+    "p_gap_negative": ((), "saturated", 1.0),
+}
+_INTERVAL = ("", "_ci_low", "_ci_high")
 
 
 def summary_columns(*keys: str) -> tuple[Column, ...]:
     """A census summary per ``keys``: the group, its trial count, proportions with Wilson intervals, mean corr."""
     columns = [positive(key) for key in keys] + [count("n_trials")]
-    for name in _PROPORTIONS:
-        columns += [percent(f"{name}{s}", nullable=True) for s in ("", "_ci_low", "_ci_high")]
+    shares = [name for name, (_, over, _) in PROPORTIONS.items() if over == "trials"]
+    columns += [percent(f"{name}{s}", nullable=True) for name in shares for s in _INTERVAL]
     columns.append(cosine("mean_corr", nullable=True))
-    columns += [unit(f"p_gap_negative{s}", nullable=True) for s in ("", "_ci_low", "_ci_high")]
+    columns += [unit(f"{name}{s}", nullable=True) for name in PROPORTIONS if name not in shares for s in _INTERVAL]
     if "n_iter" in keys:  # the budget study counts the labels that move with the budget
         columns.append(count("n_labels_moved"))
     return tuple(columns)
@@ -78,12 +87,12 @@ PANELS: tuple[Panel, ...] = (
         "{saturation_tol:g}, a finite-norm limit); blue: saturated and the selected tokens alpha are locally optimal "
         "but not globally optimal (p converges to an LMM); green: globally optimal (the GMM); gray: saturated but an "
         "SVM-neighbour of alpha scores higher (neither). Error bars: Wilson intervals at confidence {confidence:g} "
-        "of the boundaries (share of GMM, of LMM including GMM, of saturated trials). Backs Appendix E's claim that, "
-        "once d is moderately large, GD almost always saturates and converges to an LMM (Theorems 3 and 4), and "
-        "increasingly to the GMM as d grows. Numbers: ``census_summary.csv``.",
+        "of the boundaries (share of GMM, of LMM including GMM, of saturated trials). Appendix E: at small d the "
+        "softmax often does not saturate; once d is moderately large, GD almost always saturates and converges to an "
+        "LMM (Theorems 3 and 4), and increasingly to the GMM as d grows. This run: {run[census_small_d]}; "
+        "{run[census_lmm]}; {run[census_gmm_grows]}. Numbers: ``census_summary.csv``.",
         caption_blocks=("census",),
         subcategory="Figures 9-10",
-        gallery=True,
     ),
     Panel(
         "fig9b",
@@ -95,11 +104,13 @@ PANELS: tuple[Panel, ...] = (
         caption="Figure 9(b): distribution of the minimal score gap " + _GAP + " between each selected token and "
         "its SVM-neighbours (Definition 2), over the saturated trials of the census of Figure 9(a), for d in "
         "{histogram[dims]} (bins of width {histogram[bin_width]:g}). gamma > 0 means the selected tokens are "
-        "locally optimal and p converges to an LMM. Backs Appendix E's claim that gamma < 0 is rare (below 1%) and, "
-        "when it happens, close to 0. Numbers: ``fig9b.csv`` (column ``probability``).",
+        "locally optimal and p converges to an LMM; the bars left of 0 are the trials with an SVM-neighbour that "
+        "scores higher. Appendix E: gamma < 0 is rare (below 1%), typically close to zero, and GD is then still "
+        "> 0.99 correlated with the max-margin solution on average. This run: {run[census_gap_negative]}; "
+        "{run[census_gap_size]}; {run[census_negative_corr]}. Numbers: ``fig9b.csv`` (column ``probability``), "
+        "``census_trials.csv``.",
         caption_blocks=("census",),
         subcategory="Figures 9-10",
-        gallery=True,
     ),
     Panel(
         "fig10",
@@ -109,12 +120,11 @@ PANELS: tuple[Panel, ...] = (
         "fig10",
         tables=("fig9b",),
         caption="Figure 10: cumulative distribution of the minimal score gap gamma of Figure 9(b), with the dashed "
-        "line at gamma = 0; the legend gives P(gamma < 0) per d. Backs Appendix E's claim of a sharp transition at "
-        "zero, with fewer than 1% of the saturated trials below it. Numbers: ``fig9b.csv`` (column ``cumulative``, at "
-        "each bin's right edge).",
+        "line at gamma = 0; the legend gives P(gamma < 0) per d. Appendix E: a sharp transition at zero, with fewer "
+        "than 1% of the saturated trials below it. This run: {run[census_gap_negative]}. Numbers: ``fig9b.csv`` "
+        "(column ``cumulative``, at each bin's right edge).",
         caption_blocks=("census",),
         subcategory="Figures 9-10",
-        gallery=True,
     ),
     Panel(
         "census_budget",
@@ -127,9 +137,8 @@ PANELS: tuple[Panel, ...] = (
         "Left: P(gamma < 0) among saturated trials, right: the share of trials not saturated, with Wilson intervals "
         "at confidence {confidence:g}; the legend counts the trials whose label differs from the smallest budget's. "
         "Tests the explanation that P(gamma < 0) above 1% at small d comes from runs too short to separate "
-        "near-equal scores (claim ``census_budget``). Numbers: ``census_budget.csv``.",
+        "near-equal scores. This run: {run[census_budget]}. Numbers: ``census_budget.csv``.",
         caption_blocks=("census",),
-        gallery=True,
     ),
     Panel(
         "census_grid",
@@ -208,7 +217,7 @@ TABLES: tuple[Table, ...] = (
         "precision), the class of p_mm(alpha) (gmm, lmm, neither, not_saturated), the correlation of p with "
         "p_mm(alpha), the minimal score gap to the SVM-neighbours, ||p||, the selected tokens alpha and the size of "
         "the SVM solution.",
-        claims=("census_mean_corr", "census_gap_negative"),
+        claims=("census_mean_corr", "census_gap_negative", "census_gap_size", "census_negative_corr"),
         figure="fig9",
     ),
     Table(

@@ -23,7 +23,7 @@ TABLES: tuple[Table, ...] = (
             text("note", nullable=True),
         ),
         "claims_table",
-        extensions=("csv", "html", "md"),
+        extensions=("csv", "html", "md", "json"),  # json: the captions' sentences (registry.RUN_SENTENCES_FILE)
         figure="claims",
         label="Claims table",
         caption="Every quantitative claim of the paper the pipeline can test, next to the value measured from the "

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from maxmargin.registry.types import Column
 
 COSINE_SLACK = 1e-9  # a cosine of unit vectors may exceed 1 by rounding
@@ -58,3 +60,8 @@ def flag(name: str) -> Column:
 def label(name: str, nullable: bool = False) -> Column:
     """A label whose values may read back as numbers or strings."""
     return Column(name, "any", nullable=nullable)
+
+
+def described(column: Column, description: str) -> Column:
+    """``column`` with what it measures (:attr:`Column.description`)."""
+    return dataclasses.replace(column, description=description)

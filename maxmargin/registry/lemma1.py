@@ -33,7 +33,7 @@ TABLES: tuple[Table, ...] = (
         caption="Lemma 1: gradient descent on the key-query matrix W (query u = {u}, W(0) = u p(0)^T / ||u||^2, step "
         "eta / ||u||^2, gradient by torch autograd) and on the attention weights p (step eta = {eta:g}, exact "
         "closed-form gradient) on the same data, {n_iter} iterations, {loss} loss. ``max_deviation`` = max over t "
-        "of ||W(t) - u p(t)^T / ||u||^2||_F, which the lemma says is 0 (here: rounding level); "
+        "of ||W(t) - u p(t)^T / ||u||^2||_F, which the lemma says is 0 (this run: {run[lemma1]}); "
         "``max_grad_deviation`` compares autograd's grad L(W) with the proof's rank-one form u grad L(p)^T at "
         "p = W^T u.",
         caption_blocks=("lemma1",),

@@ -43,8 +43,7 @@ PANELS: tuple[Panel, ...] = (
         "key_plane_gd",
         "(a) Global convergence",
         experiment="fig1a",
-        caption="Figure 1(a): " + _FIG1 + " Backs Theorem 2: every start reaches the GMM.",
-        gallery=True,
+        caption="Figure 1(a): " + _FIG1 + " Theorem 2: every start reaches the GMM. This run: {run[gd_gmm_n1]}.",
     ),
     Panel(
         "fig1b",
@@ -54,9 +53,8 @@ PANELS: tuple[Panel, ...] = (
         "key_plane_gd",
         "(b) Global and local optimal directions",
         experiment="fig1b",
-        caption="Figure 1(b): " + _FIG1 + " Backs Theorem 3: the starts closest to the locally-optimal token (1, 0) "
-        "reach its LMM, the others the GMM; the legend says where each start went.",
-        gallery=True,
+        caption="Figure 1(b): " + _FIG1 + " Theorem 3: the starts closest to the locally-optimal token (1, 0) reach "
+        "its LMM, the others the GMM; the legend says where each start went. This run: {run[gd_local_or_global]}.",
     ),
     Panel(
         "fig1c",
@@ -66,8 +64,8 @@ PANELS: tuple[Panel, ...] = (
         "key_plane_gd_with_hyperplane",
         "(c) Multiple inputs",
         experiment="fig1c",
-        caption="Figure 1(c): " + _FIG1 + " Backs Theorem 2 with n = 3 inputs: every start reaches the GMM.",
-        gallery=True,
+        caption="Figure 1(c): " + _FIG1 + " Theorem 2 with n = 3 inputs: every start reaches the GMM. This run: "
+        "{run[gd_gmm_multi]}.",
     ),
     Panel(
         "fig2",
@@ -79,8 +77,7 @@ PANELS: tuple[Panel, ...] = (
         experiment="fig2",
         caption="Figure 2: starts inside the cone of half-angle {half_angle_deg:g} degrees at radius "
         "{start_radius:g} around the LMM direction of the Figure 1(b) instance all converge to that LMM "
-        "(Theorem 3); normalized GD, eta = {eta:g}, {n_iter} iterations, {loss} loss.",
-        gallery=True,
+        "(Theorem 3); normalized GD, eta = {eta:g}, {n_iter} iterations, {loss} loss. This run: {run[gd_lmm_cone]}.",
     ),
     Panel(
         "fig3a",
@@ -90,8 +87,8 @@ PANELS: tuple[Panel, ...] = (
         "joint_gd",
         "(a) All inputs are support vectors",
         experiment="fig3a",
-        caption="Figure 3(a): " + _FIG3 + "every selected token is a support vector, so p_relax = p_mm (Theorem 5).",
-        gallery=True,
+        caption="Figure 3(a): " + _FIG3 + "every selected token is a support vector, so p_relax = p_mm (Theorem 5). "
+        "This run: {run[joint_p_mm]}; {run[fig3_v_mm]}; {run[fig3_p_relax_vs_p_mm]}.",
     ),
     Panel(
         "fig3b",
@@ -102,8 +99,7 @@ PANELS: tuple[Panel, ...] = (
         "(b) (0.5,1.5) is not a support vector",
         experiment="fig3b",
         caption="Figure 3(b): " + _FIG3 + "the yellow input is not a support vector and p_relax differs from "
-        "p_mm (dotted gray; Theorem 6).",
-        gallery=True,
+        "p_mm (dotted gray; Theorem 6). This run: {run[joint_p_relax]}.",
     ),
     Panel(
         "fig3c",
@@ -116,8 +112,7 @@ PANELS: tuple[Panel, ...] = (
         options=("plots.fig3c_iterations",),
         caption="Figure 3(c): averaged softmax probability of the selected tokens and logistic probability of the "
         "output along the run of Figure 3(a), first {fig3c_iterations} iterations; both reach 1 (attention selects "
-        "one token per input; every input is classified).",
-        gallery=True,
+        "one token per input; every input is classified). This run: {run[joint_probabilities]}.",
     ),
     Panel(
         "fig4a",
@@ -128,8 +123,7 @@ PANELS: tuple[Panel, ...] = (
         "(a) Evolution of softmax probability",
         experiment="fig4",
         options=("plots.fig4_iterations",),
-        caption="Figure 4(a): " + _FIG4,
-        gallery=True,
+        caption="Figure 4(a): " + _FIG4 + " This run: {run[normalized_gd_faster]}.",
     ),
     Panel(
         "fig4b",
@@ -140,8 +134,7 @@ PANELS: tuple[Panel, ...] = (
         "(b) Evolution of attention weights",
         experiment="fig4",
         options=("plots.fig4_iterations",),
-        caption="Figure 4(b): " + _FIG4,
-        gallery=True,
+        caption="Figure 4(b): " + _FIG4 + " This run: {run[constant_gd_levels_off]}.",
     ),
     Panel(
         "fig5",
@@ -155,8 +148,7 @@ PANELS: tuple[Panel, ...] = (
         caption="Figure 5: trajectories of p from p(0) = 0 (normalized GD, eta = {eta:g}, {n_iter} iterations, "
         "drawn while ||p|| <= {fig5_max_norm:g}) with optimal-token scores C and 1, under the losses {losses}. The "
         "correlation loss first leans to the high-score token (1, 1), the logistic loss to the low-score token "
-        "(1, -1); every run ends on the GMM direction (1, 0) (Theorem 2).",
-        gallery=True,
+        "(1, -1); every run ends on the GMM direction (1, 0) (Theorem 2). This run: {run[loss_transient_bias]}.",
     ),
     Panel(
         "fig8",
@@ -168,8 +160,7 @@ PANELS: tuple[Panel, ...] = (
         experiment="fig8",
         caption="Figure 8: n = T = d = 2; normalized GD (eta = {eta:g}, {n_iter} iterations, {loss} loss) from "
         "two starts converges to two different directions, the GMM (red) and an LMM (blue) whose selected token of "
-        "the second input has no SVM-neighbour. Shows that n = 1 in Theorem 2 is necessary.",
-        gallery=True,
+        "the second input has no SVM-neighbour: n = 1 in Theorem 2 is necessary. This run: {run[n1_necessary]}.",
     ),
 )
 
@@ -223,11 +214,12 @@ _CLAIMS = {
 }
 
 # Every experiment writes three tables (rule synthetic_experiment), registered as <name>, <name>_tokens and
-# <name>_directions: its trajectories, its tokens and its directions.
+# <name>_directions. Kind (the rule's output name, the field of ExperimentTables, the drawing function's argument, in
+# its order) -> (suffix of the table's name, path, columns).
 EXPERIMENT_TABLES = {
-    "": ("tables/{experiment}.csv", TRAJECTORY),
-    "_tokens": ("tables/{experiment}_tokens.csv", TOKENS),
-    "_directions": ("runs/{experiment}/directions.csv", DIRECTIONS),
+    "trajectories": ("", "tables/{experiment}.csv", TRAJECTORY),
+    "tokens": ("_tokens", "tables/{experiment}_tokens.csv", TOKENS),
+    "directions": ("_directions", "runs/{experiment}/directions.csv", DIRECTIONS),
 }
 TABLES: tuple[Table, ...] = tuple(
     Table(
@@ -239,7 +231,7 @@ TABLES: tuple[Table, ...] = tuple(
         claims=_CLAIMS.get(e.name + suffix, ()),
     )
     for e in EXPERIMENTS
-    for suffix, (pattern, columns) in EXPERIMENT_TABLES.items()
+    for suffix, pattern, columns in EXPERIMENT_TABLES.values()
 ) + (
     Table(
         "directions",
@@ -255,11 +247,14 @@ TABLES: tuple[Table, ...] = tuple(
         "solutions.",
         claims=(
             "gd_gmm_n1",
+            "gd_gmm_multi",
             "gd_local_or_global",
             "gd_lmm_cone",
             "n1_necessary",
             "joint_p_mm",
             "joint_p_relax",
+            "fig3_v_mm",
+            "fig3_p_relax_vs_p_mm",
             "basin_fig1b_consistent",
         ),
     ),

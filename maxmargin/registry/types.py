@@ -43,7 +43,8 @@ class Experiment:
 @dataclass(frozen=True)
 class Column:
     """One column of a table: its name, its kind (``int``, ``float``, ``str``, ``bool``, ``any``), whether it may be
-    empty (NaN) or absent, and the values it may take (a range, or a set of strings).
+    empty (NaN) or absent, the values it may take (a range, or a set of strings), and ``description``: what it
+    measures, in the paper's terms (a run's JSON records it as the column's convention: ``columns.described``).
 
     A nullable ``int`` column reads back from CSV as floats holding whole numbers; ``any`` holds labels that may read
     back as numbers or strings.
@@ -57,6 +58,7 @@ class Column:
     gt: float | None = None
     le: float | None = None
     isin: tuple[str, ...] = ()
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,8 @@ class Panel:
     takes as keyword arguments (their last part is the argument's name): a job gets only the keys it reads.
     ``caption``: its report caption, whose ``{key}`` fields are filled from the config blocks ``caption_blocks``
     (and the whole config by its top-level names; :func:`maxmargin.registry.caption`). ``subcategory``: its group in
-    the report (default: the figure's name, "Figure 1"). ``gallery``: shown in the README gallery
-    (docs/gallery/{name}.png at :data:`GALLERY_SCALE` of the figure's pixels; set it once its thumbnail is committed:
-    ``snakemake docs/gallery/{name}.png``).
+    the report (default: the figure's name, "Figure 1"). A panel of the default run is in the README gallery
+    (:data:`maxmargin.registry.GALLERY`).
     """
 
     name: str
@@ -146,7 +147,6 @@ class Panel:
     caption: str = ""
     caption_blocks: tuple[str, ...] = ()
     subcategory: str = ""
-    gallery: bool = False
 
     @property
     def figure_label(self) -> str:

@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
-from maxmargin.registry.columns import cosine, count, flag, positive, real, text, unit
+from maxmargin.registry.columns import cosine, count, described, flag, positive, real, text, unit
 from maxmargin.registry.types import Column, File, Panel, Table
 
+# The data sets a ViT run can be made from (vit.data.dataset), by the name the run records, as a reader reads them;
+# the paper's is CIFAR-10 (Section 4): a figure made from any other says so in red (maxmargin/figures/vit.py).
+PAPER_DATASET = "cifar10"
+DATASET_NAMES = {PAPER_DATASET: "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
+
 METRICS: tuple[Column, ...] = (
-    count("epoch"),
-    real("train_loss", ge=0),
-    unit("train_acc"),
-    unit("test_acc"),
-    unit("soft_sparsity"),
-    unit("soft_sparsity_image"),
-    real("w_frobenius", ge=0),
-    cosine("w_cosine_previous", nullable=True),  # empty at epoch 0
-    cosine("w_cosine_final"),
-    unit("cls_self_attention"),
-    real("lr", ge=0),
-    text("dataset"),
+    described(count("epoch"), "epochs trained (0: the initialisation)"),
+    described(
+        real("train_loss", ge=0), "mean cross-entropy of the epoch's mini-batches (epoch 0: of the training set)"
+    ),
+    described(unit("train_acc"), "accuracy over the epoch's mini-batches (epoch 0: on the training set)"),
+    described(unit("test_acc"), "accuracy on the test images after the epoch"),
+    described(
+        unit("soft_sparsity"),
+        "mean over the probe images of (||s||_1^2/||s||_2^2)/T, s = last-layer [CLS] attention averaged over heads, "
+        "[CLS] self-entry dropped and renormalised over the T patch tokens",
+    ),
+    described(unit("soft_sparsity_image"), "the same for the single Figure 6 test image"),
+    described(
+        real("w_frobenius", ge=0),
+        "||sum_h W_Q,h^T W_K,h||_F of the last block's qkv weight (= ||W_Q^T W_K||_F), without the 1/sqrt(d_head) "
+        "scale and the biases",
+    ),
+    described(
+        cosine("w_cosine_previous", nullable=True),
+        "cosine (Frobenius) between W of this epoch and of the previous one (empty at epoch 0)",
+    ),
+    described(cosine("w_cosine_final"), "cosine (Frobenius) between W of this epoch and of the last epoch"),
+    described(
+        unit("cls_self_attention"),
+        "mean over the probe images of the last layer's head-averaged [CLS] attention to itself (dropped above)",
+    ),
+    described(real("lr", ge=0), "the learning rate of the first parameter group after the epoch"),
+    described(text("dataset"), "the data set trained on (a stand-in for CIFAR-10 where it is missing)"),
 )
 _EPOCHS = ("vit.train.epochs + 1",)  # epoch 0 is the initialisation
 
@@ -34,14 +55,14 @@ PANELS: tuple[Panel, ...] = (
         caption="Figure 6: a fixed test image (a) and the attention of the [CLS] token of the ViT's last layer, "
         "averaged over its heads, drawn over the patch grid at epochs {plots[fig6_epochs]}. [CLS]'s attention to "
         "itself is left out and the rest renormalised; the maps share one colour scale (one colour bar), and the "
-        "number under each is its soft-sparsity d_nnz(s)/T. Starting dense at initialisation (epoch 0), the "
-        "attention concentrates on a few patches as training goes on (Section 4, 'Real experiments'). On top: the "
+        "number under each is its soft-sparsity d_nnz(s)/T. The paper (Section 4, 'Real experiments'): starting "
+        "dense at initialisation, the attention concentrates on a few patches as training goes on. This run: "
+        "{run[vit_fig6_concentrates]}. {run[vit_dataset]} On top: the "
         "final test accuracy against the linear baseline, or a red warning when the model did not learn (it must "
         "recover {guard[baseline_fraction]:g} of the baseline's gain over chance); below, in red, a warning when the "
         "data set is a stand-in for CIFAR-10. Numbers: ``runs/vit/vit_attention_maps.npz`` (the label under each "
         "map: ``soft_sparsity_image`` of ``tables/vit_metrics.csv``).",
         caption_blocks=("vit",),
-        gallery=True,
     ),
     Panel(
         "fig7",
@@ -55,15 +76,16 @@ PANELS: tuple[Panel, ...] = (
         "the last layer's head-averaged [CLS] attention over the T patch tokens, averaged over the probe images (1 = "
         "uniform, 1/T = one token), and in a lighter red the same for the single Figure 6 image; blue, the Frobenius "
         "norm of the last layer's combined key-query matrix W = sum_h W_Q,h^T W_K,h. The attention sparsifies as "
-        "||W||_F grows, the behaviour the max-margin theory predicts (Section 4, 'Real experiments'). Beyond the "
+        "||W||_F grows, the behaviour the max-margin theory predicts (Section 4, 'Real experiments'); this run: "
+        "{run[vit_sparsity]}. {run[vit_dataset]} Beyond the "
         "paper: (b) test accuracy per epoch against a linear baseline (logistic regression on the same training "
         "images' pixels), the learning bar ({guard[baseline_fraction]:g} of the baseline's gain over chance) and "
-        "chance; (c) where W is heading: its cosine with the final W and with the previous epoch's (claim "
-        "``vit_w_direction``: at least {guard[min_direction_cosine]:g} at the last epoch). Numbers: "
+        "chance: {run[vit_learns]}; (c) where W is heading: its cosine with the final W and with the previous "
+        "epoch's; W's direction counts as settled when it turns at most {guard[max_direction_angle]:g} degrees "
+        "after {guard[direction_from]:.0%} of the epochs: {run[vit_w_direction]}. Numbers: "
         "``tables/vit_metrics.csv`` (settings, data, machine and times in ``vit_metrics.json``), "
         "``tables/vit_baseline.csv``.",
         caption_blocks=("vit",),
-        gallery=True,
     ),
     Panel(
         "vit_recipes",
@@ -79,6 +101,25 @@ PANELS: tuple[Panel, ...] = (
         "relative to its initial value, against optimiser steps. A recipe whose accuracy stays at chance can still "
         "sparsify its attention and grow ||W||_F: only a recipe that learns makes Figure 7 mean something. Numbers: "
         "``vit_recipes.csv``; what the study showed and which recipe the paper config uses: ``docs/vit.md``.",
+    ),
+    Panel(
+        "fig7_w_svm",
+        "fig7",
+        "vit",
+        "Figure 7 (W-ATT-SVM)",
+        "draw_w_svm",
+        tables=("vit_w_svm",),
+        options=("vit.guard.min_w_svm_gain",),
+        caption="Companion of Figure 7, beyond the paper: does each head of the last layer turn toward its "
+        "max-margin solution? (a) For head h, cos(Wt_h, W_mm,h) (Frobenius) per epoch, where Wt_h = "
+        "scale [W_Q,h^T W_K,h; b_Q,h^T W_K,h] gives the head's key-dependent logits [z; 1]^T Wt_h x_t ([CLS] query "
+        "input z, key inputs x_t, after the block's norm) and W_mm,h solves the hard-margin W-ATT-SVM (Lemma 1: min "
+        "||W||_F s.t. [z_i; 1]^T W (x_io_i - x_it) >= 1) for the tokens o_i the head selects on the first "
+        "{probe[w_svm_images]} probe images; dashed, each head's cosine at initialisation (epoch 0: a random W "
+        "selects its own tokens, so this null is not 0). (b) The head-mean cosine and its rise over the epoch-0 "
+        "value (claim ``vit_w_svm_direction``: at least {guard[min_w_svm_gain]:g} and rising); hollow markers, a "
+        "soft-margin solution (no W meets every margin). Numbers: ``tables/vit_w_svm.csv``; docs/vit.md.",
+        caption_blocks=("vit",),
     ),
 )
 
@@ -101,7 +142,7 @@ TABLES: tuple[Table, ...] = (
         "vit_metrics_table",
         rows=_EPOCHS,
         restates={"epoch": "0..vit.train.epochs"},
-        claims=("vit_sparsity", "vit_learns", "vit_w_direction"),
+        claims=("vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates"),
         extensions=("csv", "json"),
     ),
     Table(
@@ -178,8 +219,41 @@ TABLES: tuple[Table, ...] = (
     Table("vit_recipes", "vit", RECIPE, "vit_recipes_table", restates={"recipe": "vit_recipes.recipes.name"}),
 )
 
+# The data manifest of each config block that trains on images (vit, vit_recipes; rule vit_data), and each run's
+# checkpoint by the rule that trains it: not a declared output, so that a killed job keeps it (a checkpoint of other
+# code is kept aside beside it, maxmargin/experiments/vit/checkpoint.py). Paths under the results root.
+DATA_MANIFEST = "runs/data/{block}.json"
+CHECKPOINTS = {
+    "vit_train": "runs/vit/checkpoint.pt",
+    "vit_pilot_run": "runs/vit_pilot/checkpoint.pt",
+    "vit_recipe_train": "runs/vit_recipes/{recipe}.pt",
+}
+
+TABLES += (
+    Table(
+        "vit_w_svm",
+        "vit",
+        (
+            count("epoch"),
+            count("head"),
+            cosine("cosine"),
+            cosine("cosine_init"),
+            flag("hard_margin"),
+            unit("margins_met"),
+            positive("n_constraints"),
+            count("support"),
+            real("w_frobenius", ge=0),
+            real("svm_frobenius", ge=0),
+            unit("selected_cls"),
+            text("dataset"),
+        ),
+        "vit_w_svm_table",
+        claims=("vit_w_svm_direction",),
+    ),
+)
+
 FILES: tuple[File, ...] = (
-    File("vit_data_manifest", "vit", "runs/data/vit.json", "vit_data"),
+    File("vit_data_manifest", "vit", DATA_MANIFEST.format(block="vit"), "vit_data"),
     # its sha256 travels in the run's JSON (vit_metrics.json, "maps_sha256"): Snakemake's cache keeps no sidecar
     File("vit_maps", "vit", "runs/vit/vit_attention_maps.npz", "vit_train", record="maps_sha256"),
 )
