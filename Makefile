@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make figures   builds every figure and table (creates .venv and installs the package when missing)
-#   make test      runs the test suite in the same environment
-# and: make report (HTML report), make gallery (README thumbnails), make lint, make config-docs (docs/config.md)
+#   make test      runs the test suite in the same environment (make test-fast: its unit tier, under a minute)
+# and: make report (HTML report), make gallery (README thumbnails), make lint, make config-docs (docs/config.md),
+#      make gpu-kit (wheels and Fashion-MNIST for an offline GPU node, in gpu_kit/: docs/gpu.md)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -20,9 +21,10 @@ BUSY_EXIT := 75
 # Prefix of a recipe line: take RUN_LOCK on fd 9 (inherited by snakemake and its jobs, released when the last of
 # them exits, killed or not) or stop with a clear message. No other Makefile run can be active; a Snakemake run
 # started some other way may be (`snakemake`, `python -m snakemake`, from any directory with --directory here):
-# tools/live_runs.sh looks for any process that may be one. Its lock then stays (Snakemake itself refuses an
-# overlapping run); a lock with no such process is stale (an interrupted run) and cleared; where the script cannot
-# tell (processes it may not inspect), the recipe stops and prints the unlock command instead of guessing.
+# tools/live_runs.sh looks for Snakemake processes (an idle python, a Jupyter kernel is none). Its lock then stays
+# (Snakemake itself refuses an overlapping run); a lock with no such process is stale (an interrupted run) and
+# cleared; where the script cannot tell (Snakemake processes it may not inspect), the recipe stops, naming them, and
+# prints the unlock command instead of guessing.
 LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 	&& { flock -n 9 || { echo "make: another snakemake run is active in this directory (it holds $(RUN_LOCK));" \
 	     "wait for it to finish" >&2; exit $(BUSY_EXIT); }; } \
@@ -33,12 +35,12 @@ LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 	           $(BIN)/snakemake --unlock --quiet >/dev/null 2>&1 || true;; \
 	     live*) echo "make: keeping the Snakemake lock of the run still going here (pid $${state\#live })";; \
 	     *) echo "make: a Snakemake lock is here, and whether its run is still going cannot be told" \
-	             "(processes $${state\#unknown } cannot be inspected). If no run is going, clear it:" \
+	             "(Snakemake process $${state\#unknown } cannot be inspected). If no run is going, clear it:" \
 	             "$(BIN)/snakemake --unlock" >&2; exit $(BUSY_EXIT);; \
 	     esac; fi \
 	&& set -x &&
 
-.PHONY: all figures test lint report gallery config-docs clean-results
+.PHONY: all figures test test-fast lint report gallery config-docs clean-results gpu-kit
 # One recipe at a time (make -j report gallery): two locked recipes at once would refuse each other.
 .NOTPARALLEL:
 
@@ -53,21 +55,35 @@ $(STAMP): pyproject.toml workflow/logger/pyproject.toml workflow/logger/snakemak
 figures: $(STAMP)
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) $(SMK_ARGS)
 
+# The whole suite on two workers (pytest-xdist, a test module per worker at a time; they share one built CI run:
+# tests/conftest.py), and the unit tier: every test that starts no program (tests/conftest.py; CONTRIBUTING.md,
+# "Test tiers"), in one process (two workers each import torch and collect every module again: 81 s instead of 66 s
+# on two shared cores).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(CORES) --dist loadfile
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
 
 # The HTML report: every figure with its caption, the tables, the claims table (needs `make figures` first).
 report: figures
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) --report results/report.html
 
-# Small copies of the default run's figures for the README (docs/gallery/, committed).
+# Small copies of the default run's figures for the README (docs/gallery/, committed), the README's gallery block,
+# and the baseline image of a figure that has none (tools/gallery.py; one panel: python tools/gallery.py PANEL).
 gallery: figures
-	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) gallery
+	@$(LOCKED) $(BIN)/python tools/gallery.py --cores $(CORES)
 	$(BIN)/python tools/timings.py results/benchmarks docs/results/timings.md
 
-# docs/config.md from the schema and default.yaml, after either changes (tests/test_packaging.py checks it is current).
+# docs/config.md from the schema and default.yaml, after either changes (tests/test_packaging.py checks it is current),
+# and the docs' lists of what columns measure, from the registry (tools/column_docs.py).
 config-docs: $(STAMP)
 	$(BIN)/python tools/config_docs.py docs/config.md
+	$(BIN)/python tools/column_docs.py README.md CONTRIBUTING.md docs/*.md
+
+# What an offline GPU node lacks, for tools/gpu_session.sh there: prints the wheels, the travel size and the command.
+gpu-kit: $(STAMP)
+	$(BIN)/python tools/gpu_kit.py
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

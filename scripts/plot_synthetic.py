@@ -9,6 +9,6 @@ with rule_logging(snakemake) as log:
     panel = snakemake.wildcards.panel
     tables = {name: read_table(path) for name, path in snakemake.input.items()}
     options = registry.options(panel, snakemake.params.reads)
-    fig = draw_synthetic_panel(panel, tables["trajectories"], tables["tokens"], tables["directions"], options)
+    fig = draw_synthetic_panel(panel, *(tables[kind] for kind in registry.synthetic.EXPERIMENT_TABLES), options)
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": f"maxmargin {panel}"})
     log.info("drew %s", panel)

@@ -11,9 +11,8 @@ with rule_logging(snakemake) as log:
     data = registry.experiment_data(name, snakemake.params.reads)
     log.info("experiment %s with %s on data %s", name, settings, data)
     tables = run_experiment(name, settings, data)
-    write_csv(tables.trajectories, snakemake.output.trajectories)
-    write_csv(tables.tokens, snakemake.output.tokens)
-    write_csv(tables.directions, snakemake.output.directions)
+    for kind in registry.synthetic.EXPERIMENT_TABLES:
+        write_csv(getattr(tables, kind), snakemake.output[kind])
     runs = tables.directions[tables.directions["record"] == "gd_run"]
     for row in runs.itertuples():
         log.info("%s -> %s %s: cosine %.6f, ||p|| %.2f", row.run, row.kind, row.tokens, row.final_cosine, row.p_norm)

@@ -1,7 +1,11 @@
-"""Shared test fixtures: running the real Snakemake DAG in a temporary directory."""
+"""Shared test fixtures (running the real Snakemake DAG in a temporary directory) and the test tiers."""
 
 from __future__ import annotations
 
+import ast
+import fcntl
+import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -60,8 +64,92 @@ def workflow_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory) -> Path:
-    """A copy of the workflow after `all` on the CI config and `--report report.html` (shared, not to be changed)."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("ci_run"))
-    snakemake(workdir, "--configfile", CI_CONFIG)
-    snakemake(workdir, "--configfile", CI_CONFIG, "--report", "report.html")
+    """A copy of the workflow after `all` on the CI config and `--report report.html` (shared, not to be changed).
+
+    Built once per session: under pytest-xdist (`make test`) the workers share one, in the folder above their own
+    temporary folders; the first that asks builds it under a lock, the others wait for it (a build cut short by a
+    failure is started again)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    workdir = root / "ci_run"
+    with open(root / "ci_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (workdir / "report.html").exists():
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir()
+            copy_workflow(workdir)
+            snakemake(workdir, "--configfile", CI_CONFIG)
+            snakemake(workdir, "--configfile", CI_CONFIG, "--report", "report.html")
     return workdir
+
+
+# -- Test tiers (CONTRIBUTING.md, "Test tiers") ----------------------------------------------------------------------
+# `make test-fast` runs the unit tier, `-m "not slow"`: no test there starts a program. A test is `slow` when it says
+# so (`@pytest.mark.slow`, e.g. one that trains for more than a few steps) or when its body, a function of its module
+# it calls, or a fixture it uses names one of STARTS (found here, from the source: no new test needs a mark for
+# that). A test left in the unit tier that starts one of PROGRAMS all the same fails, naming this rule (libraries
+# may start small helpers of their own: git for a sidecar's commit, ldconfig when torch looks for its libraries).
+STARTS = {"subprocess", "snakemake", "SNAKEMAKE", "ci_run"}
+PROGRAMS = {"snakemake", "make", "ruff", "snakefmt", "bash", "sh", "node", "chromium", "python", "python3"}
+
+
+@functools.cache
+def _module_functions(path: Path) -> dict[str, ast.AST]:
+    """Every function a test module (or this conftest) defines, methods included, by name."""
+    tree = ast.parse(path.read_text())
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+    }
+
+
+def starts_a_program(path: Path, function: str, fixtures: list[str]) -> bool:
+    """Whether ``function`` of the test module ``path``, a function of that module it calls or a fixture it uses
+    (of that module or this conftest), names one of STARTS."""
+    scopes = [_module_functions(path), _module_functions(Path(__file__))]
+    todo, seen = [function, *fixtures], {_unit_tests_start_no_program.__name__}
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = next((scope[name] for scope in scopes if name in scope), None)
+        if node is None:
+            continue
+        body = ast.Module(body=node.body, type_ignores=[])  # the decorators' names are not calls
+        found = _names(body) | {a.arg for a in node.args.args}
+        if found & STARTS:
+            return True
+        todo += sorted(found)
+    return False
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Each test's tier, as it is collected (before `-m` deselects)."""
+    function = getattr(item, "originalname", item.name)
+    fixtures = getattr(item, "fixturenames", [])
+    if not item.get_closest_marker("slow") and starts_a_program(item.path, function, fixtures):
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_program(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test of the unit tier that starts one of PROGRAMS (or this Python) fails, naming the rule."""
+    if request.node.get_closest_marker("slow"):
+        return
+    execute = subprocess.Popen._execute_child
+
+    def refuse(self, args, *rest, **kwargs):
+        first = os.fsdecode(args).split()[0] if isinstance(args, str | bytes) else os.fsdecode(args[0])
+        program = Path(first).name
+        if program in PROGRAMS or program == Path(sys.executable).name:
+            raise AssertionError(
+                f"a unit-tier test started {program!r}: mark it @pytest.mark.slow (CONTRIBUTING.md, Test tiers)"
+            )
+        return execute(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)

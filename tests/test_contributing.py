@@ -1,24 +1,41 @@
 """CONTRIBUTING.md is executable: its steps, followed block by block in a copy of the repository, add a synthetic
-figure and a census panel whose targets build and whose registry tests pass, within the files it promises."""
+figure and a census panel whose targets build, then pass the unit tier and the slow tests that concern a new figure,
+having changed the files its headings promise (written by hand) and those tools/gallery.py writes, and no other."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SNAKEMAKE
+from conftest import REPO, SNAKEMAKE, starts_a_program
+
+from maxmargin import registry
 
 # Block info strings: "LANG append PATH", "LANG insert PATH NAME" (a tuple of a module, or a top-level section of a
 # YAML file), "bash run". Sections of the page: "## Add ...".
 BLOCK = re.compile(r"^```(\w+) (append|insert|run)([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
-# At most this many files per example (issue 26: a synthetic figure with its own caption: 3; a panel: 2).
-LIMITS = {"Add a synthetic figure": 3, "Add a panel": 2}
+# Each example: its panel and the files written by hand, as its heading says ("2 files").
+EXAMPLES = {"Add a synthetic figure": ("circle", 2), "Add a panel": ("census_saturation", 2)}
+CHECK = "Once the new figure looks right"  # the section whose blocks check the examples' result
+# What tools/gallery.py writes for a new panel (its thumbnail, its baseline image, the README's gallery block).
+GENERATED = ("docs/gallery/{}.png", "tests/baseline_images/{}.png", "README.md")
+# The slow tests that concern a new figure (the rules and `all` derived from the registry, the docs); those reading
+# the whole CI run (its report, the baselines' comparison) are left to `make test`.
+SLOW_CHECKS = (
+    "tests/test_registry.py::test_rules_are_derived_from_the_registry",
+    "tests/test_workflow_targets.py",
+    "tests/test_packaging.py::test_config_docs_are_up_to_date",
+    "tests/test_packaging.py::test_the_docs_name_only_scripts_and_rules_that_exist",
+)
 
 
 def steps(text: str) -> dict[str, list[tuple[str, list[str], str]]]:
@@ -57,7 +74,7 @@ def apply(work: Path, action: str, args: list[str], body: str, env: dict[str, st
     """Carry out one block; the files it touched."""
     if action == "run":
         for command in body.splitlines():
-            words = command.split()
+            words = shlex.split(command.split("  #")[0])
             program = {"snakemake": str(SNAKEMAKE), "python": sys.executable}[words[0]]
             proc = subprocess.run(
                 [program, *words[1:]], cwd=work, env=env, capture_output=True, text=True, timeout=1200
@@ -80,9 +97,11 @@ def apply(work: Path, action: str, args: list[str], body: str, env: dict[str, st
 
 def test_blocks_are_found_and_the_inserts_work():
     sections = steps((REPO / "CONTRIBUTING.md").read_text())
-    for prefix in LIMITS:
+    for prefix, (panel, files) in EXAMPLES.items():
         (title,) = [t for t in sections if t.startswith(prefix)]
-        assert any(action == "run" for action, _, _ in sections[title])
+        assert f": {files} files" in title, title  # the heading states the count the steps are held to
+        assert any(action == "run" and f"tools/gallery.py {panel}" in body for action, _, body in sections[title])
+    assert any(action == "run" and "not slow" in body for action, _, body in sections[CHECK])
     source = "X = (\n    1,\n)\nY = 2\n"
     assert insert_into_tuple(source, "X", "    3,\n") == "X = (\n    1,\n    3,\n)\nY = 2\n"
     yaml = "a:\n  b: 1\n\n# c\nc: 2\n"
@@ -91,7 +110,8 @@ def test_blocks_are_found_and_the_inserts_work():
 
 @pytest.mark.slow
 def test_contributing_steps_leave_ci_green(tmp_path):
-    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    listed = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]  # the tree, new files included
+    tracked = subprocess.run(listed, cwd=REPO, capture_output=True, text=True, check=True).stdout
     work = tmp_path / "repo"
     for name in tracked.splitlines():
         source, target = REPO / name, work / name
@@ -100,18 +120,45 @@ def test_contributing_steps_leave_ci_green(tmp_path):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target, follow_symlinks=False)
     env = {**os.environ, "PYTHONPATH": str(work)}
+    expected: set[str] = set()
     for title, blocks in steps((REPO / "CONTRIBUTING.md").read_text()).items():
-        limit = next((n for prefix, n in LIMITS.items() if title.startswith(prefix)), None)
-        if limit is None:
+        example = next((entry for prefix, entry in EXAMPLES.items() if title.startswith(prefix)), None)
+        if example is None and title != CHECK:
             continue
         touched: set[str] = set()
         for action, args, body in blocks:
             touched |= apply(work, action, args, body, env)
-        assert len(touched) <= limit, f"{title}: {sorted(touched)}"
-        assert touched, title
-    figures = work / "results" / "figures"
+        if example is not None:
+            panel, files = example
+            assert touched and len(touched) <= files, f"{title}: {sorted(touched)}"
+            expected |= touched | {path.format(panel) for path in GENERATED}
     for panel in ("circle", "census_saturation"):
-        assert (figures / f"{panel}.png").stat().st_size > 10_000
+        assert (work / "results" / "figures" / f"{panel}.png").stat().st_size > 10_000
+        assert (work / "docs" / "gallery" / f"{panel}.png").exists()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SLOW_CHECKS],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert changed_files(work, set(tracked.splitlines())) <= expected
+
+
+def changed_files(work: Path, tracked: set[str]) -> set[str]:
+    """The files of the copy ``work`` that differ from, or are not among, the repository's files (its results,
+    Snakemake's state and caches left out)."""
+    skip = ("results/", ".snakemake/", ".pytest_cache/")
+    changed = set()
+    for path in work.rglob("*"):
+        name = str(path.relative_to(work))
+        if path.is_dir() or name.startswith(skip) or "__pycache__" in name:
+            continue
+        if name not in tracked or path.read_bytes() != (REPO / name).read_bytes():
+            changed.add(name)
+    return changed
 
 
 def test_following_the_guide_twice_adds_each_block_once(tmp_path):
@@ -126,3 +173,95 @@ def test_following_the_guide_twice_adds_each_block_once(tmp_path):
     assert apply(work, "append", args, body, {}) == {target}
     once = (work / target).read_text()
     assert apply(work, "append", args, body, {}) == {target} and (work / target).read_text() == once
+
+
+def rule_names() -> set[str]:
+    """Every rule of the workflow, read without Snakemake: the named ones, a target per figure (targets.smk) and
+    a drawing rule per family of table-drawn panels (plots.smk)."""
+    sources = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    named = {name for path in sources for name in re.findall(r"^rule (\w+):", path.read_text(), re.MULTILINE)}
+    plots = {f"plot_{p.family}" for p in registry.PANELS if p.family != "synthetic"}
+    return named | set(registry.targets()) | plots
+
+
+def test_every_path_and_rule_the_page_names_exists():
+    """The paths CONTRIBUTING.md names (in `backticks` and its layout block) exist, the targets of its `snakemake`
+    commands are rules (its examples' own panels aside), and its tier table states measured times."""
+    text = (REPO / "CONTRIBUTING.md").read_text()
+    layout = re.search(r"^```\n(.*?)^```", text, re.MULTILINE | re.DOTALL)[1]
+    words = re.findall(r"`([^`\n]+)`", text) + [line.split()[0] for line in layout.splitlines() if line[:1].strip()]
+    paths = {
+        w.rstrip(",")
+        for w in words
+        if re.fullmatch(r"[\w./-]+", w) and ("/" in w or re.search(r"\.(py|md|yaml|smk|toml|cfg)$", w))
+    }
+    run_outputs = ("results/", "tables/", "docs/gallery/circle", "docs/gallery/census_saturation")
+    missing = sorted(p for p in paths if not p.startswith(run_outputs) and not (REPO / p).exists())
+    assert len(paths) > 20 and not missing, missing
+    commands = [w for w in words if w.startswith("snakemake ")] + re.findall(r"^snakemake .*$", text, re.MULTILINE)
+    targets = {t for c in commands for t in c.split()[1:] if not t.startswith("-") and not t.isdigit()}
+    examples = {panel for panel, _ in EXAMPLES.values()}
+    assert targets and not targets - rule_names() - examples, sorted(targets - rule_names() - examples)
+    for row in ("| unit | `make test-fast`", "| all | `make test`"):
+        line = next(line for line in text.splitlines() if line.startswith(row))
+        assert re.search(r"\d+ s", line.rsplit("|", 2)[-2]), line  # a measured time, not a promise
+
+
+def test_the_timings_page_has_a_row_for_the_cacheable_vit_run(tmp_path):
+    """docs/results/timings.md (tools/timings.py): vit_train, cacheable and so without a benchmark file, is timed
+    from its run's JSON (its epochs' wall seconds), beside the rules timed by their benchmark files."""
+    spec = importlib.util.spec_from_file_location("timings", REPO / "tools" / "timings.py")
+    timings = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(timings)
+    (tmp_path / "benchmarks" / "plot_vit").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "plot_vit" / "fig7.tsv").write_text("s\th:m:s\tmax_rss\n1.5\t0:00:01\t200.4\n")
+    record = tmp_path / registry.table("vit_run_metrics").pattern.replace(".csv", ".json")
+    record.parent.mkdir(parents=True)
+    epochs = [{"epoch": e, "train_seconds": 2.0 * e, "epoch_seconds": 2.0 * e + 0.25} for e in range(3)]
+    record.write_text(json.dumps({"epoch_times": epochs}))
+    page = timings.timings_markdown(timings.rule_timings(tmp_path / "benchmarks"))
+    assert "| `vit_train` | 1 | 6.8 | 6.8 |  |" in page and "| `plot_vit` | 1 | 1.5 | 1.5 | 200 |" in page
+    assert "| **all** | 2 | 8.2 | | |" in page
+
+
+def test_a_test_that_starts_a_program_is_put_in_the_slow_tier(tmp_path):
+    """The tier of a test (tests/conftest.py): from its body, the functions of its module it calls and the fixtures it
+    uses, whatever their depth; a name in a decorator or a docstring does not count."""
+    module = tmp_path / "test_example.py"
+    module.write_text(
+        "import subprocess\n"
+        "def helper():\n    return subprocess.run(['true'])\n"
+        "def indirect():\n    return helper()\n"
+        "def project(tmp_path):\n    return snakemake(tmp_path, '-n')\n"
+        "def test_calls(): indirect()\n"
+        "def test_fixture(project): pass\n"
+        "def test_shared(ci_run): pass\n"
+        "@decorated(subprocess)\ndef test_pure():\n    '''not subprocess'''\n    return 1 + 1\n"
+    )
+    starts = {
+        name: starts_a_program(module, name, fixtures)
+        for name, fixtures in [
+            ("test_calls", []),
+            ("test_fixture", ["project"]),
+            ("test_shared", ["ci_run"]),
+            ("test_pure", ["tmp_path"]),
+        ]
+    }
+    assert starts == {"test_calls": True, "test_fixture": True, "test_shared": True, "test_pure": False}
+
+
+def test_the_docs_column_lists_are_written_from_the_registry():
+    """What a column measures is declared once (``Column.description``): every list of columns in the docs is the
+    one tools/column_docs.py writes (`make config-docs`), and the ViT run's JSON records the same descriptions."""
+    spec = importlib.util.spec_from_file_location("column_docs", REPO / "tools" / "column_docs.py")
+    column_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(column_docs)
+    pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+    blocks = {page.name: column_docs.BLOCK.findall(page.read_text()) for page in pages}
+    assert blocks["vit.md"], "docs/vit.md lists the ViT metrics from the registry"
+    stale = [page.name for page in pages if column_docs.rewritten(page.read_text()) != page.read_text()]
+    assert not stale, f"run `make config-docs`: {stale}"
+    assert "- `w_frobenius`: ||sum_h W_Q,h^T W_K,h||_F" in column_docs.column_list("vit_run_metrics")
+    from maxmargin.experiments.vit.results import CONVENTIONS
+
+    assert CONVENTIONS["soft_sparsity"] == registry.table("vit_run_metrics").columns[4].description

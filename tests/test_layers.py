@@ -208,3 +208,75 @@ def test_public_api_names_exist() -> None:
     assert maxmargin.__all__, "maxmargin.__all__ lists the public API"
     missing = [name for name in maxmargin.__all__ if not hasattr(maxmargin, name)]
     assert not missing, missing
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, at any depth of its code (a function's lazy import included):
+    ``from a import b`` names the module ``a.b`` where that is a module, else ``a``; a package's lazy import of its
+    own submodules by computed name (``import_module(f"{__name__}.{name}")``) is no edge."""
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = (path, name if parts[-1] == "__init__" else name.rsplit(".", 1)[0])
+    graph = {}
+    for name, (path, package) in modules.items():
+        found = set()
+        for target in imported_modules(path.read_text(), package):
+            while target and target not in modules:  # `from a import b` with b a name of a: the module a
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+        graph[name] = found
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: its strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_module_of_the_package_imports_itself_through_others() -> None:
+    """No import cycle in the package, lazy imports inside functions included: a circle is a layer inside a layer."""
+    graph = import_graph()
+    assert "maxmargin.core.gd" in graph["maxmargin.experiments.synthetic"] and len(graph) > 50
+    assert import_cycles(graph) == []
+
+
+def test_an_import_cycle_is_found(tmp_path: Path) -> None:
+    """A cycle through a function's lazy import and a `from package import module` line, as the old ViT data
+    modules had, is caught; a package importing its own submodules by computed name is not a cycle."""
+    pkg = tmp_path / "maxmargin"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from importlib import import_module\nimport_module(f'{__name__}.a')\n")
+    (pkg / "sub" / "a.py").write_text("from maxmargin.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .a import g\n")
+    (pkg / "c.py").write_text("from maxmargin.sub.a import x\n")
+    assert import_cycles(import_graph(pkg)) == [["maxmargin.sub.a", "maxmargin.sub.b"]]
+    (pkg / "sub" / "b.py").write_text("import maxmargin.c\n")
+    assert import_cycles(import_graph(pkg)) == [["maxmargin.c", "maxmargin.sub.a", "maxmargin.sub.b"]]

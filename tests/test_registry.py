@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 
@@ -64,6 +65,9 @@ def test_each_table_is_declared_once_and_its_producer_writes_those_columns():
 
     assert census.TRIAL_COLUMNS == registry.columns("census_run") == registry.columns("census_trials")
     assert synthetic.DIRECTION_COLUMNS == registry.columns("directions")
+    # the three kinds of a synthetic experiment's tables, named once: the rule's outputs, the fields, the arguments
+    kinds = [f.name for f in dataclasses.fields(synthetic.ExperimentTables)]
+    assert kinds == list(registry.synthetic.EXPERIMENT_TABLES)
     assert REGPATH_COLUMNS == registry.columns("regpath") and lemma1.LEMMA1_COLUMNS == registry.columns("lemma1")
     assert COLUMNS == registry.columns("claims")
     for table in registry.TABLES:  # every table's path finds its own contract, under its one name
@@ -81,7 +85,7 @@ def test_nothing_is_left_unregistered():
     used_blocks = {e.config for e in registry.EXPERIMENTS} | {"data"}
     assert set(DEFAULT_CONFIG["synthetic"]) == used_blocks
     assert set(DEFAULT_CONFIG["synthetic"]["data"]) <= {e.instance for e in registry.EXPERIMENTS}
-    gallery = {p.name for p in registry.PANELS if p.gallery}
+    gallery = set(registry.GALLERY)
     assert {path.stem for path in (REPO / "docs" / "gallery").glob("*.png")} == gallery
     readme = (REPO / "README.md").read_text()
     assert set(re.findall(r"docs/gallery/(\w+)\.png", readme)) == gallery  # the README shows every thumbnail
@@ -113,7 +117,7 @@ def test_rules_are_derived_from_the_registry(workflow_dir):
     assert set(registry.targets()) <= rules
     dry_run = snakemake(workflow_dir, "-n", "gallery").stdout  # fails if a gallery panel has no rule making it
     for panel in registry.PANELS:
-        assert (f"docs/gallery/{panel.name}.png" in dry_run) == panel.gallery
+        assert (f"docs/gallery/{panel.name}.png" in dry_run) == (panel.name in registry.GALLERY)
 
 
 def test_the_schema_names_what_the_registry_names():

@@ -36,7 +36,6 @@ from maxmargin.core.span_gd import SpanBatch, final_weights, normalized_gd_in_sp
 from maxmargin.core.svm import att_svm_ldp
 
 TRIAL_COLUMNS = registry.columns("census_run")
-CLASSES = ("not_saturated", "gmm", "lmm", "neither", "infeasible")
 
 
 @dataclass(frozen=True)

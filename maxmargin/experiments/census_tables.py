@@ -15,17 +15,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-from maxmargin.registry.census import summary_columns
-
-# Proportions of the summary: column -> (classes counted, denominator, scale). "trials" = every trial of the
-# group, "saturated" = its saturated trials; percentages of trials are scaled by 100, P(gap < 0) is a fraction.
-PROPORTIONS = {
-    "pct_not_saturated": (("not_saturated",), "trials", 100.0),
-    "pct_lmm": (("lmm", "gmm"), "trials", 100.0),
-    "pct_gmm": (("gmm",), "trials", 100.0),
-    "pct_neither": (("neither",), "trials", 100.0),
-    "p_gap_negative": ((), "saturated", 1.0),
-}
+from maxmargin.registry.census import PROPORTIONS, summary_columns
 
 
 def wilson_interval(successes: ArrayLike, n: ArrayLike, confidence: float) -> tuple[NDArray, NDArray]:

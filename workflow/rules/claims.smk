@@ -9,8 +9,8 @@ CLAIM_TABLES = {
     )
 }
 
-# The README gallery: every registered panel with the gallery flag (maxmargin/registry/).
-GALLERY = [panel.name for panel in registry.PANELS if panel.gallery]
+# The README gallery: every panel of the default run (maxmargin/registry/).
+GALLERY = list(registry.GALLERY)
 
 
 rule claims_table:
@@ -27,6 +27,7 @@ rule claims_table:
         ),
         html=report(table_path("claims", "html"), **table_report("claims")),
         md=table_path("claims", "md"),
+        sentences=table_path("claims", "json"),  # the report captions' {run[...]} fields
         sidecar=table_outputs("claims")[-1],
     log:
         results_path("logs/claims_table/claims.log"),

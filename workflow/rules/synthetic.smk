@@ -10,15 +10,10 @@ wildcard_constraints:
 
 
 # The three tables of every experiment (maxmargin/registry/synthetic.py: EXPERIMENT_TABLES).
-EXPERIMENT_TABLES = dict(
-    zip(
-        ("trajectories", "tokens", "directions"),
-        (
-            results_path(pattern)
-            for pattern, _ in registry.synthetic.EXPERIMENT_TABLES.values()
-        ),
-    )
-)
+EXPERIMENT_TABLES = {
+    kind: results_path(pattern)
+    for kind, (_, pattern, _) in registry.synthetic.EXPERIMENT_TABLES.items()
+}
 
 
 rule synthetic_experiment:
@@ -60,6 +55,7 @@ rule plot_synthetic:
         "../envs/core.yaml"
     params:
         reads=reads("plot_synthetic"),
+        code=drawing_code(),
     script:
         "../../scripts/plot_synthetic.py"
 
