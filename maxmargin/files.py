@@ -8,7 +8,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,14 @@ def write_npz(arrays: dict[str, Any], path: str | os.PathLike[str]) -> None:
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             with archive.open(info, "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
+def source_fingerprint(paths: Iterable[Path]) -> str:
+    """A short hash of source files' names and bytes: the rerun trigger of a rule whose outputs that code makes."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -4,13 +4,25 @@
 import json
 import os
 
+import maxmargin
 from maxmargin import registry
+from maxmargin.files import source_fingerprint
 from maxmargin.provenance import RUN_ARGS_ENV
 from maxmargin.registry.reads import read_keys, subset
 
 # Every output lives under one results root chosen by the config (`results`), so a paper-scale run
 # (workflow/config/paper.yaml: results/paper) never overwrites the quick-scale results.
 RESULTS = config["results"]
+
+
+def drawing_code():
+    """Hash of the code that draws the panels (maxmargin/figures/, the shared style and save_figure in
+    maxmargin/pipeline.py): a plot rule's rerun trigger, so that a changed drawing redraws its panels.
+    """
+    package = Path(maxmargin.__file__).parent
+    return source_fingerprint(
+        [*sorted((package / "figures").glob("*.py")), package / "pipeline.py"]
+    )
 
 
 def results_path(path):
@@ -51,7 +63,12 @@ def reads(rule):
 
 def data_manifest(block):
     """The data manifest of a config block that trains on images (vit, vit_recipes): rule vit_data's output."""
-    return results_path(f"runs/data/{block}.json")
+    return results_path(registry.vit.DATA_MANIFEST.format(block=block))
+
+
+def run_checkpoint(rule):
+    """The checkpoint of the ViT run of ``rule`` (vit_train, vit_pilot_run, vit_recipe_train; wildcards left in)."""
+    return results_path(registry.vit.CHECKPOINTS[rule])
 
 
 def table_path(name, ext="csv"):
@@ -85,11 +102,24 @@ def caption_file(name, text):
     return str(path.resolve())
 
 
+def run_sentences():
+    """What the last run measured (its claims table's sentences, registry.RUN_SENTENCES_FILE), for the captions'
+    {run[...]} fields: `snakemake --report` reads the workflow after the run, so its captions state the run's
+    numbers; before a run, each such field says it is not measured."""
+    path = Path(table_path("claims", "json"))
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+RUN_SENTENCES = run_sentences()
+
+
 def table_report(name):
     """The report() keywords of a registered table: its caption (from the registry), category and label."""
     entry = registry.table(name)
     return dict(
-        caption=caption_file(f"table-{name}", registry.caption(entry, config)),
+        caption=caption_file(
+            f"table-{name}", registry.caption(entry, config, RUN_SENTENCES)
+        ),
         category=registry.category(entry.family),
         subcategory="Tables",
         labels={"figure": entry.label, "type": "table"},
@@ -101,7 +131,7 @@ def panel_report(rule, panels):
     registry, looked up by the wildcard in one generated caption file; category, subcategory and labels.
     """
     captions = json.dumps(
-        {p: registry.caption(registry.panel(p), config) for p in panels},
+        {p: registry.caption(registry.panel(p), config, RUN_SENTENCES) for p in panels},
         ensure_ascii=False,
     )
     lookup = "{{ captions[snakemake.wildcards.panel] }}"
@@ -157,10 +187,7 @@ def panel_tables(wildcards):
     experiment = registry.panel(wildcards.panel).experiment
     return {
         kind: results_path(pattern.format(experiment=experiment))
-        for kind, (pattern, _) in zip(
-            ("trajectories", "tokens", "directions"),
-            registry.synthetic.EXPERIMENT_TABLES.values(),
-        )
+        for kind, (_, pattern, _) in registry.synthetic.EXPERIMENT_TABLES.items()
     }
 
 

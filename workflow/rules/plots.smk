@@ -33,5 +33,6 @@ for family in TABLE_FAMILIES:
             "../envs/core.yaml"
         params:
             reads=reads(f"plot_{family}"),
+            code=drawing_code(),
         script:
             "../../scripts/plot_panel.py"
