@@ -39,9 +39,9 @@ SMALL = {
 TARGETS = ["all", "census_grid", "vit_recipes", "vit_pilot", f"docs/results/{DEFAULT_CONFIG['vit']['docs']}.md"]
 # Not measured: the results root (every output moves) and the docs pages' names (outputs outside the run).
 SKIPPED = {"results", "vit_recipes.docs", "vit.docs"}
-# Reads that change a job's params only for some values of other keys: the study's data manifest reads the proxy
-# flag, which picks the study's data source or the run's; in this config both name the same images.
-CONDITIONAL = {"vit_recipes.proxy": {"vit_data"}}
+# Reads that change a job's params only for some values of other keys. None since vit_data's params hold every key
+# it reads (registry/reads.py), the proxy flag included.
+CONDITIONAL: dict[str, set[str]] = {}
 # A change that keeps the config valid where "change the value" alone would not (lists tied to other keys).
 CHANGES: dict[str, Any] = {
     "census.dims": lambda v: [v[0] + 1, *v[1:]],  # census.histogram.dims must stay a subset

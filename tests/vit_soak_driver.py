@@ -10,6 +10,7 @@ middle of a checkpoint write (half of its bytes written, not yet renamed); the t
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -72,4 +73,6 @@ def main(config_path: str, out: str, paused: str = "") -> None:
 
 
 if __name__ == "__main__":
+    # as a user's run: a parent that ignores SIGINT (a pytest-xdist worker does) passes that on to its children
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     main(*sys.argv[1:])
