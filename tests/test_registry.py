@@ -57,6 +57,24 @@ def test_every_panel_and_table_of_the_report_has_its_own_caption():
     assert {p.name for p in (REPO / "workflow" / "report").glob("*.rst")} == {"workflow.rst"}
 
 
+def test_every_column_is_described_once_and_its_tables_caption_lists_it():
+    """What a column measures is its ``description``, declared once: every table's report caption ends with the list
+    of its columns made from them, and its own text names none of them (issue 37); change a description and the
+    caption changes with it."""
+    for table in registry.TABLES:
+        text = registry.caption(table, DEFAULT_CONFIG)
+        for column in table.columns:
+            assert column.description.strip(), f"{table.name}.{column.name} has no description"
+            assert f"- ``{column.name}``: {column.description}\n" in text, (table.name, column.name)
+            assert f"``{column.name}``" not in table.caption, f"{table.name}'s caption describes {column.name} itself"
+    entry = registry.table("census_trials")
+    first, *rest = entry.columns
+    changed = dataclasses.replace(entry, columns=(dataclasses.replace(first, description="a new meaning"), *rest))
+    text = registry.caption(changed, DEFAULT_CONFIG)
+    assert text != registry.caption(entry, DEFAULT_CONFIG)
+    assert "- ``d``: a new meaning\n" in text and first.description not in text
+
+
 def test_each_table_is_declared_once_and_its_producer_writes_those_columns():
     from maxmargin.claims.base import COLUMNS
     from maxmargin.experiments import census, lemma1, synthetic

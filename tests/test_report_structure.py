@@ -56,7 +56,7 @@ def test_landing_page_explains_every_verdict() -> None:
     for verdict in ("holds", "differs", "inconclusive", "not run"):
         assert f"- ``{verdict}``:" in text
     assert "95% Wilson interval contains the paper's threshold" in text  # census.confidence, not typed in
-    assert "at confidence 0.95 contains" in registry.caption(registry.table("claims"), DEFAULT_CONFIG)
+    assert "Wilson intervals at confidence 0.95" in registry.caption(registry.table("claims"), DEFAULT_CONFIG)
 
 
 def _vit_line(text: str) -> str:

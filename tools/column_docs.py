@@ -1,8 +1,9 @@
 """The docs' lists of what a table's columns measure, written from the registry's column descriptions.
 
 A page holds a list between ``<!-- columns: TABLE -->`` and ``<!-- /columns -->``; this script rewrites each from
-:attr:`maxmargin.registry.Column.description` (which a run's JSON also records), so that a column's meaning is
-declared once. Run by ``make config-docs``; tests/test_contributing.py checks the pages are current.
+:attr:`maxmargin.registry.Column.description` (which a run's JSON records and the table's report caption lists
+too), so that a column's meaning is declared once. Run by ``make config-docs``; tests/test_contributing.py checks
+the pages are current.
 Usage: python tools/column_docs.py PAGE ...
 """
 
@@ -18,8 +19,9 @@ BLOCK = re.compile(r"(<!-- columns: (\w+) -->\n)(.*?)(<!-- /columns -->)", re.DO
 
 
 def column_list(table: str) -> str:
-    """A markdown list: every described column of ``table``, in order, with what it measures."""
-    return "".join(f"- `{c.name}`: {c.description}\n" for c in registry.table(table).columns if c.description)
+    """A markdown list: every column of ``table``, in order, with what it measures (the list its report caption
+    ends with)."""
+    return registry.column_list(registry.table(table), "`")
 
 
 def rewritten(text: str) -> str:

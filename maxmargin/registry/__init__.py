@@ -246,6 +246,8 @@ def caption(entry: Panel | Table, config: Mapping[str, Any], run: Mapping[str, s
 
     The fields name the config's top-level blocks (``{census[eta]}``), the keys of each block in
     ``caption_blocks`` (``{eta}``), and for a synthetic panel the keys of its experiment's block and of ``plots``.
+    A table's caption ends with its columns and what each measures (:func:`column_list`): its own text says nothing
+    of them.
     """
     fields: dict[str, Any] = dict(config) | {"run": _RunSentences(run or {})}
     if isinstance(entry, Panel) and entry.experiment:
@@ -255,7 +257,17 @@ def caption(entry: Panel | Table, config: Mapping[str, Any], run: Mapping[str, s
     text = entry.caption.format(**fields)
     if isinstance(entry, Panel) and entry.experiment:
         text += f" Numbers: ``tables/{entry.experiment}.csv`` under the results root."
+    if isinstance(entry, Table):  # after format(): a description is not a template
+        columns = "Columns:\n\n" + column_list(entry)
+        text = f"{text}\n\n{columns}" if text else columns
     return text
+
+
+def column_list(entry: Table, quote: str = "``") -> str:
+    """Every column of a table, in order, with what it measures (:attr:`Column.description`): a list of
+    ``- NAME: description`` lines, the names between ``quote`` (reST's double backquote for the report's captions,
+    Markdown's single one for the docs' lists, tools/column_docs.py)."""
+    return "".join(f"- {quote}{c.name}{quote}: {c.description}\n" for c in entry.columns)
 
 
 def options(name: str, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,45 +2,78 @@
 
 from __future__ import annotations
 
-from maxmargin.registry.census import CLASSES
-from maxmargin.registry.columns import cosine, count, flag, integer, label, real, text
+from maxmargin.registry.census import CLASS, CLASSES, UNSATURATION
+from maxmargin.registry.columns import cosine, count, described, flag, integer, label, real, text
 from maxmargin.registry.types import Column, Panel, Table
 
 VARIANTS = ("normalized", "constant")  # experiments.basin.gd_variants: the two GD codes
 
-BASIN: tuple[Column, ...] = (
+VARIANT = described(
     text("variant", VARIANTS),
-    count("start"),
-    real("p1"),
-    real("p2"),
-    text("class", CLASSES),
-    text("heading", CLASSES),
-    count("alpha"),
-    real("final_p1"),
-    real("final_p2"),
-    real("log10_unsaturation"),
+    "the GD code: normalized (the authors' step, ``synthetic.fig1``) or constant (Theorem 3's step, eta = "
+    "``basin.constant.step_fraction`` / L_p)",
+)
+_NO_GD = "empty on the no_stationary_point rows"
+BASIN: tuple[Column, ...] = (
+    VARIANT,
+    described(count("start"), "index of the start on the grid, p_1 varying fastest"),
+    described(real("p1"), "the start p(0)_1 (the key plane's horizontal axis)"),
+    described(real("p2"), "the start p(0)_2 (the key plane's vertical axis)"),
+    CLASS,
+    described(
+        text("heading", CLASSES),
+        "the kind of p_mm(alpha) at the last iterate's tokens, saturated or not: where the run is heading",
+    ),
+    described(count("alpha"), "the token the last iterate selects, argmax_t (K p)_t"),
+    described(real("final_p1"), "the last iterate's p_1"),
+    described(real("final_p2"), "the last iterate's p_2"),
+    UNSATURATION,
 )
 CONE: tuple[Column, ...] = (
-    text("variant", (*VARIANTS, "no_stationary_point")),
-    real("R", gt=0),
-    real("mu_max", ge=0.0, le=1.0),
-    real("half_angle_deg", ge=0.0, le=180.0),
-    count("n_starts"),
-    flag("all_lmm"),
-    real("mu_cone", ge=0.0, le=1.0),
-    cosine("min_final_corr", nullable=True),  # empty: no start inside
-    real("eta", gt=0, nullable=True),  # empty on the no_stationary_point rows (no GD)
-    integer("n_iter", gt=0, nullable=True),
-    label("normalized", nullable=True),
-    real("L_p_bound", gt=0),
+    described(
+        text("variant", (*VARIANTS, "no_stationary_point")),
+        "the GD code (normalized or constant) whose starts are labelled, or no_stationary_point: the sign of the "
+        "radial derivative d/dr L(r u) instead of GD",
+    ),
+    described(real("R", gt=0), "the radius R: the arc of starts at norm R, the cone's norm bound of eq. (8)"),
+    described(
+        real("mu_max", ge=0.0, le=1.0),
+        "the largest mu such that every start of the arc of radius R with correlation at least 1 - mu with p_mm "
+        "reaches the LMM (no_stationary_point: every sampled ray has d/dr L(r u) < 0 from R out)",
+    ),
+    described(
+        real("half_angle_deg", ge=0.0, le=180.0), "the cone's half-angle in degrees, mu_max = 1 - cos(half-angle)"
+    ),
+    described(count("n_starts"), "the arc's starts inside the cone (no_stationary_point: its rays)"),
+    described(
+        flag("all_lmm"),
+        "whether every start of the arc reached the LMM (no_stationary_point: d/dr L(r u) < 0 on every ray from R out)",
+    ),
+    described(
+        real("mu_cone", ge=0.0, le=1.0),
+        "the minimum of ``mu_max`` over the radii >= R: the mu for which the whole of C_{mu,R} (every norm >= R) was "
+        "sampled",
+    ),
+    described(
+        cosine("min_final_corr", nullable=True),
+        "the lowest cosine with p_mm of the last iterates of the starts inside (empty when none is inside, and on "
+        "the no_stationary_point rows)",
+    ),
+    described(real("eta", gt=0, nullable=True), f"the GD step; {_NO_GD}"),
+    described(integer("n_iter", gt=0, nullable=True), f"GD iterations; {_NO_GD}"),
+    described(label("normalized", nullable=True), f"whether the gradient is normalized; {_NO_GD}"),
+    described(
+        real("L_p_bound", gt=0),
+        "an upper bound on L_p, the Lipschitz constant of grad L(p), from the data (Theorem 3's step: eta <= 1/L_p)",
+    ),
 )
 PATHS: tuple[Column, ...] = (
-    text("variant", VARIANTS),
-    count("run"),
-    count("iteration"),
-    real("p1"),
-    real("p2"),
-    text("class", CLASSES),
+    VARIANT,
+    described(count("run"), "index of the Figure 1(b) start (``synthetic.fig1.starts``)"),
+    described(count("iteration"), "iteration t (every one at first, then log-spaced up to the last)"),
+    described(real("p1"), "p(t)_1 (the key plane's horizontal axis)"),
+    described(real("p2"), "p(t)_2 (the key plane's vertical axis)"),
+    CLASS,
 )
 
 PANELS: tuple[Panel, ...] = (
@@ -93,24 +126,27 @@ TABLES: tuple[Table, ...] = (
         "basin_tables",
         rows=("3", "basin.cone.radii.num"),
         label="Basins: the cone of Theorem 3",
-        caption="The cone of Theorem 3 measured on the Figure 1(b) data, per GD variant and radius R: mu_max (the "
-        "largest mu whose arc of starts all reach the LMM, {cone[n_arc]} starts per arc), its half-angle in degrees, "
-        "the starts inside, whether all went to the LMM, mu_cone (the minimum over the radii >= R), the lowest final "
-        "correlation, the step and iterations, and the bound on L_p; the ``no_stationary_point`` rows give the mu "
-        "below which d/dr L(r u) < 0 on every sampled ray out to r = {cone[r_max]:g}.",
+        caption="The cone C_{{mu,R}}(p_mm) of Theorem 3 (eq. (7)-(8)) measured on the Figure 1(b) data, one row "
+        "per GD variant (and the radial-derivative test) and radius R, from arcs of {cone[n_arc]} starts over "
+        "+-{cone[max_half_angle_deg]:g} degrees around the LMM direction and rays out to r = {cone[r_max]:g}.",
         caption_blocks=("basin",),
         claims=("basin_lmm_cone",),
     ),
     Table(
         "basin_summary",
         "basin",
-        (text("variant", VARIANTS), text("class", CLASSES), count("n_starts"), real("share", ge=0.0, le=1.0)),
+        (
+            VARIANT,
+            CLASS,
+            described(count("n_starts"), "the grid's starts of that variant with that label"),
+            described(real("share", ge=0.0, le=1.0), "their share of the variant's starts"),
+        ),
         "basin_tables",
         figure="basin",
         label="Basins: starts per label",
-        caption="How many of the {grid[p1][num]} x {grid[p2][num]} starts of the key plane each GD variant takes to "
-        "the GMM, to an LMM, or leaves unsaturated, and their share; the one-row-per-start table ``basin.csv`` is "
-        "linked from the report, not embedded.",
+        caption="The basin study's {grid[p1][num]} x {grid[p2][num]} starts of the key plane counted per GD variant "
+        "and label of where GD ends; the one-row-per-start table ``basin.csv`` is linked from the report, not "
+        "embedded.",
         caption_blocks=("basin",),
     ),
     Table("basin_paths", "basin", PATHS, "basin_tables", figure="basin"),

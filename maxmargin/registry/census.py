@@ -5,6 +5,7 @@ from __future__ import annotations
 from maxmargin.registry.columns import (
     cosine,
     count,
+    described,
     flag,
     integer,
     label,
@@ -18,25 +19,69 @@ from maxmargin.registry.types import Column, Panel, Table
 
 CLASSES = ("not_saturated", "lmm", "gmm", "neither")
 
-TRIAL_COLUMNS: tuple[Column, ...] = (
-    positive("d"),
-    count("trial"),
-    integer("seed"),
-    positive("n"),
-    positive("T"),
-    positive("n_iter"),
-    flag("saturated"),
+# The settings a census row restates (its trials', or its group's in a summary).
+SETTINGS: dict[str, Column] = {
+    "n": described(positive("n"), "inputs per problem, n"),
+    "T": described(positive("T"), "tokens per input, T"),
+    "d": described(positive("d"), "dimension d of the tokens, of the head v and of the attention weights p"),
+    "n_iter": described(positive("n_iter"), "iterations of normalized GD"),
+}
+_NOT_SATURATED = "empty when the softmax did not saturate"
+# The census's label of where GD ended, which the basin study gives its runs too.
+CLASS = described(
     text("class", CLASSES),
-    cosine("corr", nullable=True),
-    real("gap", nullable=True),
-    real("p_norm", ge=0),
+    "not_saturated, or, for a saturated softmax, the kind of p_mm(alpha) at the selected tokens alpha: gmm (alpha "
+    "globally optimal, Definition 1), lmm (locally optimal, Definition 2) or neither (an SVM-neighbour of alpha "
+    "scores higher)",
+)
+UNSATURATION = described(
     real("log10_unsaturation"),
-    label("alpha"),  # the selected token per input, "i,j,..." (one input: a number)
-    flag("optimal_alpha"),
-    real("svm_norm", ge=0, nullable=True),
-    count("n_neighbors"),
-    count("skipped_steps"),
-    text("solver", nullable=True),  # empty in every row where no trial saturates
+    "log10(1 - 1/n sum_i S(K_i p)_{alpha_i}) at the last iterate, exact far below machine precision: the softmax "
+    "saturates when it is at most log10 of ``census.saturation_tol`` (Appendix E's test)",
+)
+TRIAL_COLUMNS: tuple[Column, ...] = (
+    SETTINGS["d"],
+    described(count("trial"), "index j of the trial within its d"),
+    described(
+        integer("seed"), "the base seed: trial j of dimension d draws its data from ``default_rng([seed, d, j])``"
+    ),
+    SETTINGS["n"],
+    SETTINGS["T"],
+    SETTINGS["n_iter"],
+    described(
+        flag("saturated"),
+        "whether the softmax saturated: 1/n sum_i S(K_i p)_{alpha_i} >= 1 - ``census.saturation_tol`` (Appendix E)",
+    ),
+    CLASS,
+    described(cosine("corr", nullable=True), f"cos(p, p_mm(alpha)) of the last iterate; {_NOT_SATURATED}"),
+    described(
+        real("gap", nullable=True),
+        "the minimal score gap gamma = min_i min_{t in T_i} (gamma_{i alpha_i} - gamma_it) over the SVM-neighbours "
+        f"T_i of alpha (Figure 9(b); inf without SVM-neighbours); {_NOT_SATURATED}",
+    ),
+    described(real("p_norm", ge=0), "||p|| after the last iteration"),
+    UNSATURATION,
+    described(
+        label("alpha"),
+        "the selected tokens alpha_i = argmax_t (K_i p)_t, one per input, comma-separated (one input: a number)",
+    ),
+    described(
+        flag("optimal_alpha"),
+        "whether every selected token is optimal, gamma_{i alpha_i} = max_t gamma_it (Definition 1)",
+    ),
+    described(
+        real("svm_norm", ge=0, nullable=True),
+        f"||p_mm(alpha)|| of the (ATT-SVM) solution at alpha, the inverse of its margin; {_NOT_SATURATED}",
+    ),
+    described(
+        count("n_neighbors"), "the SVM-neighbours of alpha, counted over every input's T_i (0 when not saturated)"
+    ),
+    described(count("skipped_steps"), "GD steps skipped because the gradient was exactly zero (underflow)"),
+    described(
+        text("solver", nullable=True),
+        "what solved (ATT-SVM): ldp (least-distance programming), or cvxopt where LDP's KKT check failed; "
+        + _NOT_SATURATED,
+    ),
 )
 # Figure 9(a)'s proportions, each with its Wilson interval (maxmargin.experiments.census_tables): column -> (classes
 # counted, denominator, scale). "trials" = every trial of the group, "saturated" = its saturated trials; percentages
@@ -48,18 +93,51 @@ PROPORTIONS = {
     "pct_neither": (("neither",), "trials", 100.0),
     "p_gap_negative": ((), "saturated", 1.0),
 }
+# What each proportion counts, in the paper's words.
+_PROPORTION_WORDS = {
+    "pct_not_saturated": "percentage of the trials whose softmax did not saturate",
+    "pct_lmm": "percentage of the trials that converged to a locally-optimal direction (an LMM, the GMM included)",
+    "pct_gmm": "percentage of the trials that converged to the GMM",
+    "pct_neither": "percentage of the trials saturated at tokens neither globally nor locally optimal",
+    "p_gap_negative": "P(gamma < 0): the fraction of the saturated trials whose minimal score gap ``gap`` is negative",
+}
 _INTERVAL = ("", "_ci_low", "_ci_high")
+_INTERVAL_WORDS = {"_ci_low": "lower", "_ci_high": "upper"}
+
+
+def _proportion(column: Column, name: str, suffix: str) -> Column:
+    """A proportion of the summary, or an end of its Wilson interval, with what it measures."""
+    if not suffix:
+        return described(column, _PROPORTION_WORDS[name])
+    return described(
+        column, f"{_INTERVAL_WORDS[suffix]} end of the Wilson interval of ``{name}`` (at ``census.confidence``)"
+    )
 
 
 def summary_columns(*keys: str) -> tuple[Column, ...]:
     """A census summary per ``keys``: the group, its trial count, proportions with Wilson intervals, mean corr."""
-    columns = [positive(key) for key in keys] + [count("n_trials")]
+    columns = [SETTINGS[key] for key in keys] + [described(count("n_trials"), "trials in the group")]
     shares = [name for name, (_, over, _) in PROPORTIONS.items() if over == "trials"]
-    columns += [percent(f"{name}{s}", nullable=True) for name in shares for s in _INTERVAL]
-    columns.append(cosine("mean_corr", nullable=True))
-    columns += [unit(f"{name}{s}", nullable=True) for name in PROPORTIONS if name not in shares for s in _INTERVAL]
+    columns += [_proportion(percent(f"{name}{s}", nullable=True), name, s) for name in shares for s in _INTERVAL]
+    columns.append(
+        described(
+            cosine("mean_corr", nullable=True),
+            "the mean over the saturated trials of their ``corr``, cos(p, p_mm(alpha))",
+        )
+    )
+    columns += [
+        _proportion(unit(f"{name}{s}", nullable=True), name, s)
+        for name in PROPORTIONS
+        if name not in shares
+        for s in _INTERVAL
+    ]
     if "n_iter" in keys:  # the budget study counts the labels that move with the budget
-        columns.append(count("n_labels_moved"))
+        columns.append(
+            described(
+                count("n_labels_moved"),
+                "trials whose ``class`` differs from the same trial's at the study's smallest n_iter",
+            )
+        )
     return tuple(columns)
 
 
@@ -155,13 +233,7 @@ PANELS: tuple[Panel, ...] = (
     ),
 )
 
-_SUMMARY = (
-    "percentages of trials whose softmax is not saturated, that converge to a locally-optimal direction "
-    "(``pct_lmm``, GMM included), to the GMM, or to neither; the mean correlation between the final p and "
-    "p_mm(alpha) over saturated trials (the paper reports 0.997 on average); and P(gamma < 0) among saturated trials "
-    "(the paper reports below 1%). Every proportion has its Wilson interval at confidence {confidence:g} "
-    "(``*_ci_low``, ``*_ci_high``)."
-)
+_SUMMARY = "every proportion with its Wilson interval at confidence {confidence:g}."
 
 TABLES: tuple[Table, ...] = (
     Table(
@@ -211,12 +283,8 @@ TABLES: tuple[Table, ...] = (
             "seed": "census.seed",
         },
         label="census trials",
-        caption="Every trial of the convergence census (Appendix E): its dimension, index and base seed (the data "
-        "of trial j derive from numpy's ``default_rng([seed, d, j])``), its n, T and n_iter, whether the softmax "
-        "saturated (``log10_unsaturation`` is log10(1 - mean_i S(K_i p)_{{alpha_i}}), exact far below machine "
-        "precision), the class of p_mm(alpha) (gmm, lmm, neither, not_saturated), the correlation of p with "
-        "p_mm(alpha), the minimal score gap to the SVM-neighbours, ||p||, the selected tokens alpha and the size of "
-        "the SVM solution.",
+        caption="Every trial of the convergence census (Appendix E), one row per trial of each d: " + _SETUP + ".",
+        caption_blocks=("census",),
         claims=("census_mean_corr", "census_gap_negative", "census_gap_size", "census_negative_corr"),
         figure="fig9",
     ),
@@ -228,7 +296,7 @@ TABLES: tuple[Table, ...] = (
         rows=("len(census.dims)",),
         restates={"d": "census.dims"},
         label="census summary",
-        caption="Convergence census summary (Appendix E, Figure 9(a)), one row per d: " + _SUMMARY,
+        caption="Convergence census summary (Appendix E, Figure 9(a)), one row per d, " + _SUMMARY,
         caption_blocks=("census",),
         claims=("census_mean_corr", "census_gap_negative", "census_gmm_grows", "census_small_d", "census_lmm"),
     ),
@@ -236,20 +304,27 @@ TABLES: tuple[Table, ...] = (
         "fig9b",
         "census",
         (
-            positive("d"),
-            real("bin_left"),
-            real("bin_right"),
-            count("count"),
-            unit("probability", nullable=True),
-            unit("cumulative", nullable=True),
-            count("n_saturated"),
+            SETTINGS["d"],
+            described(real("bin_left"), "the bin's left edge, a multiple of the bin width (so that 0 is an edge)"),
+            described(real("bin_right"), "the bin's right edge"),
+            described(count("count"), "saturated trials of this d whose minimal score gap gamma falls in the bin"),
+            described(
+                unit("probability", nullable=True),
+                "``count`` / ``n_saturated``, Figure 9(b)'s bar (empty when no trial of this d saturated)",
+            ),
+            described(
+                unit("cumulative", nullable=True),
+                "P(gamma < ``bin_right``), Figure 10's curve; at the bin ending at 0, P(gamma < 0) (empty when no "
+                "trial of this d saturated)",
+            ),
+            described(count("n_saturated"), "saturated trials of this d with a finite gap gamma"),
         ),
         "census_histogram",
         restates={"d": "census.histogram.dims"},
         label="Figure 9(b), 10",
-        caption="Histogram (``probability``) and cumulative distribution (``cumulative``, at each bin's right edge) "
-        "of the minimal score gap gamma over the saturated census trials of each d in {histogram[dims]}, bins of "
-        "width {histogram[bin_width]:g} (Figures 9(b) and 10).",
+        caption="The distribution of the minimal score gap gamma over the saturated census trials of each d in "
+        "{histogram[dims]}, in bins of width {histogram[bin_width]:g}: Figure 9(b) draws its histogram, Figure 10 its "
+        "cumulative distribution.",
         caption_blocks=("census",),
     ),
     Table(
@@ -270,8 +345,7 @@ TABLES: tuple[Table, ...] = (
         rows=_BUDGET,
         restates={"d": "census.budget.dims", "n_iter": "census.budget.n_iter"},
         label="census budget",
-        caption="The census at several iteration budgets, one row per (d, n_iter) (``n_labels_moved``: trials whose "
-        "class differs from the smallest budget's): " + _SUMMARY,
+        caption="The census at several iteration budgets, one row per (d, n_iter), " + _SUMMARY,
         caption_blocks=("census",),
         claims=("census_budget",),
     ),
@@ -293,7 +367,7 @@ TABLES: tuple[Table, ...] = (
         rows=_GRID,
         restates={"n": "census.grid.n", "T": "census.grid.T", "d": "census.grid.dims"},
         label="census grid",
-        caption="The census phase diagram, one row per (n, T, d) cell: " + _SUMMARY,
+        caption="The census phase diagram, one row per (n, T, d) cell, " + _SUMMARY,
         caption_blocks=("census",),
     ),
 )

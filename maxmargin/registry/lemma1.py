@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from maxmargin.registry.columns import positive, real, text
+from maxmargin.registry.columns import described, positive, real, text
 from maxmargin.registry.types import Table
 
 TABLES: tuple[Table, ...] = (
@@ -10,21 +10,32 @@ TABLES: tuple[Table, ...] = (
         "lemma1",
         "lemma1",
         (
-            text("instance"),
-            positive("n"),
-            positive("T"),
-            positive("d"),
-            text("u"),
-            text("p0"),
-            real("eta", gt=0),
-            positive("n_iter"),
-            text("loss"),
-            real("max_deviation", ge=0),
-            real("relative_max_deviation", ge=0),
-            real("max_grad_deviation", ge=0),
-            real("final_p_norm", ge=0),
-            real("final_risk_p"),
-            real("final_risk_W"),
+            described(text("instance"), "the data (tokens X, labels Y, head v) of Figure 1(a), 1(b) or 1(c)"),
+            described(positive("n"), "inputs, n"),
+            described(positive("T"), "tokens per input, T"),
+            described(positive("d"), "dimension d of the tokens"),
+            described(text("u"), "the query u (a JSON list)"),
+            described(
+                text("p0"), "p(0), drawn from N(0, I) (a JSON list); GD on W starts at W(0) = u p(0)^T / ||u||^2"
+            ),
+            described(real("eta", gt=0), "the step of GD on p (GD on W steps eta / ||u||^2)"),
+            described(positive("n_iter"), "iterations of both runs"),
+            described(text("loss"), "the loss l"),
+            described(
+                real("max_deviation", ge=0), "max over t of ||W(t) - u p(t)^T / ||u||^2||_F, which Lemma 1 says is 0"
+            ),
+            described(
+                real("relative_max_deviation", ge=0),
+                "``max_deviation`` over max_t ||u p(t)^T / ||u||^2||_F = max_t ||p(t)|| / ||u||",
+            ),
+            described(
+                real("max_grad_deviation", ge=0),
+                "max over t of ||grad L(W(t)) - u grad L(p)^T||_F at p = W(t)^T u: torch autograd against the proof's "
+                "rank-one gradient",
+            ),
+            described(real("final_p_norm", ge=0), "||p|| after the last iteration"),
+            described(real("final_risk_p"), "L(p) after the last iteration of GD on p"),
+            described(real("final_risk_W"), "L(W) after the last iteration of GD on W"),
         ),
         "lemma1_table",
         rows=("len(lemma1.instances)",),
@@ -32,10 +43,8 @@ TABLES: tuple[Table, ...] = (
         label="Lemma 1",
         caption="Lemma 1: gradient descent on the key-query matrix W (query u = {u}, W(0) = u p(0)^T / ||u||^2, step "
         "eta / ||u||^2, gradient by torch autograd) and on the attention weights p (step eta = {eta:g}, exact "
-        "closed-form gradient) on the same data, {n_iter} iterations, {loss} loss. ``max_deviation`` = max over t "
-        "of ||W(t) - u p(t)^T / ||u||^2||_F, which the lemma says is 0 (this run: {run[lemma1]}); "
-        "``max_grad_deviation`` compares autograd's grad L(W) with the proof's rank-one form u grad L(p)^T at "
-        "p = W^T u.",
+        "closed-form gradient) on the same data, {n_iter} iterations, {loss} loss: the lemma says W(t) = u p(t)^T / "
+        "||u||^2 at every t. This run: {run[lemma1]}.",
         caption_blocks=("lemma1",),
         claims=("lemma1",),
         figure="lemma1",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from maxmargin.registry.columns import cosine, count, flag, label, real, text, unit
+from maxmargin.registry.columns import cosine, count, described, flag, label, real, text, unit
 from maxmargin.registry.types import Column, Experiment, Panel, Table
 
 EXPERIMENTS: tuple[Experiment, ...] = (
@@ -164,48 +164,89 @@ PANELS: tuple[Panel, ...] = (
     ),
 )
 
+_FIGURE = described(text("figure"), "the experiment the row belongs to (its name in the registry: fig1a, fig2, ...)")
+_C = described(real("C", required=False), "the score C of the optimal token (1, 1) (Figure 5 only)")
+_DIRECTION_ONLY = "empty on a run's row"
+_RUN_ONLY = "empty on a direction's row"
 TRAJECTORY: tuple[Column, ...] = (
-    text("figure"),
-    label("run"),
-    label("label"),
-    count("iteration"),
-    real("p1"),
-    real("p2"),
-    real("p3", required=False),  # d = 3 only
-    real("p_norm", ge=0),
-    unit("max_softmax"),
-    unit("one_minus_softmax"),
-    real("v1", required=False),  # joint GD (Figure 3)
-    real("v2", required=False),
-    real("logistic_prob", required=False),
-    text("loss", required=False),  # one run per loss (Figure 5)
-    real("C", required=False),
-    real("cone_half_angle_deg", required=False),  # Figure 2
+    _FIGURE,
+    described(label("run"), "index of the run within the experiment (Figure 5: within its loss)"),
+    described(label("label"), "the run's legend label: its start, its GD variant and step, or its loss and C"),
+    described(count("iteration"), "iteration t of GD (every one at first, then log-spaced up to the last)"),
+    described(real("p1"), "p(t)_1, the first coordinate of the attention weights (the key plane's horizontal axis)"),
+    described(real("p2"), "p(t)_2 (the key plane's vertical axis)"),
+    described(
+        real("p3", required=False),
+        "p(t)_3, where d = 3 (the axis of the tokens' scores, which W = diag(1, 1, 0) keeps out of the keys)",
+    ),
+    described(real("p_norm", ge=0), "||p(t)||"),
+    described(
+        unit("max_softmax"),
+        "1/n sum_i max_t S(K_i p(t))_t: the largest softmax probability, averaged over the inputs (Figures 3(c) "
+        "and 4(a))",
+    ),
+    described(unit("one_minus_softmax"), "1 - ``max_softmax``, computed without cancellation"),
+    described(real("v1", required=False), "v(t)_1, the head trained jointly with p (Figure 3 only)"),
+    described(real("v2", required=False), "v(t)_2 (Figure 3 only)"),
+    described(
+        real("logistic_prob", required=False),
+        "1/n sum_i 1 / (1 + exp(-Y_i f(X_i))): the logistic probability of the right label, averaged over the "
+        "inputs (Figure 3 only, drawn in 3(c))",
+    ),
+    described(text("loss", required=False), "the run's loss function (Figure 5 only: one run per loss)"),
+    _C,
+    described(
+        real("cone_half_angle_deg", required=False),
+        "half-angle in degrees of the cone around the LMM direction the starts lie in (Figure 2 only)",
+    ),
 )
 TOKENS: tuple[Column, ...] = (
-    text("figure"),
-    count("input"),
-    count("token"),
-    real("k1"),
-    real("k2"),
-    real("score"),
-    label("label", nullable=True),
-    flag("optimal"),
-    real("C", required=False),
+    _FIGURE,
+    described(count("input"), "index i of the input"),
+    described(count("token"), "index t of the token within its input"),
+    described(real("k1"), "the first coordinate of the token's key k_it = W x_it (the key plane's horizontal axis)"),
+    described(real("k2"), "the second coordinate of k_it (the key plane's vertical axis)"),
+    described(real("score"), "the token's score gamma_it = Y_i v^T x_it (Definition 1)"),
+    described(label("label", nullable=True), "the input's label Y_i"),
+    described(flag("optimal"), "whether the token is optimal: gamma_it = max_t gamma_it (Definition 1)"),
+    _C,
 )
 DIRECTIONS: tuple[Column, ...] = (
-    text("figure"),
-    text("record", ("direction", "gd_run")),
-    text("kind"),
-    text("tokens"),
-    text("direction"),
-    real("norm", ge=0, nullable=True),
-    label("run", nullable=True),
-    text("start", nullable=True),
-    cosine("final_cosine", nullable=True),
-    real("p_norm", ge=0, nullable=True),
-    real("kkt_residual", ge=0, nullable=True),
+    _FIGURE,
+    described(text("record", ("direction", "gd_run")), "direction: a max-margin direction computed; gd_run: a GD run"),
+    described(
+        text("kind"),
+        "a direction's kind: gmm, lmm or neither (p_mm(alpha) by Definitions 1-2), or p_mm, p_relax (eq. (10)) and "
+        "v_mm (Theorems 5-6) for joint GD; a run's: the direction theory predicts it converges to",
+    ),
+    described(
+        text("tokens"),
+        "the selected tokens alpha, one per input (a JSON list): those a direction is solved at, or those a run "
+        "selects at its end",
+    ),
+    described(
+        text("direction"),
+        "the unit direction (a JSON list): a max-margin solution over its norm, or a run's last iterate over its norm",
+    ),
+    described(
+        real("norm", ge=0, nullable=True),
+        f"the norm of the unnormalised max-margin solution (||p_mm||, the inverse of its margin); {_DIRECTION_ONLY}",
+    ),
+    described(label("run", nullable=True), f"the run's ``label`` in the trajectories table; {_RUN_ONLY}"),
+    described(
+        text("start", nullable=True), f"where the run started: p(0), or v(0) for a run of v (a JSON list); {_RUN_ONLY}"
+    ),
+    described(
+        cosine("final_cosine", nullable=True),
+        f"the cosine of the run's last iterate with the direction of its ``kind`` and ``tokens``; {_RUN_ONLY}",
+    ),
+    described(real("p_norm", ge=0, nullable=True), f"the norm of the run's last iterate, ||p|| (||v||); {_RUN_ONLY}"),
+    described(
+        real("kkt_residual", ge=0, nullable=True),
+        f"the relative residual of the max-margin problem's KKT conditions at its solution; {_DIRECTION_ONLY}",
+    ),
 )
+
 # The tables whose claims read them (by the experiment's name), and what each claim reads.
 _CLAIMS = {
     "fig3a": ("joint_probabilities",),
@@ -239,12 +280,9 @@ TABLES: tuple[Table, ...] = tuple(
         DIRECTIONS,
         "directions_table",
         label="Directions (Figures 1-3, 5, 8)",
-        caption="Every max-margin direction the synthetic experiments compute (GMM, LMM, p_mm, p_relax, v_mm; "
-        "``record = direction``, with the norm of the unnormalised SVM solution and its KKT residual) and every "
-        "gradient-descent run (``record = gd_run``): where it started (``start``, p(0), or v(0) for the runs of v), "
-        "the direction theory predicts for it (``kind``, ``tokens``), its final cosine with that direction and its "
-        "final ||p||. Backs the claims of Theorems 2, 3, 5 and 6 that GD converges in direction to these max-margin "
-        "solutions.",
+        caption="Every max-margin direction the synthetic experiments compute, and every gradient-descent run next "
+        "to the direction theory predicts for it, gathered from every experiment. Backs the claims of Theorems 2, 3, "
+        "5 and 6 that GD converges in direction to these max-margin solutions.",
         claims=(
             "gd_gmm_n1",
             "gd_gmm_multi",

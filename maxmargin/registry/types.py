@@ -44,7 +44,8 @@ class Experiment:
 class Column:
     """One column of a table: its name, its kind (``int``, ``float``, ``str``, ``bool``, ``any``), whether it may be
     empty (NaN) or absent, the values it may take (a range, or a set of strings), and ``description``: what it
-    measures, in the paper's terms (a run's JSON records it as the column's convention: ``columns.described``).
+    measures, in the paper's terms (``columns.described``), which every column has: its table's report caption lists
+    it, a run's JSON records it as the column's convention, and the docs' column lists are written from it.
 
     A nullable ``int`` column reads back from CSV as floats holding whole numbers; ``any`` holds labels that may read
     back as numbers or strings.
@@ -70,9 +71,10 @@ class Table:
     lists of mappings too, or ``registry:<list>``), for ``all`` and for matching a path to its table; ``rule``
     writes it. ``rows``: its row count as a product of factors (a whole number, a dotted config key, ``len(key)``,
     each optionally ``+ k``); empty: not fixed by the config. ``label``/``caption``: its name and caption in the
-    report (empty label: not in the report); the caption's ``{key}`` fields are filled from the config (see
-    :func:`maxmargin.registry.caption`). ``claims`` read it; ``figure`` is a target it belongs to besides the
-    targets of the panels that draw it. ``extensions``: its files (a ViT run's table has a JSON sidecar).
+    report (empty label: not in the report); the caption's ``{key}`` fields are filled from the config, and the list
+    of its columns with their descriptions is appended (see :func:`maxmargin.registry.caption`): the caption itself
+    says what the table is, not what its columns measure. ``claims`` read it; ``figure`` is a target it belongs to
+    besides the targets of the panels that draw it. ``extensions``: its files (a ViT run's table has a JSON sidecar).
     ``restates``: columns that restate a setting, checked on every read against ``{wildcard}`` (the path's), a
     dotted config key (its value, or the set of its list's values) or ``0..key`` (every whole number up to it).
     ``sidecar``: its provenance record is a declared output beside it (a ViT run's lives in its JSON instead).

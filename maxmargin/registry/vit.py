@@ -10,6 +10,7 @@ from maxmargin.registry.types import Column, File, Panel, Table
 PAPER_DATASET = "cifar10"
 DATASET_NAMES = {PAPER_DATASET: "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
 
+DATASET = described(text("dataset"), "the data set trained on (a stand-in for CIFAR-10 where it is missing)")
 METRICS: tuple[Column, ...] = (
     described(count("epoch"), "epochs trained (0: the initialisation)"),
     described(
@@ -38,8 +39,9 @@ METRICS: tuple[Column, ...] = (
         "mean over the probe images of the last layer's head-averaged [CLS] attention to itself (dropped above)",
     ),
     described(real("lr", ge=0), "the learning rate of the first parameter group after the epoch"),
-    described(text("dataset"), "the data set trained on (a stand-in for CIFAR-10 where it is missing)"),
+    DATASET,
 )
+_METRIC = {c.name: c for c in METRICS}  # the recipe study and the W-ATT-SVM probe measure some of them too
 _EPOCHS = ("vit.train.epochs + 1",)  # epoch 0 is the initialisation
 
 PANELS: tuple[Panel, ...] = (
@@ -149,15 +151,17 @@ TABLES: tuple[Table, ...] = (
         "vit_baseline",
         "vit",
         (
-            text("dataset"),
-            positive("n_train"),
-            positive("n_test"),
-            positive("n_features"),
-            unit("chance"),
-            unit("train_acc"),
-            unit("test_acc"),
-            count("n_iter"),
-            flag("converged"),
+            DATASET,
+            described(positive("n_train"), "training images the logistic regression is fit on (the ViT's)"),
+            described(positive("n_test"), "test images it is scored on (the ViT's)"),
+            described(positive("n_features"), "pixels per image, standardised (one channel of a grey image)"),
+            described(unit("chance"), "1 / the number of classes"),
+            described(unit("train_acc"), "its accuracy on the training images"),
+            described(
+                unit("test_acc"), "its accuracy on the test images, which sets the ViT's learning bar (``vit_learns``)"
+            ),
+            described(count("n_iter"), "lbfgs iterations taken"),
+            described(flag("converged"), "whether lbfgs stopped before ``vit.baseline.max_iter`` iterations"),
         ),
         "vit_baseline",
         rows=("1",),
@@ -167,18 +171,28 @@ TABLES: tuple[Table, ...] = (
         "vit_pilot",
         "vit",
         (
-            text("dataset"),
-            text("device"),
-            text("dtype"),
-            flag("compiled"),
-            positive("epochs"),
-            real("images_per_s", gt=0),
-            real("epoch_seconds", gt=0),
-            real("projected_total_hours", gt=0),
-            real("peak_memory_mb", ge=0),
-            real("first_train_loss", ge=0),
-            real("last_train_loss", ge=0),
-            unit("test_acc"),
+            DATASET,
+            described(text("device"), "the GPU's name, or the CPU's model"),
+            described(text("dtype"), "bfloat16 (``vit.train.bf16``) or float32"),
+            described(flag("compiled"), "whether the model ran compiled (``vit.train.compile``)"),
+            described(positive("epochs"), "epochs the pilot trained"),
+            described(real("images_per_s", gt=0), "training images per second of the training step alone"),
+            described(
+                real("epoch_seconds", gt=0),
+                "mean seconds of a trained epoch (training, test pass, probe, checkpoint write), the first left out "
+                "when there are two or more (it carries the compilation)",
+            ),
+            described(
+                real("projected_total_hours", gt=0),
+                "hours the configured run would take: epoch 0's measurement plus ``epoch_seconds`` per epoch",
+            ),
+            described(
+                real("peak_memory_mb", ge=0),
+                "peak memory in MiB: the GPU allocator's peak, or the process's resident high-water mark on a CPU",
+            ),
+            described(real("first_train_loss", ge=0), "``train_loss`` of the first trained epoch"),
+            described(real("last_train_loss", ge=0), "``train_loss`` of the last epoch"),
+            described(unit("test_acc"), "test accuracy after the last epoch"),
         ),
         "vit_pilot_run",
         rows=("1",),
@@ -188,27 +202,34 @@ TABLES: tuple[Table, ...] = (
         "vit_recipe_run",
         "vit",
         RECIPE := (
-            text("recipe"),
-            text("optimizer", ("sgd", "adam", "adamw")),
-            real("lr", gt=0),
-            real("warmup_epochs", ge=0),
-            text("schedule", ("constant", "cosine")),
-            real("weight_decay", ge=0),
-            real("grad_clip", ge=0),
-            count("lr_base_width"),
-            positive("embed_dim"),
-            positive("depth"),
-            positive("patch_size"),
-            positive("batch_size"),
-            positive("n_train"),
-            count("epoch"),
-            count("step"),
-            real("train_loss", ge=0),
-            unit("test_acc"),
-            unit("soft_sparsity"),
-            real("w_frobenius", ge=0),
-            cosine("w_cosine_previous", nullable=True),
-            text("dataset"),
+            described(text("recipe"), "the recipe's name (``vit_recipes.recipes``)"),
+            described(text("optimizer", ("sgd", "adam", "adamw")), "the optimiser: sgd (with momentum), adam or adamw"),
+            described(real("lr", gt=0), "the base learning rate"),
+            described(real("warmup_epochs", ge=0), "epochs of linear warm-up"),
+            described(
+                text("schedule", ("constant", "cosine")), "the rate after the warm-up: constant, or cosine decay to 0"
+            ),
+            described(
+                real("weight_decay", ge=0), "weight decay (none on norms, biases, the position embedding and [CLS])"
+            ),
+            described(real("grad_clip", ge=0), "the gradient norm clipped to (0: no clipping)"),
+            described(
+                count("lr_base_width"),
+                "muP's base width: the hidden matrices learn at lr * lr_base_width / embed_dim (0: off)",
+            ),
+            described(positive("embed_dim"), "the ViT's width"),
+            described(positive("depth"), "its blocks"),
+            described(positive("patch_size"), "the side of its patches in pixels"),
+            described(positive("batch_size"), "images per optimiser step"),
+            described(positive("n_train"), "training images"),
+            _METRIC["epoch"],
+            described(count("step"), "optimiser steps taken by the end of the epoch"),
+            _METRIC["train_loss"],
+            _METRIC["test_acc"],
+            _METRIC["soft_sparsity"],
+            _METRIC["w_frobenius"],
+            _METRIC["w_cosine_previous"],
+            DATASET,
         ),
         "vit_recipe_train",
         path="runs/vit_recipes/{recipe}.csv",
@@ -234,18 +255,30 @@ TABLES += (
         "vit_w_svm",
         "vit",
         (
-            count("epoch"),
-            count("head"),
-            cosine("cosine"),
-            cosine("cosine_init"),
-            flag("hard_margin"),
-            unit("margins_met"),
-            positive("n_constraints"),
-            count("support"),
-            real("w_frobenius", ge=0),
-            real("svm_frobenius", ge=0),
-            unit("selected_cls"),
-            text("dataset"),
+            _METRIC["epoch"],
+            described(count("head"), "the head h of the last layer"),
+            described(
+                cosine("cosine"),
+                "cos(Wt_h, W_mm,h) (Frobenius) of the head's key-query matrix Wt_h = scale [W_Q,h^T W_K,h; "
+                "b_Q,h^T W_K,h] with the W-ATT-SVM solution W_mm,h for the tokens o_i = argmax_t [z_i; 1]^T Wt_h x_it "
+                "it selects on the first ``vit.probe.w_svm_images`` probe images",
+            ),
+            described(
+                cosine("cosine_init"), "the head's ``cosine`` at epoch 0 (the null: a random W selects its own tokens)"
+            ),
+            described(
+                flag("hard_margin"), "whether W_mm,h meets every margin (the hard-margin solution), else soft-margin"
+            ),
+            described(
+                unit("margins_met"),
+                "the fraction of the margins [z_i; 1]^T W (x_io_i - x_it) >= 1 that W_mm,h meets",
+            ),
+            described(positive("n_constraints"), "the margins: one per probe image and token other than o_i"),
+            described(count("support"), "the margins with a positive dual weight (the support vectors)"),
+            described(real("w_frobenius", ge=0), "||Wt_h||_F"),
+            described(real("svm_frobenius", ge=0), "||W_mm,h||_F"),
+            described(unit("selected_cls"), "the share of the probe images on which the head selects [CLS] itself"),
+            DATASET,
         ),
         "vit_w_svm_table",
         claims=("vit_w_svm_direction",),
