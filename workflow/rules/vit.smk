@@ -247,8 +247,9 @@ rule docs_vit_recipes:
 
 
 rule docs_vit:
-    """This run's page for the docs (docs/results/<vit.docs>.md, with its Figures 6-7 as PNG, its metrics table and
-    its ViT claims as CSV; committed for workflow/config/cpu_depth12.yaml): generated, never typed.
+    """This run's page for the docs (docs/results/<vit.docs>.md, with its Figures 6-7 and the W-ATT-SVM panel as PNG,
+    its metrics table and its ViT claims as CSV; committed for workflow/config/cpu_depth12.yaml): generated, never
+    typed.
     """
     input:
         metrics=table_path("vit_metrics"),
@@ -256,10 +257,12 @@ rule docs_vit:
         sidecar=rules.vit_train.output.sidecar,
         fig6=panel_files("fig6")[1],
         fig7=panel_files("fig7")[1],
+        fig7_w_svm=panel_files("fig7_w_svm")[1],
     output:
         md=f"docs/results/{VIT['docs']}.md",
         fig6=f"docs/results/{VIT['docs']}_fig6.png",
         fig7=f"docs/results/{VIT['docs']}_fig7.png",
+        fig7_w_svm=f"docs/results/{VIT['docs']}_fig7_w_svm.png",
         metrics=f"docs/results/{VIT['docs']}_metrics.csv",
         baseline=f"docs/results/{VIT['docs']}_baseline.csv",
         claims=f"docs/results/{VIT['docs']}_claims.csv",
