@@ -46,6 +46,8 @@ FILES: tuple[File, ...] = vit.FILES
 GALLERY: tuple[str, ...] = tuple(p.name for p in PANELS if p.figure not in ON_DEMAND)
 REGPATH_INSTANCES = regpath.REGPATH_INSTANCES
 VERDICTS = claims.VERDICTS
+# Where the report's landing page (workflow/report/workflow.rst) lists the verdicts: :func:`landing_page`.
+VERDICTS_MARK = "{# verdicts #}"
 
 # The config keys the claims read (their notes quote the settings that ran): the claims table depends on these
 # only, and the claims rule passes only these (the report's parameter panel, and reruns, follow them).
@@ -297,3 +299,11 @@ def claims_config(config: Mapping[str, Any]) -> dict[str, Any]:
             node = node.setdefault(key, {})
         node[path[-1]] = value
     return subset
+
+
+def landing_page(template: str) -> str:
+    """The report's landing page: its template (workflow/report/workflow.rst, Jinja over the config, which Snakemake
+    renders) with the list of verdicts, one line each, written from :data:`claims.VERDICT_MEANINGS` at
+    :data:`VERDICTS_MARK`."""
+    verdicts = "\n".join(f"- ``{verdict}``: {meaning}." for verdict, meaning in claims.VERDICT_MEANINGS.items())
+    return template.replace(VERDICTS_MARK, verdicts)

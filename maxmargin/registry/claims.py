@@ -5,8 +5,17 @@ from __future__ import annotations
 from maxmargin.registry.columns import described, text
 from maxmargin.registry.types import Table
 
-# What each verdict means is the claims table's ``verdict`` column's description (decided in maxmargin.claims.base).
-VERDICTS: tuple[str, ...] = ("holds", "differs", "inconclusive", "not run")
+# What each verdict means (decided in maxmargin.claims.base): the claims table's ``verdict`` column's description
+# and the list on the report's landing page (:func:`maxmargin.registry.landing_page`) are written from it.
+VERDICT_MEANINGS: dict[str, str] = {
+    "holds": "the measurement agrees with the paper",
+    "differs": "it does not; the ``note`` column gives the likely reason",
+    "inconclusive": "a proportion measured on random trials (the census) whose Wilson interval (at "
+    "``census.confidence``) contains the paper's threshold: this many trials can neither confirm nor refute the claim "
+    "(more trials, ``census.n_trials``, narrow the interval)",
+    "not run": "a table the claim needs was not made in this run",
+}
+VERDICTS: tuple[str, ...] = tuple(VERDICT_MEANINGS)
 
 TABLES: tuple[Table, ...] = (
     Table(
@@ -18,12 +27,7 @@ TABLES: tuple[Table, ...] = (
             described(text("source"), "where the paper claims it (section, figure, theorem)"),
             described(text("paper_value", nullable=True), "the value the paper states (empty: none)"),
             described(text("measured", nullable=True), "the value measured from the pipeline's own tables"),
-            described(
-                text("verdict", VERDICTS),
-                "holds: the measurement agrees with the paper; differs: it does not (the likely reason in ``note``); "
-                "inconclusive: a census proportion's Wilson interval contains the paper's threshold (this many trials "
-                "can neither confirm nor refute it); not run: a table the claim reads is missing",
-            ),
+            described(text("verdict", VERDICTS), "; ".join(f"``{v}``: {m}" for v, m in VERDICT_MEANINGS.items())),
             described(text("note", nullable=True), "the settings that ran, and why a measurement differs"),
         ),
         "claims_table",

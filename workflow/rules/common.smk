@@ -102,6 +102,12 @@ def caption_file(name, text):
     return str(path.resolve())
 
 
+def landing_page_file():
+    """The report's landing page: workflow/report/workflow.rst with the list of verdicts (registry.landing_page)."""
+    template = (Path(workflow.basedir) / "workflow/report/workflow.rst").read_text()
+    return caption_file("workflow", registry.landing_page(template))
+
+
 def run_sentences():
     """What the last run measured (its claims table's sentences, registry.RUN_SENTENCES_FILE), for the captions'
     {run[...]} fields: `snakemake --report` reads the workflow after the run, so its captions state the run's
