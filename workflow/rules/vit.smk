@@ -265,6 +265,7 @@ rule docs_vit:
         fig7_w_svm=f"docs/results/{VIT['docs']}_fig7_w_svm.png",
         metrics=f"docs/results/{VIT['docs']}_metrics.csv",
         baseline=f"docs/results/{VIT['docs']}_baseline.csv",
+        w_svm=f"docs/results/{VIT['docs']}_w_svm.csv",
         claims=f"docs/results/{VIT['docs']}_claims.csv",
     log:
         results_path("logs/docs_vit/vit.log"),
