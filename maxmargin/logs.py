@@ -44,22 +44,27 @@ class _Tee:
 class _Throttle(logging.Filter):
     """Lets a job's progress lines through to the terminal once it has run ``grace`` seconds, then at most every
     ``interval`` seconds, and its last line (``final``) where an earlier one showed: a short job is only its start and
-    done lines, a long one says how far along it is; the rule log keeps every line."""
+    done lines, a long one says how far along it is; the rule log keeps every line. A ``milestone`` line (an epoch's
+    summary) is held back only by the milestones before it."""
 
     def __init__(self, interval: float, grace: float) -> None:
         super().__init__()
         self.interval, self.grace = interval, grace
         self.start = time.monotonic()
         self.last: float | None = None  # when the last line was shown (None: none yet)
+        self.last_milestone: float | None = None
 
     def filter(self, record: logging.LogRecord) -> bool:
         now = time.monotonic()
         if getattr(record, "final", False):
             return self.last is not None
+        milestone = getattr(record, "milestone", False)
+        last = self.last_milestone if milestone else self.last
         # a second of slack: a Progress reports every `interval` seconds by its own clock
-        due = self.last is None or now - self.last >= self.interval - 1.0
+        due = last is None or now - last >= self.interval - 1.0
         if due and now - self.start >= self.grace:
             self.last = now
+            self.last_milestone = now if milestone else self.last_milestone
             return True
         return False
 

@@ -111,6 +111,22 @@ def test_the_terminal_gets_a_progress_line_at_most_every_interval(monkeypatch) -
     assert passed == [False, True, False, True, False, True]
 
 
+def test_an_epochs_summary_is_not_hidden_by_the_batch_line_before_it(monkeypatch) -> None:
+    """Epochs of 5 minutes with batch lines every 30 s: every epoch's summary (a milestone) reaches the terminal,
+    however soon after a batch line; epochs of 3 s show a summary at most every interval."""
+    clock = iter([0.0, 280.0, 290.0, 300.0, 305.0, 590.0, 600.0, 603.0])
+    monkeypatch.setattr(logs.time, "monotonic", lambda: next(clock))
+    throttle = logs._Throttle(30.0, 10.0)
+
+    def record(milestone: bool) -> logging.LogRecord:
+        return logging.makeLogRecord({"msg": "step", "final": False, "milestone": milestone})
+
+    kinds = (False, False, True, False, False, True, True)  # batch, batch, epoch, batch, batch, epoch, epoch (3 s on)
+    # 280 s batch shown; 290 s batch too soon; 300 s epoch shown; 305 s batch too soon after it; 590 s batch; 600 s
+    # epoch shown (the last epoch's was 300 s before); 603 s epoch too soon (a 3 s epoch)
+    assert [throttle.filter(record(kind)) for kind in kinds] == [True, False, True, False, True, True, False]
+
+
 def test_a_short_job_shows_no_progress_lines(monkeypatch) -> None:
     clock = iter([0.0, 2.0, 3.0])
     monkeypatch.setattr(logs.time, "monotonic", lambda: next(clock))

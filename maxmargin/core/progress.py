@@ -19,7 +19,7 @@ TERMINAL_INTERVAL = 30.0
 TERMINAL_GRACE = 10.0
 
 
-def progress(message: str, *args: Any, final: bool = False) -> None:
+def progress(message: str, *args: Any, final: bool = False, milestone: bool = False) -> None:
     """Report one step of a long job (``message % args``): in the rule log and on the job's terminal/SLURM log.
 
     Parameters
@@ -32,13 +32,16 @@ def progress(message: str, *args: Any, final: bool = False) -> None:
         The job's last report: the terminal shows it where it showed an earlier one (it shows the others from
         :data:`TERMINAL_GRACE` seconds on, at most every :data:`TERMINAL_INTERVAL` seconds; the rule log gets
         them all).
+    milestone : bool
+        A step that ends a stage of the job (a ViT epoch): throttled only against the earlier milestones, so that a
+        batch line shown just before does not hide it (epochs longer than :data:`TERMINAL_INTERVAL` all show).
 
     Returns
     -------
     None
         The record goes to the handlers of :data:`PROGRESS_LOGGER` (none outside a rule).
     """
-    logging.getLogger(PROGRESS_LOGGER).info(message, *args, extra={"final": final})
+    logging.getLogger(PROGRESS_LOGGER).info(message, *args, extra={"final": final, "milestone": milestone})
 
 
 def duration(seconds: float) -> str:

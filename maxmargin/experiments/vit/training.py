@@ -269,7 +269,7 @@ def _epoch(run: _Trainer, epoch: int, epochs: Progress) -> None:
     if run.due(epoch):
         run.save(epoch)
     row, times = run.history.rows[-1], run.history.times[-1]
-    progress("%s; %s", epoch_line(row, times), epochs.text(epoch), final=epoch == epochs.total)
+    progress("%s; %s", epoch_line(row, times), epochs.text(epoch), final=epoch == epochs.total, milestone=True)
     if (message := check_learning([row], run.settings.guard, run.settings.model.num_classes)) is not None:
         log.warning(message)
         warnings.warn(message, LearningStalledWarning, stacklevel=3)
