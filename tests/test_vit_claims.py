@@ -231,11 +231,13 @@ def test_the_stand_in_warning_is_keyed_to_the_data_set_not_to_a_fallback(dataset
         matplotlib.pyplot.close(fig)
 
 
-# The ViT runs whose numbers are committed (rule docs_vit: docs/results/<vit.docs>_{metrics,baseline,claims}.csv):
-# the config files they were made with over default.yaml, and the claims that hold on them. The default run's
-# (make gallery) and the depth-12 CPU run's, both measured on this project's CPU machine (the pages name it). In both
-# W still turns over the last 20% of the epochs (27 and 32 degrees) and the Figure 6 image's soft-sparsity goes up
-# and down: vit_w_direction and vit_fig6_concentrates differ there (issue 34), and the committed rows say so.
+# The ViT runs whose numbers are committed (rule docs_vit: docs/results/<vit.docs>_{metrics,baseline,w_svm,claims}
+# .csv): the config files they were made with over default.yaml, and the claims that hold on them. The default run's
+# (make gallery) and the depth-12 CPU run's (15 epochs), both measured on this project's CPU machines (the pages name
+# them). In both W still turns over the last 20% of the epochs (20.3 and 27.8 degrees), the Figure 6 image's
+# soft-sparsity goes up and down, and the heads' cosine with their W-ATT-SVM solution does not rise after the first
+# epochs: vit_w_direction, vit_fig6_concentrates and vit_w_svm_direction differ there (issues 34, 35), and the
+# committed rows say so.
 COMMITTED = {
     "vit_quick": ([], ["vit_sparsity", "vit_learns"]),
     "cpu_depth12": (["workflow/config/cpu_depth12.yaml"], ["vit_sparsity", "vit_learns"]),
