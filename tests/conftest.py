@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+# Two xdist workers each start Snakemake jobs and torch with two threads on two cores: OpenMP threads that spin while
+# they wait (libgomp's default) then take the core the other worker's threads need, and both crawl (3x slower measured
+# on 2 cores). Waiting threads that sleep at once lose nothing when a core is free. Set before torch is imported here
+# and inherited by every program the tests start.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 DEFAULT_CONFIG = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
@@ -82,6 +87,42 @@ def ci_run(tmp_path_factory) -> Path:
             snakemake(workdir, "--configfile", CI_CONFIG)
             snakemake(workdir, "--configfile", CI_CONFIG, "--report", "report.html")
     return workdir
+
+
+@pytest.fixture
+def ci_copy(ci_run: Path, tmp_path: Path) -> Path:
+    """A copy of the shared CI run that a test may change: its files' times and Snakemake's records come with it, so
+    that the copy is as complete as the run (`snakemake --configfile CI_CONFIG` has nothing to do there). Tests run
+    Snakemake in a copy, never in the shared run itself (which only dry runs read)."""
+    work = tmp_path / "ci_copy"
+    shutil.copytree(ci_run, work, symlinks=True, ignore=shutil.ignore_patterns("locks"))  # a dry run's, if any
+    return work
+
+
+def ci_config(**blocks: dict) -> dict:
+    """The CI config with ``blocks`` deep-merged over it (for ``snakemake(..., config=)`` in a copy of the CI run)."""
+
+    def merge(base: dict, over: dict) -> dict:
+        return base | {k: merge(base.get(k, {}), v) if isinstance(v, dict) else v for k, v in over.items()}
+
+    return merge(yaml.safe_load((REPO / CI_CONFIG).read_text()), blocks)
+
+
+# The modules that take minutes, in the order `make test` starts them (its workers take a module each as they free
+# up: a long one taken last would run alone at the end). From `make test`'s report of the slowest tests.
+LONGEST_FIRST = (
+    "test_vit_claims.py",  # a fresh default ViT run
+    "test_config_reads.py",  # builds the shared CI run, then a Snakemake summary per config key
+    "test_gpu_kit.py",
+    "test_contributing.py",
+    "test_workflow_synthetic.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """LONGEST_FIRST's modules first, the others in their order (`make test`: --no-loadscope-reorder)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 # -- Test tiers (CONTRIBUTING.md, "Test tiers") ----------------------------------------------------------------------

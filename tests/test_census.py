@@ -8,6 +8,7 @@ import mpmath
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.optimize
 from conftest import DEFAULT_CONFIG, snakemake
 from scipy.optimize import brentq
 
@@ -162,7 +163,7 @@ def test_svm_neighbours_use_the_configured_tolerance():
 
 def test_an_undecided_lp_status_is_settled_by_least_distance_programming(monkeypatch):
     # HiGHS statuses other than 0 (feasible) and 2 (infeasible), e.g. 4 (numerical difficulties), decide nothing.
-    monkeypatch.setattr(svm, "linprog", lambda *args, **kwargs: types.SimpleNamespace(status=4))
+    monkeypatch.setattr(scipy.optimize, "linprog", lambda *args, **kwargs: types.SimpleNamespace(status=4))
     res = svm.att_svm(KEYS, np.array([1]))  # feasible: p_mm = (1, 0)
     assert res.feasible
     np.testing.assert_allclose(res.solution, [1.0, 0.0], atol=1e-12)

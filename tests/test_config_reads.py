@@ -2,13 +2,14 @@
 exactly the rules that maxmargin/registry/reads.py says read it (what depends on their outputs follows, "input
 files updated by another job"), measured by Snakemake's own summary of a finished small run under the changed config.
 
-The small run is the CI config with tiny on-demand studies, built once (about two minutes); then one summary per key,
-two at a time.
+The small run is the suite's shared CI run (tests/conftest.py) with tiny on-demand studies built on top; then one
+summary per key, two at a time.
 """
 
 from __future__ import annotations
 
 import copy
+import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import DEFAULT_CONFIG, REPO, SNAKEMAKE, copy_workflow
+from conftest import CI_CONFIG, DEFAULT_CONFIG, REPO, SNAKEMAKE
 
 from maxmargin.registry.reads import readers
 
@@ -112,9 +113,12 @@ def snakemake(work: Path, *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> tuple[Path, dict]:
-    work = copy_workflow(tmp_path_factory.mktemp("reads"))
-    base = merge(copy.deepcopy(yaml.safe_load((REPO / "workflow/config/ci_slurm.yaml").read_text())), SMALL)
+def finished(tmp_path_factory, ci_run: Path) -> tuple[Path, dict]:
+    """A copy of the suite's CI run (``all``: SMALL changes no key its jobs read) with TARGETS built on top."""
+    work = tmp_path_factory.mktemp("reads") / "work"
+    # times and Snakemake's records kept: `all` stays complete (as conftest's ci_copy, once for the module)
+    shutil.copytree(ci_run, work, symlinks=True, ignore=shutil.ignore_patterns("locks"))
+    base = merge(copy.deepcopy(yaml.safe_load((REPO / CI_CONFIG).read_text())), SMALL)
     (work / "base.yaml").write_text(yaml.safe_dump(base))
     snakemake(work, "--configfile", "base.yaml")
     return work, merge(copy.deepcopy(DEFAULT_CONFIG), base)

@@ -106,11 +106,11 @@ def test_every_figure_has_a_baseline_and_a_thumbnail() -> None:
 
 
 @pytest.mark.slow
-def test_the_gallery_target_makes_every_thumbnail_at_one_scale(ci_run) -> None:
+def test_the_gallery_target_makes_every_thumbnail_at_one_scale(ci_copy) -> None:
     """`make gallery`'s target on the small run: every thumbnail, at GALLERY_SCALE of its figure's pixels."""
-    snakemake(ci_run, "--configfile", CI_CONFIG, "--", "gallery")
+    snakemake(ci_copy, "--configfile", CI_CONFIG, "--", "gallery")
     for panel in PANELS:
-        figure = Image.open(ci_run / CI_RESULTS / "figures" / f"{panel}.png")
-        thumbnail = Image.open(ci_run / "docs" / "gallery" / f"{panel}.png")
+        figure = Image.open(ci_copy / CI_RESULTS / "figures" / f"{panel}.png")
+        thumbnail = Image.open(ci_copy / "docs" / "gallery" / f"{panel}.png")
         assert thumbnail.size == tuple(round(n * registry.GALLERY_SCALE) for n in figure.size), panel
-    assert (ci_run / "docs" / "results" / "claims.md").read_text().startswith("#")
+    assert (ci_copy / "docs" / "results" / "claims.md").read_text().startswith("#")

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from conftest import DEFAULT_CONFIG, REPO, snakemake
+from conftest import CI_RESULTS, DEFAULT_CONFIG, REPO, ci_config, snakemake
 
 from maxmargin import registry
 from maxmargin.config import check_config_beyond_schema, load_yaml
@@ -282,34 +282,22 @@ def test_a_cut_census_run_stops_figure9_naming_the_file(workflow_dir: Path) -> N
     assert "census_trials" in planned and "d5.csv.provenance.json" in planned
 
 
-TINY_VIT = {
-    "vit": {
-        "model": {"patch_size": 8, "embed_dim": 16, "depth": 2, "num_heads": 2, "mlp_ratio": 2.0},
-        "data": {"root": "data/none", "download": False, "fallback": ["digits"], "n_train": 96, "n_test": 48},
-        "train": {"epochs": 2, "batch_size": 32},
-        "probe": {"n_images": 16, "image_index": 3},
-        "plots": {"fig6_epochs": [0, 1, 2]},
-    }
-}
-
-
 @pytest.mark.slow
-def test_a_finished_vit_run_is_restored_not_retrained(workflow_dir: Path) -> None:
-    snakemake(workflow_dir, "fig7", config=TINY_VIT)
-    run = workflow_dir / "results/runs/vit"
+def test_a_finished_vit_run_is_restored_not_retrained(ci_copy: Path) -> None:
+    """On a copy of the suite's CI run, whose ViT has finished."""
+    config = ci_config()
+    run = ci_copy / CI_RESULTS / "runs/vit"
     metrics = pd.read_csv(run / "vit_metrics.csv")
     trained = train_seconds(run)
     # A bad probe setting stops before any job: the finished run's outputs stay.
-    bad = copy.deepcopy(TINY_VIT)
-    bad["vit"]["probe"]["image_index"] = 5000
-    proc = snakemake(workflow_dir, "fig7", config=bad, check=False)
+    proc = snakemake(ci_copy, "fig7", config=ci_config(vit={"probe": {"image_index": 5000}}), check=False)
     assert proc.returncode != 0 and "'vit.probe.image_index' is 5000" in proc.stdout + proc.stderr
     assert (run / "vit_metrics.csv").exists() and (run / "vit_attention_maps.npz").exists()
     # A failure after training (e.g. a full disk while writing) leaves no outputs, as Snakemake deletes them.
     for name in ("vit_metrics.csv", "vit_metrics.json", "vit_attention_maps.npz"):
         (run / name).unlink()
-    snakemake(workflow_dir, "results/runs/vit/vit_metrics.csv", config=TINY_VIT)  # a target of `all`, as they are
-    log = (workflow_dir / "results/logs/vit_train/vit.log").read_text()
+    snakemake(ci_copy, "--", f"{CI_RESULTS}/runs/vit/vit_metrics.csv", config=config)  # a target of `all`, as they are
+    log = (ci_copy / CI_RESULTS / "logs/vit_train/vit.log").read_text()
     assert "restoring the outputs of the finished run" in log and "epoch 0" in log
     restored = pd.read_csv(run / "vit_metrics.csv")
     # The same numbers and the same training times: nothing trained again. (The last epoch_seconds differs by the
@@ -319,12 +307,12 @@ def test_a_finished_vit_run_is_restored_not_retrained(workflow_dir: Path) -> Non
     # The maps carry their sha256 in the run's JSON too: a cut maps file stops Figure 6.
     maps = run / "vit_attention_maps.npz"
     maps.write_bytes(maps.read_bytes()[:-100])
-    proc = snakemake(workflow_dir, "fig6", config=TINY_VIT, check=False)
+    proc = snakemake(ci_copy, "fig6", config=config, check=False)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "results/runs/vit/vit_attention_maps.npz differs from its record" in out
+    assert proc.returncode != 0 and f"{CI_RESULTS}/runs/vit/vit_attention_maps.npz differs from its record" in out
     # --forcerun vit_train trains again.
-    snakemake(workflow_dir, "fig7", "--forcerun", "vit_train", config=TINY_VIT)
-    log = (workflow_dir / "results/logs/vit_train/vit.log").read_text()
+    snakemake(ci_copy, "fig7", "--forcerun", "vit_train", config=config)
+    log = (ci_copy / CI_RESULTS / "logs/vit_train/vit.log").read_text()
     assert "restoring" not in log.split("ViT settings")[-1]
     assert train_seconds(run) != trained
 

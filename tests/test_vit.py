@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import REPO, copy_workflow, snakemake
+from conftest import CI_RESULTS, REPO, ci_config, copy_workflow, snakemake
 from snakemake.utils import validate
 from timm.models.vision_transformer import VisionTransformer
 from torchvision.datasets import CIFAR10
@@ -459,25 +459,26 @@ TINY_RUN = {
 
 
 @pytest.mark.slow
-def test_fig6_fig7_end_to_end(workflow_dir: Path) -> None:
-    config = {"vit": TINY_RUN}
-    snakemake(workflow_dir, "fig6", "fig7", config=config)
+def test_fig6_fig7_end_to_end(ci_copy: Path) -> None:
+    """The ViT of the suite's CI run (the digits, two epochs: workflow/config/ci_slurm.yaml) and its Figures 6-7."""
+    results = ci_copy / CI_RESULTS
     for name in ("fig6", "fig7"):
         for ext in ("pdf", "png"):
-            assert (workflow_dir / f"results/figures/{name}.{ext}").stat().st_size > 0
-    metrics = pd.read_csv(workflow_dir / "results/tables/vit_metrics.csv")
-    metrics_bytes = (workflow_dir / "results/tables/vit_metrics.csv").read_bytes()
+            assert (results / f"figures/{name}.{ext}").stat().st_size > 0
+    metrics = pd.read_csv(results / "tables/vit_metrics.csv")
+    metrics_bytes = (results / "tables/vit_metrics.csv").read_bytes()
     assert list(metrics["epoch"]) == [0, 1, 2] and set(metrics["dataset"]) == {vit.DIGITS_NAME}
     assert metrics["soft_sparsity"].between(0, 1).all() and (metrics["w_frobenius"] > 0).all()
-    sidecar = json.loads((workflow_dir / "results/tables/vit_metrics.json").read_text())
+    sidecar = json.loads((results / "tables/vit_metrics.json").read_text())
     assert "stand-in" in sidecar["dataset_note"] and sidecar["optimizer"] == "adam"
     assert sidecar["cpu"] and sidecar["torch_threads"] == DEFAULT_VIT["train"]["threads"]  # which machine, how
     assert [t["epoch"] for t in sidecar["epoch_times"]] == [0, 1, 2]
-    assert (workflow_dir / "results/runs/vit/checkpoint.pt").exists()
+    assert (results / "runs/vit/checkpoint.pt").exists()
     # A forced rerun of a finished run trains again from epoch 0 (never resumes it) and gives the same numbers.
-    snakemake(workflow_dir, "fig7", "--forcerun", "vit_train", config=config)
-    assert "resuming from" not in (workflow_dir / "results/logs/vit_train/vit.log").read_text()
-    again = (workflow_dir / "results/tables/vit_metrics.csv").read_bytes()
+    snakemake(ci_copy, "fig7", "--forcerun", "vit_train", config=ci_config())
+    log = (results / "logs/vit_train/vit.log").read_text()
+    assert "epoch 0" in log and "resuming from" not in log
+    again = (results / "tables/vit_metrics.csv").read_bytes()
     assert again == metrics_bytes  # the table holds no wall-clock time: the same bytes
 
 

@@ -173,3 +173,17 @@ def test_the_qp_fallback_of_pivoting_gives_the_same_solution(monkeypatch):
     res = w_att_svm(z, x, selected)
     assert res.hard
     np.testing.assert_allclose(res.solution, exact, atol=1e-6)
+
+
+def test_a_run_without_the_probe_gets_a_panel_that_says_so() -> None:
+    """vit.probe.w_svm_every 0 (the GPU session's config): the table is empty and the companion panel of Figure 7
+    says why, instead of failing the run's docs page."""
+    import matplotlib.pyplot as plt
+
+    from maxmargin.figures.vit import NO_W_SVM, draw_w_svm
+
+    table = w_svm_table({"w_svm": [], "dataset": "fashion_mnist"})
+    assert table.empty
+    fig = draw_w_svm(table, min_w_svm_gain=DEFAULT_CONFIG["vit"]["guard"]["min_w_svm_gain"])
+    assert [t.get_text() for t in fig.texts] == [NO_W_SVM] and not fig.axes
+    plt.close(fig)

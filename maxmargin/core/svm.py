@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linprog, nnls
 
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-11, "reltol": 1e-11, "feastol": 1e-11, "maxiters": 200}
 
@@ -60,6 +59,9 @@ def _lp_feasible(D: NDArray[np.float64], b: NDArray[np.float64]) -> bool:
     decides nothing, and least-distance programming settles it: its NNLS finds a point iff the set is non-empty
     (Lawson & Hanson, ch. 23).
     """
+    # scipy.optimize is imported where it is used: most jobs import this module and never solve (0.4 s a job)
+    from scipy.optimize import linprog
+
     res = linprog(np.zeros(D.shape[1]), A_ub=-D, b_ub=-b, bounds=(None, None), method="highs")
     if res.status in (0, 2):
         return res.status == 0
@@ -94,6 +96,8 @@ def _polish(
     p = np.linalg.lstsq(DA, b[act], rcond=None)[0]  # minimum-norm solution of D_A p = b_A
     lamA = np.linalg.lstsq(DA.T, p, rcond=None)[0]
     if np.min(lamA, initial=0.0) < -tol:  # rank-deficient D_A: look for a non-negative representation of p
+        from scipy.optimize import nnls
+
         lamA = nnls(DA.T, p)[0]
     lam = np.zeros(len(b))
     lam[act] = lamA
@@ -110,6 +114,8 @@ def _ldp(D: NDArray[np.float64], b: NDArray[np.float64]) -> tuple[NDArray[np.flo
 
     Independent exact solver used as a fallback for the QP of (ATT-SVM)/(10)/(SVM).
     """
+    from scipy.optimize import nnls
+
     E = np.vstack([D.T, b[None, :]])
     f = np.zeros(D.shape[1] + 1)
     f[-1] = 1.0

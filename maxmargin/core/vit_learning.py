@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import spearmanr
 
 
 @dataclass(frozen=True)
@@ -127,6 +126,8 @@ def sparsity_effect(
         The growth, ratio and correlation against their thresholds.
     """
     s, w = np.asarray(sparsity, dtype=float), np.asarray(w_frobenius, dtype=float)
+    from scipy.stats import spearmanr  # imported here: at the top, every job that imports the core would pay for it
+
     rho = float(spearmanr(s, w).statistic) if len(s) > 2 else float("nan")
     return SparsityEffect(
         w[-1] / w[0],

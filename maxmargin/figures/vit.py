@@ -260,13 +260,20 @@ def draw_recipes(table: pd.DataFrame, *, num_classes: int) -> Figure:
     return fig
 
 
+NO_W_SVM = "No W-ATT-SVM measurement in this run: its probe is off (vit.probe.w_svm_every: 0)."
+
+
 def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
     """Companion of Figure 7 (beyond the paper): (a) each last-layer head's cos(Wt_h, W_mm,h) with its W-ATT-SVM
     solution per measured epoch, its epoch-0 value (the null) dashed; (b) the head-mean cosine and the bar of claim
     ``vit_w_svm_direction`` (the initialisation's mean + ``min_w_svm_gain``). Hollow markers: soft-margin solutions.
+    A run without the probe (``vit.probe.w_svm_every`` 0: an empty table) gets a panel that says so.
     """
     with style.paper_style():
         fig = plt.figure(figsize=(8.6, 3.4), layout="constrained")
+        if table.empty:
+            fig.text(0.5, 0.5, NO_W_SVM, ha="center", va="center", fontsize=9)
+            return fig
         axes = fig.subplots(1, 2)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for head, rows in table.sort_values("epoch").groupby("head"):
