@@ -12,13 +12,12 @@ THUMBNAIL_TEXT_PX pixels (issue 34: the README's thumbnails must stay readable).
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from conftest import CI_CONFIG, CI_RESULTS, DEFAULT_CONFIG, REPO, snakemake
+from conftest import CI_CONFIG, CI_RESULTS, DEFAULT_CONFIG, REPO, load_tool, snakemake
 from matplotlib.testing.compare import compare_images
 from PIL import Image
 
@@ -99,9 +98,7 @@ def test_every_figure_has_a_baseline_and_a_thumbnail() -> None:
     writes all three for a new panel (`make gallery`: for every panel)."""
     assert {p.stem for p in BASELINES.glob("*.png")} == set(PANELS)
     assert {p.stem for p in (REPO / "docs" / "gallery").glob("*.png")} == set(PANELS)
-    spec = importlib.util.spec_from_file_location("gallery", REPO / "tools" / "gallery.py")
-    gallery = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gallery)
+    gallery = load_tool("gallery")
     assert gallery.readme_block() in (REPO / "README.md").read_text(), "README's gallery: python tools/gallery.py"
 
 

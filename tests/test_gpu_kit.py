@@ -8,7 +8,6 @@ and a deliberately endless run cut at the wall limit without losing the pilot or
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -19,18 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, copy_workflow
+from conftest import REPO, copy_workflow, load_tool
 
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")  # what the node's output folder may bring back
 REHEARSAL = "workflow/config/gpu_rehearsal.yaml"
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
-
-
-def load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 gpu_kit, gpu_session = load_tool("gpu_kit"), load_tool("gpu_session")
@@ -68,12 +60,19 @@ def test_fig6_epochs_spread_over_the_run() -> None:
 
 
 def test_epochs_planned_from_the_pilot() -> None:
-    """A pilot stage of 120 s with 2 epochs of 20 s, 400 s left and 45 s kept for the figures: (400 - 45 - 120) / 20
-    = 11.75 -> 11 epochs beyond the pilot's cost, plus its 2."""
+    """A pilot stage of 120 s with 2 epochs of 20 s after 35 s of compilation, 400 s left and 45 s kept for the
+    figures: the run's fixed cost is 120 - 2 x 20 - 35 = 45 s (its compile hits the warm cache), so
+    (400 - 45 - 45) / 20 = 15.5 -> 15 epochs; with no compile time measured (an eager pilot), 13."""
     session = gpu_session.Session.__new__(gpu_session.Session)
     session.deadline = time.time() + 400.0
-    pilot = {"stage_seconds": 120.0, "steady_epoch_seconds": 20.0, "epoch_times": {0: 9.0, 1: 55.0, 2: 20.0}}
-    assert gpu_session.plan_epochs(session, pilot, None, 400, 45.0) == 13
+    pilot = {
+        "stage_seconds": 120.0,
+        "steady_epoch_seconds": 20.0,
+        "epoch_times": {0: 9.0, 1: 55.0, 2: 20.0},
+        "compile_seconds": 35.0,
+    }
+    assert gpu_session.plan_epochs(session, pilot, None, 400, 45.0) == 15
+    assert gpu_session.plan_epochs(session, {**pilot, "compile_seconds": None}, None, 400, 45.0) == 13
     assert gpu_session.plan_epochs(session, pilot, None, 10, 45.0) == 10  # never past the configured epochs
     assert gpu_session.plan_epochs(session, pilot, 3, 400, 45.0) == 3  # GPU_SESSION_EPOCHS
 
@@ -134,6 +133,7 @@ def test_session_rehearsal_brings_back_every_file(tmp_path: Path) -> None:
         ]
     )
     assert seconds < 60 * minutes
+    assert summary["command"].endswith(f"GPU_SESSION_RESERVE=30 bash tools/gpu_session.sh OUT_DIR {minutes:g}")
     assert {k: (v["exit"], v["cut"]) for k, v in summary["stages"].items()} == {
         "pilot": (0, False),
         "run": (0, False),
@@ -146,6 +146,8 @@ def test_session_rehearsal_brings_back_every_file(tmp_path: Path) -> None:
     assert int(pilot["epochs"]) == 2 and pilot["dtype"] == "float32"
     assert 0 < summary["pilot"]["mfu"] < 1
     assert "vit_gpu_fig6.png" in (out / "vit_gpu.md").read_text()
+    accuracy = float(summary["baseline"]["test_acc"])  # the baseline's table stays on the node, its row comes back
+    assert f"linear baseline {accuracy:.3f}" in (out / "vit_gpu.md").read_text()
 
 
 @pytest.mark.slow

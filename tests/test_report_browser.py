@@ -6,20 +6,14 @@ browser (and takes the screenshots of docs/report/). CI installs Chromium (.ci/r
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pandas as pd
 import pytest
-from conftest import CI_RESULTS, REPO
+from conftest import CI_RESULTS, load_tool
 
 pytestmark = pytest.mark.slow
 
 pytest.importorskip("playwright")
-_spec = importlib.util.spec_from_file_location("report_browser", REPO / "tools" / "report_browser.py")
-report_browser = importlib.util.module_from_spec(_spec)
-sys.modules["report_browser"] = report_browser  # its dataclass looks its module up there
-_spec.loader.exec_module(report_browser)
+report_browser = load_tool("report_browser")
 
 MAX_MEGABYTES = 8.0  # the goal of issue 27 (the default run's report was 25 MB, 14 MB of it one table)
 

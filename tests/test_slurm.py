@@ -153,7 +153,12 @@ def test_paper_scale_vit_asks_slurm_for_one_gpu(workdir):
         "results/paper/tables/vit_metrics.csv",
     )
     resources = planned_resources(proc.stdout)["vit_train"][0]
-    assert "gpu=1" in resources and "mem_mb=32000" in resources
+    asked = yaml.safe_load((REPO / "workflow" / "config" / "paper.yaml").read_text())["vit"]["resources"]
+    assert (
+        "gpu=1" in resources
+        and f"mem_mb={asked['mem_mb']}," in resources
+        and f"runtime={asked['runtime']}" in resources
+    )
 
 
 def test_ci_config_is_a_smaller_run_of_the_same_experiments():

@@ -205,10 +205,12 @@ def pilot_numbers(config: dict, wall: float, device: dict) -> dict:
 
 
 def plan_epochs(s: Session, pilot: dict, forced: int | None, most: int, reserve: float) -> int:
-    """The run's epochs: it costs about the pilot's stage plus (N - pilot epochs) steady epochs (its compile is the
-    pilot's at worst: Inductor's cache is warm by then), and ``reserve`` seconds stay for stage (c)."""
-    wall, epoch, n_pilot = pilot["stage_seconds"], pilot["steady_epoch_seconds"], len(pilot["epoch_times"]) - 1
-    fit = math.floor((s.left() - reserve - wall) / max(epoch, 1e-3)) + n_pilot
+    """The run's epochs: it costs the pilot's stage less its trained epochs and its compile time (Inductor's cache is
+    warm by then: on the first H100 session the run's first epoch took 2 s over a steady one, the pilot's 33 s), plus
+    N steady epochs; ``reserve`` seconds stay for stage (c)."""
+    epoch, n_pilot = pilot["steady_epoch_seconds"], len(pilot["epoch_times"]) - 1
+    fixed = pilot["stage_seconds"] - n_pilot * epoch - (pilot["compile_seconds"] or 0.0)
+    fit = math.floor((s.left() - reserve - fixed) / max(epoch, 1e-3))
     return forced or max(1, min(fit, most))
 
 
@@ -254,6 +256,7 @@ def main() -> None:
     ap.add_argument("--start", type=float, default=None, help="when the command started (epoch seconds)")
     args = ap.parse_args()
     s = Session(args.out.resolve(), args.start or time.time(), args.minutes)
+    s.summary["command"] = session_command(args.minutes)
     kit = Path(os.environ.get("GPU_KIT", REPO / "gpu_kit")).resolve()
     extra = [Path(p).resolve() for p in os.environ.get("GPU_SESSION_CONFIG", "").split(":") if p]
     configs = [REPO / "workflow/config/paper.yaml", REPO / "workflow/config/gpu_session.yaml", *extra]
@@ -267,6 +270,13 @@ def main() -> None:
             s.summary["seconds"] = time.time() - s.start
         s.save()
         s.log(f"done in {time.time() - s.start:.0f} s; OUT_DIR holds {sorted(p.name for p in s.out.iterdir())}")
+
+
+def session_command(minutes: float) -> str:
+    """The command as it was given, with the settings it read from the environment (docs/gpu/index.md shows it)."""
+    names = ("GPU_SESSION_CONFIG", "GPU_SESSION_EPOCHS", "GPU_SESSION_PILOT", "GPU_SESSION_RESERVE")
+    settings = [f"{name}={os.environ[name]}" for name in names if os.environ.get(name)]
+    return " ".join([*settings, "bash tools/gpu_session.sh OUT_DIR", f"{minutes:g}"])
 
 
 def run_session(s: Session, config: dict, configs: list[Path], tmp: Path) -> None:
@@ -322,6 +332,9 @@ def run_and_figures(s: Session, config: dict, configs: list[Path], tmp: Path, ep
         return
     s.keep(REPO / config["results"] / "tables/vit_metrics.csv", metrics.name)
     s.summary["run"]["epochs_done"] = epochs
+    # The page's other tables do not come back (8 files): the baseline's one row travels in session.json instead
+    with (REPO / config["results"] / "tables/vit_baseline.csv").open() as f:
+        s.summary["baseline"] = next(csv.DictReader(f))
     # The page builds Figures 6 and 7 (their panels of the paper; the aggregate targets fig6/fig7 add panels beyond it)
     if stage(s, "figures", configs, [f"docs/results/{docs}.md"], s.left(), cores):
         for suffix in (".md", "_fig6.png", "_fig7.png", "_claims.csv"):
