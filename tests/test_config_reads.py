@@ -3,7 +3,7 @@ exactly the rules that maxmargin/registry/reads.py says read it (what depends on
 files updated by another job"), measured by Snakemake's own summary of a finished small run under the changed config.
 
 The small run is the suite's shared CI run (tests/conftest.py) with tiny on-demand studies built on top; then one
-summary per key, two at a time.
+summary per key, two at a time, each forked from a process that has imported Snakemake (tests/snakemake_forks.py).
 """
 
 from __future__ import annotations
@@ -12,28 +12,27 @@ import copy
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conftest import CI_CONFIG, DEFAULT_CONFIG, REPO, SNAKEMAKE
+from snakemake_forks import run_many
 
 from maxmargin.registry.reads import readers
 
 pytestmark = pytest.mark.slow
 
+# As small as each key's check allows: one cell of the phase diagram, one recipe (a list, either is one leaf key).
 SMALL = {
+    "census": {"grid": {"n": [1], "T": [2], "dims": [2]}},
     "vit_recipes": {
         "model": {"embed_dim": 16, "depth": 1, "num_heads": 2},
         "data": {"n_train": 64, "n_test": 32},
         "probe": {"n_images": 8},
         "train": {"epochs": 1, "batch_size": 32},
-        "recipes": [
-            {"name": "a", "optimizer": "adam", "lr": 1.0e-3},
-            {"name": "b", "optimizer": "sgd", "lr": 1.0e-2, "momentum": 0.9},
-        ],
+        "recipes": [{"name": "a", "optimizer": "adam", "lr": 1.0e-3}],
     },
     "vit": {"pilot": {"epochs": 1}},
 }
@@ -124,29 +123,56 @@ def finished(tmp_path_factory, ci_run: Path) -> tuple[Path, dict]:
     return work, merge(copy.deepcopy(DEFAULT_CONFIG), base)
 
 
-def planned(work: Path, base: dict, key: str, value: Any) -> set[str]:
-    """The rules a change of ``key`` to ``value`` reruns for a reason of their own: those with an output whose status
-    in Snakemake's summary is not "ok" (missing, params or the set of input files changed). Not the dry run's
-    reasons: Snakemake checks the params only of jobs that nothing upstream reruns."""
+def change_file(work: Path, base: dict, key: str, value: Any, name: str) -> Path:
+    """A config file in ``work``: ``base`` with the dotted ``key`` set to ``value``."""
     config = copy.deepcopy(base)
     node = config
     *parents, last = key.split(".")
     for part in parents:
         node = node[part]
     node[last] = value
-    path = work / f"change-{key}.yaml"
+    path = work / f"change-{name}.yaml"
     path.write_text(yaml.safe_dump(config))
-    rows = [line.split("\t") for line in snakemake(work, "--configfile", str(path), "--summary").splitlines()[1:]]
-    return {rule for _, _, rule, _, status, _ in rows if status != "ok"}
+    return path
+
+
+def summary(work: Path, config: Path) -> tuple[Path, list[str]]:
+    """The call of run_many for Snakemake's summary of TARGETS in ``work`` under the config file ``config``."""
+    return work, ["--cores", "2", "--configfile", str(config), "--summary", "--", *TARGETS]
+
+
+def planned(work: Path, base: dict, changes: list[tuple[str, Any]]) -> list[set[str]]:
+    """For each ``(key, value)`` of ``changes``, the rules a change of ``key`` to ``value`` reruns for a reason of
+    their own: those with an output whose status in Snakemake's summary is not "ok" (missing, params or the set of
+    input files changed). Not the dry run's reasons: Snakemake checks the params only of jobs that nothing upstream
+    reruns."""
+    paths = [change_file(work, base, key, value, f"{i}-{key}") for i, (key, value) in enumerate(changes)]
+    found = []
+    for (key, _), proc in zip(changes, run_many([summary(work, path) for path in paths]), strict=True):
+        assert proc.returncode == 0, f"{key}: {proc.stderr[-4000:]}"
+        rows = [line.split("\t") for line in proc.stdout.splitlines()[1:]]
+        found.append({rule for _, _, rule, _, status, _ in rows if status != "ok"})
+    return found
+
+
+def test_a_forked_summary_is_the_programs(finished) -> None:
+    """The summaries below come from run_many's forks: one of them, line by line, is what `snakemake` prints."""
+    work, config = finished
+    path = change_file(work, config, "census.grid.n_trials", config["census"]["grid"]["n_trials"] + 1, "forked")
+    (forked,) = run_many([summary(work, path)])
+    assert forked.returncode == 0, forked.stderr[-4000:]
+    program = snakemake(work, "--configfile", str(path), "--summary")
+    assert sorted(forked.stdout.splitlines()) == sorted(program.splitlines())
 
 
 def test_a_changed_key_reruns_exactly_the_jobs_that_read_it(finished) -> None:
     work, config = finished
-    assert planned(work, config, "census.seed", config["census"]["seed"]) == set()  # the run is complete
     keys = [(key, value) for key, value in leaves(config) if key not in SKIPPED]
-    with ThreadPoolExecutor(2) as pool:
-        found = pool.map(lambda kv: planned(work, config, kv[0], changed(*kv)), keys)
-        rerun = dict(zip([k for k, _ in keys], found, strict=True))
+    unchanged, *found = planned(
+        work, config, [("census.seed", config["census"]["seed"])] + [(key, changed(key, value)) for key, value in keys]
+    )
+    assert unchanged == set()  # the run is complete
+    rerun = dict(zip([k for k, _ in keys], found, strict=True))
     wrong = {
         key: (sorted(rules), readers(key))
         for key, rules in rerun.items()
