@@ -25,13 +25,18 @@ from typing import Any, NoReturn
 
 
 def run_many(
-    calls: list[tuple[Path, list[str]]], parallel: int = 2, timeout: float = 1200
+    calls: list[tuple[Path, list[str]] | tuple[Path, list[str], dict[str, str]]],
+    parallel: int = 2,
+    timeout: float = 1200,
 ) -> list[subprocess.CompletedProcess[str]]:
-    """Run ``snakemake ARGS`` in ``cwd`` for each ``(cwd, args)`` of ``calls``, ``parallel`` at a time, as
-    :func:`subprocess.run` would (``args`` without the program's name; output captured as text). The output is the
-    program's, but for the order of the lines that Snakemake prints from a set (tests/test_config_reads.py compares
-    them)."""
-    request = {"parallel": parallel, "calls": [{"cwd": str(cwd), "args": list(args)} for cwd, args in calls]}
+    """Run ``snakemake ARGS`` in ``cwd`` for each ``(cwd, args)`` or ``(cwd, args, env)`` of ``calls`` (``env``: the
+    variables set for that command beside this process's), ``parallel`` at a time, as :func:`subprocess.run` would
+    (``args`` without the program's name; output captured as text). The output is the program's, but for the order
+    of the lines that Snakemake prints from a set (tests/test_config_reads.py compares them)."""
+    request = {
+        "parallel": parallel,
+        "calls": [{"cwd": str(c[0]), "args": list(c[1]), "env": dict(c[2]) if len(c) > 2 else {}} for c in calls],
+    }
     # -P: the tests folder stays off sys.path (a workflow imports what it would under the `snakemake` program)
     proc = subprocess.run(
         [sys.executable, "-P", __file__],
@@ -49,7 +54,7 @@ def run_many(
     ]
 
 
-def _child(cwd: str, args: list[str], out: Path, report_modules: bool) -> NoReturn:
+def _child(cwd: str, args: list[str], env: dict[str, str], out: Path, report_modules: bool) -> NoReturn:
     """Run Snakemake's command line with stdout and stderr in ``out``.stdout/.stderr, and exit with its status
     (``report_modules``: also list in ``out``.modules the modules it imported)."""
     status = 1
@@ -60,6 +65,7 @@ def _child(cwd: str, args: list[str], out: Path, report_modules: bool) -> NoRetu
             os.dup2(target, fd)
             os.close(target)
         os.chdir(cwd)
+        os.environ.update(env)
         sys.argv = ["snakemake", *args]
         from snakemake.cli import main
 
@@ -90,12 +96,12 @@ def _imported(before: set[str], cwd: str) -> list[str]:
     return found
 
 
-def _fork(cwd: str, args: list[str], out: Path, report_modules: bool = False) -> int:
+def _fork(call: dict[str, Any], out: Path, report_modules: bool = False) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(cwd, args, out, report_modules)
+        _child(call["cwd"], call["args"], call.get("env", {}), out, report_modules)
     return pid
 
 
@@ -133,7 +139,7 @@ def serve(request: dict[str, Any]) -> list[dict[str, Any]]:
                 _import_all(modules.read_text().split() if modules.exists() else [])
             while len(running) >= max(1, request["parallel"]):
                 _reap(running, status)
-            running[_fork(call["cwd"], call["args"], outs[i], report_modules=i == 0)] = i
+            running[_fork(call, outs[i], report_modules=i == 0)] = i
         while running:
             _reap(running, status)
         return [

@@ -7,14 +7,14 @@ step. The expected jobs are what the command's targets need, so an option that s
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SNAKEMAKE, copy_workflow
+from conftest import REPO, copy_workflow
+from snakemake_forks import run_many
 
 SYNTHETIC = {"synthetic_experiment", "plot_synthetic"}
 CENSUS = {"census_trials", "census_gather", "census_histogram", "plot_census"}
@@ -102,17 +102,25 @@ def test_the_readme_shows_snakemake_commands():
     assert len(readme_commands(["README.md"])) >= 10
 
 
+@pytest.fixture(scope="module")
+def dry_runs(workdir: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every command's dry run, forked from one process that has imported Snakemake (tests/snakemake_forks.py)."""
+    commands = readme_commands()
+    calls = []
+    for command in commands:
+        args = shlex.split(command)[1:]
+        # the docs export it on the line above: Snakemake's cache needs a folder
+        env = {"SNAKEMAKE_OUTPUT_CACHE": str(workdir / "cache")} if "--cache" in args else {}
+        calls.append((workdir, ["-n", *args], env))
+    return dict(zip(commands, run_many(calls), strict=True))
+
+
 @pytest.mark.parametrize("command", readme_commands())
-def test_readme_command_plans_the_jobs_its_targets_need(command, workdir):
+def test_readme_command_plans_the_jobs_its_targets_need(command, dry_runs):
     args = shlex.split(command)[1:]
     targets = targets_of(args)
     assert targets in EXPECTED_RULES, f"README command {command!r}: targets {targets} unknown to this test"
-    env = dict(os.environ)
-    if "--cache" in args:  # the docs export it on the line above: Snakemake's cache needs a folder
-        env["SNAKEMAKE_OUTPUT_CACHE"] = str(workdir / "cache")
-    proc = subprocess.run(
-        [str(SNAKEMAKE), "-n", *args], cwd=workdir, capture_output=True, text=True, timeout=300, env=env
-    )
+    proc = dry_runs[command]
     out = proc.stdout + proc.stderr
     if "--report" in args:  # the report needs a finished run; a dry run shows the command is understood
         assert "Creating report..." in out, out[-3000:]
