@@ -142,7 +142,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # it calls, or a fixture it uses names one of STARTS (found here, from the source: no new test needs a mark for
 # that). A test left in the unit tier that starts one of PROGRAMS all the same fails, naming this rule (libraries
 # may start small helpers of their own: git for a sidecar's commit, ldconfig when torch looks for its libraries).
-STARTS = {"subprocess", "snakemake", "SNAKEMAKE", "ci_run"}
+STARTS = {"subprocess", "snakemake", "SNAKEMAKE", "ci_run", "run_many"}
 PROGRAMS = {"snakemake", "make", "ruff", "snakefmt", "bash", "sh", "node", "chromium", "python", "python3"}
 
 
