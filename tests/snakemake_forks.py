@@ -7,18 +7,24 @@ from a copy of that process, so no state passes from one command to the next, as
 commands. The modules the first command imports late (the config schema's validator, the file-URL helpers, the
 workflow's own package) are imported by the parent before it forks the next ones.
 
-Run as a program by :func:`run_many` (never in the pytest process: forking it would copy pytest's and pytest-xdist's
-threads and captures): a JSON request on stdin, the JSON results on stdout.
+Run as a program (never in the pytest process: forking it would copy pytest's and pytest-xdist's threads and captures):
+by :func:`run_many`, a JSON request on stdin and the JSON results on stdout; by :func:`run` (`conftest.snakemake`,
+every Snakemake command of a test), as a server that each pytest process starts once and keeps: a JSON line per
+command on stdin, a JSON line per result back. A child has its own process group, killed whole at its timeout (its
+jobs with it), and runs in the environment of the test at its call (``PYTHONPATH`` reaches the jobs it starts).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import Any, NoReturn
@@ -54,17 +60,62 @@ def run_many(
     ]
 
 
-def _child(cwd: str, args: list[str], env: dict[str, str], out: Path, report_modules: bool) -> NoReturn:
+class _Server:
+    """This process's Snakemake server (``python -P snakemake_forks.py --serve``), started on first use."""
+
+    process: subprocess.Popen[str] | None = None
+
+    @classmethod
+    def ask(cls, call: dict[str, Any]) -> dict[str, Any]:
+        if cls.process is None or cls.process.poll() is not None:
+            cls.process = subprocess.Popen(
+                [sys.executable, "-P", __file__, "--serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=Path(__file__).parent,
+            )
+            atexit.register(cls.process.kill)
+        cls.process.stdin.write(json.dumps(call) + "\n")
+        cls.process.stdin.flush()
+        line = cls.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{Path(__file__).name} --serve ended ({cls.process.wait()})")
+        return json.loads(line)
+
+
+def run(cwd: Path, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``snakemake ARGS`` in ``cwd``, in this process's environment, as :func:`subprocess.run` with its output
+    captured as text would run it; :class:`subprocess.TimeoutExpired` after ``timeout`` seconds (the command and its
+    jobs killed)."""
+    call = {"cwd": str(cwd), "args": list(args), "env": dict(os.environ), "whole_env": True, "timeout": timeout}
+    result = _Server.ask(call)
+    command = ["snakemake", *args]
+    if result["returncode"] is None:
+        raise subprocess.TimeoutExpired(command, timeout, result["stdout"], result["stderr"])
+    return subprocess.CompletedProcess(command, result["returncode"], result["stdout"], result["stderr"])
+
+
+def _child(
+    cwd: str, args: list[str], env: dict[str, str], out: Path, report_modules: bool, whole_env: bool = False
+) -> NoReturn:
     """Run Snakemake's command line with stdout and stderr in ``out``.stdout/.stderr, and exit with its status
-    (``report_modules``: also list in ``out``.modules the modules it imported)."""
+    (``report_modules``: also list in ``out``.modules the modules it imported; ``whole_env``: ``env`` is the whole
+    environment, not additions to this process's)."""
     status = 1
     try:
         before = set(sys.modules)
+        os.setpgid(0, 0)  # a timeout kills the command and its jobs together
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # not the server's requests
+        os.close(null)
         for fd, suffix in ((1, ".stdout"), (2, ".stderr")):
             target = os.open(out.with_suffix(suffix), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(target, fd)
             os.close(target)
         os.chdir(cwd)
+        if whole_env:
+            os.environ.clear()
         os.environ.update(env)
         sys.argv = ["snakemake", *args]
         from snakemake.cli import main
@@ -101,7 +152,7 @@ def _fork(call: dict[str, Any], out: Path, report_modules: bool = False) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(call["cwd"], call["args"], call.get("env", {}), out, report_modules)
+        _child(call["cwd"], call["args"], call.get("env", {}), out, report_modules, call.get("whole_env", False))
     return pid
 
 
@@ -152,8 +203,46 @@ def serve(request: dict[str, Any]) -> list[dict[str, Any]]:
         ]
 
 
+def _wait(pid: int, timeout: float) -> int | None:
+    """The exit status of the child ``pid``, or None when it outlived ``timeout`` seconds (then killed with its
+    process group)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, wait_status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(wait_status)
+        if time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.02)
+
+
+def serve_forever(requests: Any, results: Any) -> None:
+    """Each JSON line of ``requests`` (a call of :func:`run`) in a forked child, one at a time; its JSON result as a
+    line of ``results``. Only Snakemake and its plugins are imported here, never the workflow's package: a command
+    finds the package its folder holds, as a `snakemake` program would."""
+    from snakemake.cli import get_argument_parser
+
+    get_argument_parser()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)  # not a test's folder, which goes with its test
+        for n, line in enumerate(requests):
+            call, out = json.loads(line), Path(tmp) / f"{n}.out"
+            code = _wait(_fork(call, out), call["timeout"])
+            result: dict[str, Any] = {"returncode": code}
+            for key in ("stdout", "stderr"):
+                result[key] = out.with_suffix(f".{key}").read_text()
+                out.with_suffix(f".{key}").unlink()
+            results.write(json.dumps(result) + "\n")
+            results.flush()
+
+
 if __name__ == "__main__":
     results = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # what an import prints here goes to stderr, not into the results
-    json.dump(serve(json.load(sys.stdin)), results)
+    if sys.argv[1:] == ["--serve"]:
+        serve_forever(sys.stdin, results)
+    else:
+        json.dump(serve(json.load(sys.stdin)), results)
     results.close()
