@@ -6,176 +6,140 @@ its exact gradients), :mod:`.gd` (gradient descent), :mod:`.svm` ((ATT-SVM), eq.
 (GMM / LMM, Definitions 1-2), :mod:`.span_gd` (the census's batched GD), :mod:`.ball` and :mod:`.logspace` (the
 constrained solver), :mod:`.regpath` (regularization paths, eq. (2)) and :mod:`.w_svm` (the W-parametrised
 ATT-SVM of an attention head, Lemma 1).
-"""
 
-from maxmargin.core.ball import (
-    ON_SPHERE_RTOL,
-    BallSolve,
-    ball_kkt_residual,
-    key_difference_basis,
-    project_ball,
-    solve_on_balls,
-    span_basis,
-)
-from maxmargin.core.directions import (
-    BLOCK_OF_KIND,
-    MAX_ENUMERATED,
-    MaxMarginDirection,
-    classify_direction,
-    gmm_direction,
-    is_globally_optimal,
-    is_locally_optimal,
-    joint_candidates,
-    max_margin_directions,
-    min_score_gap,
-    optimal_tokens,
-)
-from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd, record_iterations
-from maxmargin.core.logspace import log_excess_risk, log_gradient, log_joint_risk
-from maxmargin.core.loss import LOSSES, LossName, check_loss, log_neg_loss_derivative, loss_value
-from maxmargin.core.model import (
-    Array,
-    Gradient,
-    attention,
-    attention_features,
-    grad_p,
-    grad_v,
-    keys,
-    log_non_selected_mass,
-    log_non_selected_mass_of_logits,
-    log_softmax,
-    model_output,
-    risk,
-    selected_tokens,
-    token_scores,
-)
-from maxmargin.core.multistart import SAME_POINT_COSINE, MultistartSolve, multistart_path
+The names below are imported from their module on first use: a job that needs one module (the progress lines of
+every rule's log, say) does not import scipy, scikit-learn and cvxopt for the others."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Eager: light (logging and time only), and its function `progress` must not be shadowed by its module's name.
 from maxmargin.core.progress import PROGRESS_LOGGER, TERMINAL_GRACE, TERMINAL_INTERVAL, Progress, duration, progress
-from maxmargin.core.regpath import (
-    RegularizationPath,
-    radius_grid,
-    regularization_path_joint,
-    regularization_path_p,
-)
-from maxmargin.core.span_gd import (
-    SpanBatch,
-    SpanTrajectory,
-    final_weights,
-    gd_in_span,
-    key_gradient,
-    normalized_gd_in_span,
-    span_coordinates,
-)
-from maxmargin.core.svm import (
-    NEIGHBOR_TOL,
-    SVM_TOL,
-    SVMResult,
-    att_svm,
-    att_svm_ldp,
-    p_relax,
-    svm_neighbors,
-    v_svm,
-    v_svm_qp,
-)
-from maxmargin.core.vit_learning import Direction, Learned, SparsityEffect, learned, sparsity_effect, w_direction
-from maxmargin.core.w_svm import (
-    W_SVM_TOL,
-    WSVMResult,
-    frobenius_cosine,
-    query_inputs,
-    w_att_svm,
-    w_att_svm_nuclear,
-    w_logits,
-    w_margins,
-)
 
-__all__ = [
-    "BLOCK_OF_KIND",
-    "LOSSES",
-    "MAX_ENUMERATED",
-    "NEIGHBOR_TOL",
-    "ON_SPHERE_RTOL",
-    "PROGRESS_LOGGER",
-    "TERMINAL_GRACE",
-    "TERMINAL_INTERVAL",
-    "SAME_POINT_COSINE",
-    "SVM_TOL",
-    "Array",
-    "BallSolve",
-    "Gradient",
-    "Direction",
-    "Learned",
-    "LossName",
-    "MaxMarginDirection",
-    "MultistartSolve",
-    "RegularizationPath",
-    "SVMResult",
-    "Progress",
-    "SparsityEffect",
-    "SpanBatch",
-    "SpanTrajectory",
-    "Trajectory",
-    "att_svm",
-    "att_svm_ldp",
-    "attention",
-    "attention_features",
-    "ball_kkt_residual",
-    "check_loss",
-    "classify_direction",
-    "cosine",
-    "final_weights",
-    "gd_in_span",
-    "gmm_direction",
-    "grad_p",
-    "grad_v",
-    "gradient_descent",
-    "is_globally_optimal",
-    "is_locally_optimal",
-    "joint_candidates",
-    "joint_normalized_gd",
-    "key_difference_basis",
-    "key_gradient",
-    "keys",
-    "learned",
-    "log_excess_risk",
-    "log_gradient",
-    "log_joint_risk",
-    "log_neg_loss_derivative",
-    "log_non_selected_mass",
-    "log_non_selected_mass_of_logits",
-    "log_softmax",
-    "loss_value",
-    "max_margin_directions",
-    "min_score_gap",
-    "model_output",
-    "multistart_path",
-    "normalized_gd_in_span",
-    "optimal_tokens",
-    "p_relax",
-    "duration",
-    "progress",
-    "project_ball",
-    "radius_grid",
-    "record_iterations",
-    "regularization_path_joint",
-    "regularization_path_p",
-    "risk",
-    "selected_tokens",
-    "solve_on_balls",
-    "span_basis",
-    "span_coordinates",
-    "sparsity_effect",
-    "svm_neighbors",
-    "token_scores",
-    "v_svm",
-    "v_svm_qp",
-    "w_direction",
-    "W_SVM_TOL",
-    "WSVMResult",
-    "frobenius_cosine",
-    "query_inputs",
-    "w_att_svm",
-    "w_att_svm_nuclear",
-    "w_logits",
-    "w_margins",
-]
+# module of maxmargin.core -> the public names it defines
+_HOMES = {
+    "ball": (
+        "ON_SPHERE_RTOL",
+        "BallSolve",
+        "ball_kkt_residual",
+        "key_difference_basis",
+        "project_ball",
+        "solve_on_balls",
+        "span_basis",
+    ),
+    "directions": (
+        "BLOCK_OF_KIND",
+        "MAX_ENUMERATED",
+        "MaxMarginDirection",
+        "classify_direction",
+        "gmm_direction",
+        "is_globally_optimal",
+        "is_locally_optimal",
+        "joint_candidates",
+        "max_margin_directions",
+        "min_score_gap",
+        "optimal_tokens",
+    ),
+    "gd": (
+        "Trajectory",
+        "cosine",
+        "gradient_descent",
+        "joint_normalized_gd",
+        "record_iterations",
+    ),
+    "logspace": (
+        "log_excess_risk",
+        "log_gradient",
+        "log_joint_risk",
+    ),
+    "loss": (
+        "LOSSES",
+        "LossName",
+        "check_loss",
+        "log_neg_loss_derivative",
+        "loss_value",
+    ),
+    "model": (
+        "Array",
+        "Gradient",
+        "attention",
+        "attention_features",
+        "grad_p",
+        "grad_v",
+        "keys",
+        "log_non_selected_mass",
+        "log_non_selected_mass_of_logits",
+        "log_softmax",
+        "model_output",
+        "risk",
+        "selected_tokens",
+        "token_scores",
+    ),
+    "multistart": (
+        "SAME_POINT_COSINE",
+        "MultistartSolve",
+        "multistart_path",
+    ),
+    "regpath": (
+        "RegularizationPath",
+        "radius_grid",
+        "regularization_path_joint",
+        "regularization_path_p",
+    ),
+    "span_gd": (
+        "SpanBatch",
+        "SpanTrajectory",
+        "final_weights",
+        "gd_in_span",
+        "key_gradient",
+        "normalized_gd_in_span",
+        "span_coordinates",
+    ),
+    "svm": (
+        "NEIGHBOR_TOL",
+        "SVM_TOL",
+        "SVMResult",
+        "att_svm",
+        "att_svm_ldp",
+        "p_relax",
+        "svm_neighbors",
+        "v_svm",
+        "v_svm_qp",
+    ),
+    "vit_learning": (
+        "Direction",
+        "Learned",
+        "SparsityEffect",
+        "learned",
+        "sparsity_effect",
+        "w_direction",
+    ),
+    "w_svm": (
+        "W_SVM_TOL",
+        "WSVMResult",
+        "frobenius_cosine",
+        "query_inputs",
+        "w_att_svm",
+        "w_att_svm_nuclear",
+        "w_logits",
+        "w_margins",
+    ),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+__all__ += ["PROGRESS_LOGGER", "TERMINAL_GRACE", "TERMINAL_INTERVAL", "Progress", "duration", "progress"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME_OF:
+        raise AttributeError(f"module 'maxmargin.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
+    globals()[name] = value  # found here from now on, without this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
