@@ -76,32 +76,40 @@ def census_trials(gaps: list[float], corrs: list[float]) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(
-    "gaps, verdict, measured",
+    "gaps, verdict, median",
     [
-        ([-0.01, -0.02, -0.2, 0.3, 0.5], "holds", "median |gamma| over the 3 trials with gamma < 0: 0.020; 1 of them"),
-        (
-            [-0.1, -0.15, -0.01, 0.3, 0.5],
-            "differs",
-            "median |gamma| over the 3 trials with gamma < 0: 0.100; 2 of them",
-        ),
+        ([-0.01, -0.02, -0.03] * 10 + [0.3, 0.5], "holds", "0.020"),
+        ([-0.01, -0.06, -0.08] * 10 + [0.3, 0.5], "inconclusive", "0.060"),
+        ([-0.1, -0.15, -0.2] * 10 + [0.3, 0.5], "differs", "0.150"),
     ],
 )
-def test_negative_gaps_are_near_zero_or_not(gaps: list[float], verdict: str, measured: str) -> None:
+def test_negative_gaps_are_near_zero_or_not(gaps: list[float], verdict: str, median: str) -> None:
+    """Near zero: the bootstrap interval of the median |gamma| below census.negative_gap.near_zero; one that
+    contains it is inconclusive."""
     assert DEFAULT_CONFIG["census"]["negative_gap"] == {"statistic": "median", "near_zero": 0.05}
-    claims = evaluate_claims({"census_trials": census_trials(gaps, [0.999] * 5)}, CONFIG).set_index("claim_id")
-    assert claims.loc["census_gap_size", "verdict"] == verdict
-    assert claims.loc["census_gap_size", "measured"].startswith(measured)
-    assert "(positive gaps: 0.400)" in claims.loc["census_gap_size", "measured"]
+    trials = census_trials(gaps, [0.999] * len(gaps))
+    claim = evaluate_claims({"census_trials": trials}, CONFIG).set_index("claim_id").loc["census_gap_size"]
+    assert claim["verdict"] == verdict
+    assert claim["measured"].startswith(f"median |gamma| over the 30 trials with gamma < 0: {median} [")
+    assert "(positive gaps: 0.400)" in claim["measured"]
+    if verdict != "holds":
+        assert claim["note"].startswith(f"{verdict}: ") and "negative gaps are below -0.05" in claim["note"]
 
 
-def test_the_correlation_over_negative_gaps_is_their_mean() -> None:
-    # Issue 34: the default census's 29 trials with gamma < 0 average 0.989, below the paper's 0.99.
-    trials = census_trials([-0.1, -0.2, 0.3], [0.999, 0.979, 0.5])
-    claim = evaluate_claims({"census_trials": trials}, CONFIG).set_index("claim_id").loc["census_negative_corr"]
-    assert claim["verdict"] == "differs" and claim["measured"].startswith("mean 0.9890 over the 2 trials")
-    trials = census_trials([-0.1, -0.2, 0.3], [0.999, 0.995, 0.5])
-    claim = evaluate_claims({"census_trials": trials}, CONFIG).set_index("claim_id").loc["census_negative_corr"]
-    assert claim["verdict"] == "holds" and claim["measured"].startswith("mean 0.9970 over the 2 trials")
+def test_the_correlation_over_negative_gaps_is_judged_by_its_bootstrap_interval() -> None:
+    # The default census's 29 trials with gamma < 0 average 0.989, and one of them (0.794) decides it.
+    gaps = [-0.1] * 29 + [0.3]
+    borderline = census_trials(gaps, [0.794] + [0.996] * 28 + [0.5])
+    claim = evaluate_claims({"census_trials": borderline}, CONFIG).set_index("claim_id").loc["census_negative_corr"]
+    assert claim["verdict"] == "inconclusive" and claim["measured"].startswith("mean 0.9890 [")
+    assert "one trial at 0.794 (d = 5) decides it: without it the mean is 0.9960" in claim["note"]
+    assert claim["note"].startswith("inconclusive: the interval [")
+    far_above = census_trials(gaps, [0.999] * 29 + [0.5])
+    claim = evaluate_claims({"census_trials": far_above}, CONFIG).set_index("claim_id").loc["census_negative_corr"]
+    assert claim["verdict"] == "holds" and claim["measured"].startswith("mean 0.9990 [0.9990, 0.9990] over the 29")
+    far_below = census_trials(gaps, [0.95, 0.96, 0.97] * 9 + [0.95, 0.96, 0.5])
+    claim = evaluate_claims({"census_trials": far_below}, CONFIG).set_index("claim_id").loc["census_negative_corr"]
+    assert claim["verdict"] == "differs" and claim["note"].startswith("differs: the interval [")
 
 
 def test_every_statement_names_existing_claims_or_why_none() -> None:

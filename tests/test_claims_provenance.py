@@ -6,10 +6,12 @@ import copy
 import json
 import types
 
+import numpy as np
 import pandas as pd
 from conftest import DEFAULT_CONFIG
 
 from maxmargin.claims import CLAIMS, VERDICTS, claims_markdown, evaluate_claims, interval_verdict
+from maxmargin.claims.base import bootstrap_interval, judge_statistic, note_of
 from maxmargin.experiments.census_tables import PROPORTIONS, wilson_interval
 from maxmargin.logs import rule_logging
 from maxmargin.pipeline import run_experiment
@@ -190,3 +192,28 @@ def test_vit_claims_need_a_model_that_learned():
     assert chance.loc["vit_learns", "verdict"] == "differs"
     assert chance.loc["vit_sparsity", "verdict"] == "differs"  # the same sparsity trend, but nothing learned
     assert "did not learn" in chance.loc["vit_sparsity", "note"]
+
+
+def test_a_bootstrap_interval_decides_the_verdict_the_census_rule_gives():
+    """claims.base.judge_statistic: a sample whose mean sits on the threshold is inconclusive, one far on either side
+    holds or differs; the interval is the same in every call (census.bootstrap's seed) and tightens with the sample."""
+    rng = np.random.default_rng(1)
+    borderline = 0.99 + rng.normal(0, 0.005, 200)
+    borderline += 0.99 - borderline.mean()
+    judged = judge_statistic(borderline, "mean", 0.99, below=False, cfg=DEFAULT_CONFIG)
+    assert judged.verdict == "inconclusive" and judged.low < 0.99 < judged.high
+    assert judge_statistic(borderline, "mean", 0.99, below=False, cfg=DEFAULT_CONFIG) == judged
+    assert judge_statistic(borderline + 0.01, "mean", 0.99, below=False, cfg=DEFAULT_CONFIG).verdict == "holds"
+    assert judge_statistic(borderline - 0.01, "mean", 0.99, below=False, cfg=DEFAULT_CONFIG).verdict == "differs"
+    assert judge_statistic(borderline - 0.01, "median", 0.99, below=True, cfg=DEFAULT_CONFIG).verdict == "holds"
+    # the percentile interval of a mean agrees with the normal approximation on a large sample
+    large = rng.normal(0.0, 1.0, 4000)
+    low, high = bootstrap_interval(large, "mean", resamples=4000, seed=0, confidence=0.95)
+    half = 1.96 * large.std(ddof=1) / np.sqrt(large.size)
+    assert abs((high - low) / 2 - half) < 0.1 * half and abs((high + low) / 2 - large.mean()) < 0.1 * half
+
+
+def test_a_note_gives_the_reason_when_a_claim_does_not_hold():
+    assert note_of("holds", "why", "rule") == "rule"
+    assert note_of("differs", "one trial decides it", "rule") == "differs: one trial decides it; rule"
+    assert note_of("inconclusive", "the interval contains 0.99", "") == "inconclusive: the interval contains 0.99"

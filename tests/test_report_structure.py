@@ -60,7 +60,9 @@ def test_landing_page_explains_every_verdict() -> None:
         assert f"- ``{verdict}``: {meaning}." in text
         assert f"``{verdict}``: {meaning}" in registry.column_list(registry.table("claims"))
     assert "judged by their\n95% Wilson intervals" in text  # census.confidence, not typed in
-    assert "Wilson intervals at confidence 0.95" in registry.caption(registry.table("claims"), DEFAULT_CONFIG)
+    assert "by their bootstrap intervals (10000 resamples), at confidence 0.95" in registry.caption(
+        registry.table("claims"), DEFAULT_CONFIG
+    )
 
 
 def _vit_line(text: str) -> str:
@@ -113,7 +115,11 @@ def test_claims_rule_gets_only_the_keys_the_claims_read() -> None:
     assert all(any(path[: len(key)] == key for path in read) for key in CONFIG_KEYS), CONFIG_KEYS
     subset = claims_config(DEFAULT_CONFIG)
     assert set(subset) == {"synthetic", "plots", "census", "vit", "basin"}
-    assert subset["census"] == {"confidence": 0.95, "negative_gap": DEFAULT_CONFIG["census"]["negative_gap"]}
+    assert subset["census"] == {
+        "confidence": 0.95,
+        "bootstrap": DEFAULT_CONFIG["census"]["bootstrap"],
+        "negative_gap": DEFAULT_CONFIG["census"]["negative_gap"],
+    }
     tables = {"census_summary": census_summary([10.0, 12.0, 16.0], n_trials=100)}
     assert evaluate_claims(tables, subset).equals(evaluate_claims(tables, DEFAULT_CONFIG))
 

@@ -57,6 +57,7 @@ CLAIMS_CONFIG_KEYS: tuple[tuple[str, ...], ...] = (
     ("plots", "fig3c_iterations"),
     ("plots", "fig4_iterations"),
     ("census", "confidence"),
+    ("census", "bootstrap"),
     ("census", "negative_gap"),
     ("vit", "model", "num_classes"),
     ("vit", "plots", "fig6_epochs"),

@@ -10,9 +10,10 @@ from maxmargin.registry.types import Table
 VERDICT_MEANINGS: dict[str, str] = {
     "holds": "the measurement agrees with the paper",
     "differs": "it does not; the ``note`` column gives the likely reason",
-    "inconclusive": "a proportion measured on random trials (the census) whose Wilson interval (at "
-    "``census.confidence``) contains the paper's threshold: this many trials can neither confirm nor refute the claim "
-    "(more trials, ``census.n_trials``, narrow the interval)",
+    "inconclusive": "a statistic of random trials (the census) whose interval at ``census.confidence`` (a "
+    "proportion's Wilson interval, a mean's or a median's bootstrap interval) contains the paper's threshold: this "
+    "many trials can neither confirm nor refute the claim (more trials, ``census.n_trials``, narrow the interval); "
+    "the ``note`` column says what decides it",
     "not run": "a table the claim needs was not made in this run",
 }
 VERDICTS: tuple[str, ...] = tuple(VERDICT_MEANINGS)
@@ -35,7 +36,8 @@ TABLES: tuple[Table, ...] = (
         figure="claims",
         label="Claims table",
         caption="Every quantitative claim of the paper the pipeline can test, next to the value measured from the "
-        "pipeline's own tables (never typed in); the census's proportions are judged by their Wilson intervals at "
+        "pipeline's own tables (never typed in); the census's proportions are judged by their Wilson intervals, its "
+        "means and medians of trials by their bootstrap intervals ({census[bootstrap][resamples]} resamples), at "
         "confidence {census[confidence]:g}.",
     ),
 )
