@@ -8,12 +8,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DEFAULT_CONFIG
+import yaml
+from conftest import DEFAULT_CONFIG, REPO
 from test_report_structure import rst_problems
 
 from maxmargin import registry
 from maxmargin.claims import CLAIMS, claims_config, evaluate_claims, run_sentences
-from maxmargin.claims.statements import APPENDIX_E, UNMEASURED
+from maxmargin.claims.statements import APPENDIX_E, ELSEWHERE, claims_page
 
 CONFIG = claims_config(DEFAULT_CONFIG)
 IDS = {c.claim_id for c in CLAIMS}
@@ -113,7 +114,7 @@ def test_the_correlation_over_negative_gaps_is_judged_by_its_bootstrap_interval(
 
 
 def test_every_statement_names_existing_claims_or_why_none() -> None:
-    for s in APPENDIX_E + UNMEASURED:
+    for s in APPENDIX_E + ELSEWHERE:
         assert bool(s.claims) != bool(s.why_none), s
         assert set(s.claims) <= IDS, s
     appendix_e = {c.claim_id for c in CLAIMS if c.source.startswith("Appendix E")}
@@ -126,3 +127,15 @@ def test_the_direction_window_of_a_short_run_is_never_empty() -> None:
     claim = evaluate_claims({"vit_metrics": table}, CONFIG).set_index("claim_id").loc["vit_w_direction"]
     assert claim["measured"].startswith("W turned 60.0 deg between epoch 1 and epoch 2")
     assert claim["verdict"] == "differs"
+
+
+def test_a_deviation_from_the_paper_quotes_the_paper_scale_config() -> None:
+    """The paper's "fixed learning rate of 3e-3" is listed as a deviation, with paper.yaml's own recipe."""
+    train = yaml.safe_load((REPO / "workflow" / "config" / "paper.yaml").read_text())["vit"]["train"]
+    row = next(line for line in claims_page("", train).splitlines() if "fixed learning rate of 3e-3" in line)
+    assert "a deviation from the paper" in row and "a setting" not in row
+    assert f"{train['optimizer']} at a learning rate of {train['lr']:g} after {train['warmup_epochs']} warm-up" in row
+    other = claims_page("", train | {"lr": 0.125, "optimizer": "sgd"})
+    assert "sgd at a learning rate of 0.125" in other
+    consistently = next(s for s in ELSEWHERE if "consistently increases" in s.statement)
+    assert consistently.claims == ("gd_corr_increases",) and not consistently.why_none

@@ -123,7 +123,7 @@ def test_claims_from_a_real_experiment_table():
     table = run_experiment("fig8", DEFAULT_CONFIG["synthetic"]["fig8"], {}).directions
     row = evaluate_claims({"directions": table}, DEFAULT_CONFIG).set_index("claim_id").loc["n1_necessary"]
     assert row["verdict"] == "holds"
-    assert row["measured"].startswith("1 start(s) -> GMM, 1 -> LMM")
+    assert row["measured"].startswith("p(0) -> GMM: (-1, 1.5); p(0) -> LMM: (1, -1.7)")
     one_start = table[~((table["record"] == "gd_run") & (table["kind"] == "lmm"))]
     assert (
         evaluate_claims({"directions": one_start}, DEFAULT_CONFIG).set_index("claim_id").loc["n1_necessary", "verdict"]

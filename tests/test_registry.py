@@ -112,7 +112,7 @@ def test_nothing_is_left_unregistered():
 def test_claims_read_registered_tables():
     """Every claim reads at least one registered table, and every claim a table names exists."""
     assert set(registry.claim_tables()) == {c.claim_id for c in claims.CLAIMS}
-    assert [c.claim_id for c in claims.CLAIMS][:2] == ["gd_gmm_n1", "gd_local_or_global"]
+    assert [c.claim_id for c in claims.CLAIMS][:3] == ["gd_gmm_n1", "gd_corr_increases", "gd_local_or_global"]
 
 
 def test_report_categories_are_derived():

@@ -360,7 +360,9 @@ def test_bad_regpath_config_stops_with_the_key_named(workflow_dir, config, expec
 
 def test_lemma1_claim_reads_the_max_deviation_column_by_name():
     # Issue 12: the claim used to take the first column whose name contained "deviation" or "max".
-    table = pd.DataFrame({"max_grad_deviation": [0.5], "relative_max_deviation": [0.5], "max_deviation": [2e-15]})
+    table = pd.DataFrame(
+        {"instance": ["fig1a"], "max_grad_deviation": [0.5], "relative_max_deviation": [0.5], "max_deviation": [2e-15]}
+    )
     claim = evaluate_claims({"lemma1": table}, DEFAULT_CONFIG).set_index("claim_id").loc["lemma1"]
     assert claim["verdict"] == "holds" and "2.0e-15" in claim["measured"]
     broken = evaluate_claims({"lemma1": table.assign(max_deviation=[1e-3])}, DEFAULT_CONFIG)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maxmargin.claims.base import Claim
+from maxmargin.claims.base import Claim, note_of
 from maxmargin.experiments.basin import NO_STATIONARY
 
 
@@ -58,8 +58,15 @@ def measure_lmm_cone(t: Mapping[str, pd.DataFrame], cfg: Mapping[str, Any]) -> t
             f"{variant}: R0 = {r.R0:.3g} (mu {r.mu_R0:.2g}, {_deg(r.mu_R0)}), at R = {r.R_max:g} mu {r.mu_R_max:.4f} "
             f"({_deg(r.mu_R_max)})"
         )
-    ok = all(np.isfinite(onset.loc[v, "R0"]) for v in ("normalized", NO_STATIONARY) if v in onset.index)
-    ok = ok and {"normalized", NO_STATIONARY} <= set(onset.index)
+    judged = ("normalized", NO_STATIONARY)
+    why = [f"{v} was not measured" for v in judged if v not in onset.index]
+    why += [
+        f"{v}: mu_max(R) = 0 at the largest radius R = {onset.loc[v, 'R_max']:g}: no cone around the LMM holds only "
+        "starts that reach it"
+        for v in judged
+        if v in onset.index and not np.isfinite(onset.loc[v, "R0"])
+    ]
+    verdict = "differs" if why else "holds"
     constant = cfg["basin"]["constant"]
     note = (
         f"{cfg['basin']['cone']['n_arc']} starts per arc of radius R; {NO_STATIONARY}: d/dr L(r u) < 0 on rays out to "
@@ -69,7 +76,7 @@ def measure_lmm_cone(t: Mapping[str, pd.DataFrame], cfg: Mapping[str, Any]) -> t
     )
     if "constant" in onset.index:
         note += f" (min final cosine with p_mm {onset.loc['constant', 'min_final_corr']:.3f})"
-    return "; ".join(parts), "holds" if ok else "differs", note
+    return "; ".join(parts), verdict, note_of(verdict, "; ".join(why), note)
 
 
 def measure_fig1b_consistent(t: Mapping[str, pd.DataFrame], cfg: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -78,7 +85,7 @@ def measure_fig1b_consistent(t: Mapping[str, pd.DataFrame], cfg: Mapping[str, An
     runs = d[(d["record"] == "gd_run") & (d["figure"] == "fig1b")]
     grid = t["basin"][t["basin"]["variant"] == "normalized"]
     xy = grid[["p1", "p2"]].to_numpy()
-    agree, parts = 0, []
+    agree, parts, why = 0, [], []
     for run in runs.itertuples():
         start = np.asarray(json.loads(run.start)[:2])
         dist = np.linalg.norm(xy - start, axis=1)
@@ -87,13 +94,19 @@ def measure_fig1b_consistent(t: Mapping[str, pd.DataFrame], cfg: Mapping[str, An
         other = dist[grid["class"].to_numpy() != label]
         margin = float((other.min() if other.size else np.inf) - dist[node])
         agree += bool(label == run.kind and dist[node] == 0)
-        parts.append(f"({start[0]:.3g}, {start[1]:.3g}): run {run.kind}, basin {label} (boundary {margin:.3g} away)")
-    ok = agree == len(runs) > 0
+        where = f"({start[0]:.3g}, {start[1]:.3g})"
+        parts.append(f"{where}: run {run.kind}, basin {label} (boundary {margin:.3g} away)")
+        if dist[node] > 0:
+            why.append(f"{where} is no node of the grid (the nearest is {dist[node]:.3g} away)")
+        elif label != run.kind:
+            why.append(f"the run from {where} reaches the {run.kind.upper()}, the grid labels its start {label}")
+    verdict = "holds" if agree == len(runs) > 0 else "differs"
     note = (
         "basin: the grid's normalized-GD label at the start (a node of basin.grid); boundary: distance to the "
         "nearest grid start with another label; " + "; ".join(parts)
     )
-    return f"{agree}/{len(runs)} Figure 1(b) starts in the basin their run reaches", "holds" if ok else "differs", note
+    measured = f"{agree}/{len(runs)} Figure 1(b) starts in the basin their run reaches"
+    return measured, verdict, note_of(verdict, "; ".join(why) or "no Figure 1(b) run", note)
 
 
 CLAIMS: tuple[Claim, ...] = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from maxmargin.claims.base import Claim, Measurement, Tables, verdict_of
+from maxmargin.claims.base import Claim, Measurement, Tables, note_of, verdict_of
 
 # The normalized path has reached a direction at the largest R: cosine at least this (a negative threshold in a
 # claim's kinds means "below it": the path is not aligned with that direction).
@@ -12,19 +12,25 @@ ALIGNED_COSINE = 0.99
 
 
 def _regpath(t: Tables, instance: str, kinds: Mapping[str, float]) -> Measurement:
+    """Theorems 1, 5 and 6: at the largest R the normalized path's cosine with each direction of ``kinds`` is at
+    least its threshold (a negative threshold: below its absolute value)."""
     r = t["regpath"]
     r = r[r["instance"] == instance]
     top = r[r["R"] == r["R"].max()].set_index("kind")
-    parts, ok = [], True
+    parts, why = [], []
     for kind, threshold in kinds.items():
         cos = float(top.loc[kind, "cosine"])
         parts.append(f"cos with {kind} {cos:.4f}")
-        ok &= cos >= threshold if threshold > 0 else cos < -threshold
+        if threshold > 0 and cos < threshold:
+            why.append(f"the path's cosine with {kind} is only {cos:.4f} at the largest R")
+        if threshold < 0 and cos >= -threshold:
+            why.append(f"the path is aligned with {kind} too (cosine {cos:.4f}): it does not tell {kind} apart")
     kkt = float(r["kkt_residual"].max())
+    verdict = verdict_of(not why)
     return (
         f"at R = {top.index.size and r['R'].max():g}: " + ", ".join(parts),
-        verdict_of(ok),
-        f"max KKT residual along the path {kkt:.1e}",
+        verdict,
+        note_of(verdict, "; ".join(why), f"max KKT residual along the path {kkt:.1e}"),
     )
 
 

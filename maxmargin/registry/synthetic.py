@@ -43,7 +43,10 @@ PANELS: tuple[Panel, ...] = (
         "key_plane_gd",
         "(a) Global convergence",
         experiment="fig1a",
-        caption="Figure 1(a): " + _FIG1 + " Theorem 2: every start reaches the GMM. This run: {run[gd_gmm_n1]}.",
+        caption="Figure 1(a): " + _FIG1 + " Theorem 2 (n = 1): every start converges in direction to the GMM. This "
+        "run: {run[gd_gmm_n1]}. Section 2 adds that the correlation of p(t) with the GMM direction consistently "
+        "increases along each path; measured along the paths of this panel (its right-hand angle plot): "
+        "{run[gd_corr_increases]}.",
     ),
     Panel(
         "fig1b",
@@ -53,8 +56,11 @@ PANELS: tuple[Panel, ...] = (
         "key_plane_gd",
         "(b) Global and local optimal directions",
         experiment="fig1b",
-        caption="Figure 1(b): " + _FIG1 + " Theorem 3: the starts closest to the locally-optimal token (1, 0) reach "
-        "its LMM, the others the GMM; the legend says where each start went. This run: {run[gd_local_or_global]}.",
+        caption="Figure 1(b): " + _FIG1 + " Theorem 3 states that GD started inside a cone C_{{mu,R}} around an LMM "
+        "direction, far enough from the origin, converges in direction to that LMM; it does not say which of these "
+        "starts lie in such a cone. Where each start on the p_2 axis went, as this run measured it (the legend says "
+        "it too): {run[gd_local_or_global]}. The basin map (target basin, beyond the paper) labels every start of "
+        "the plane: {run[basin_fig1b_consistent]}.",
     ),
     Panel(
         "fig1c",
@@ -64,8 +70,9 @@ PANELS: tuple[Panel, ...] = (
         "key_plane_gd_with_hyperplane",
         "(c) Multiple inputs",
         experiment="fig1c",
-        caption="Figure 1(c): " + _FIG1 + " Theorem 2 with n = 3 inputs: every start reaches the GMM. This run: "
-        "{run[gd_gmm_multi]}.",
+        caption="Figure 1(c): " + _FIG1 + " With several inputs, beyond Theorem 2's directional statement (n = 1; "
+        "Figure 8 shows that it can fail for n = 2), the panel illustrates GD converging in direction to the GMM "
+        "from various starts (Section 2). This run: {run[gd_gmm_multi]}.",
     ),
     Panel(
         "fig2",
@@ -146,9 +153,11 @@ PANELS: tuple[Panel, ...] = (
         experiment="fig5",
         options=("plots.fig5_max_norm",),
         caption="Figure 5: trajectories of p from p(0) = 0 (normalized GD, eta = {eta:g}, {n_iter} iterations, "
-        "drawn while ||p|| <= {fig5_max_norm:g}) with optimal-token scores C and 1, under the losses {losses}. The "
-        "correlation loss first leans to the high-score token (1, 1), the logistic loss to the low-score token "
-        "(1, -1); every run ends on the GMM direction (1, 0) (Theorem 2). This run: {run[loss_transient_bias]}.",
+        "drawn while ||p|| <= {fig5_max_norm:g}) on two inputs whose optimal tokens score C and 1, under the losses "
+        "{losses}: the transient bias of Section 4, where the correlation loss first leans to the high-score token "
+        "(1, 1) and the logistic loss to the low-score token (1, -1). This run: {run[loss_transient_bias]}. With two "
+        "inputs the panel illustrates, beyond Theorem 2's n = 1, that the limit direction is the GMM's whatever the "
+        "loss and C; measured over every run: {run[loss_gmm_limit]}.",
     ),
     Panel(
         "fig8",
@@ -249,6 +258,7 @@ DIRECTIONS: tuple[Column, ...] = (
 
 # The tables whose claims read them (by the experiment's name), and what each claim reads.
 _CLAIMS = {
+    "fig1a": ("gd_corr_increases",),
     "fig3a": ("joint_probabilities",),
     "fig4": ("normalized_gd_faster", "constant_gd_levels_off"),
     "fig5": ("loss_transient_bias",),
@@ -285,6 +295,7 @@ TABLES: tuple[Table, ...] = tuple(
         "5 and 6 that GD converges in direction to these max-margin solutions.",
         claims=(
             "gd_gmm_n1",
+            "gd_corr_increases",
             "gd_gmm_multi",
             "gd_local_or_global",
             "gd_lmm_cone",
@@ -294,6 +305,7 @@ TABLES: tuple[Table, ...] = tuple(
             "fig3_v_mm",
             "fig3_p_relax_vs_p_mm",
             "basin_fig1b_consistent",
+            "loss_gmm_limit",
         ),
     ),
 )
