@@ -21,6 +21,18 @@ def test_the_page_is_what_the_sessions_files_give() -> None:
     assert gpu_report.PAGE.read_text() == gpu_report.render(SESSIONS), "run tools/gpu_report.py"
 
 
+def test_the_readme_and_the_landing_page_say_what_the_sessions_files_give() -> None:
+    """Their status sentence is tools/gpu_report.py's, from the same files as the page (issue 44: the landing page
+    said the paper-scale ViT had run on a CPU only)."""
+    for path, marks in gpu_report.STATUS_PAGES.items():
+        text = path.read_text()
+        assert text == gpu_report.with_status(text, marks, SESSIONS), f"{path.name}: run tools/gpu_report.py"
+        sentence = text.split(marks[0])[1].split(marks[1])[0]
+        assert sentence == gpu_report.status(SESSIONS, marks[2]) and " on one NVIDIA " in sentence
+    run = [name for name in SESSIONS if (gpu_report.GPU_DOCS / name / "vit_gpu.md").is_file()][-1]
+    assert f"for {SESSIONS[run]['run']['epochs_done']} epochs" in gpu_report.status(SESSIONS, "md")
+
+
 def test_every_file_the_page_links_is_committed() -> None:
     text = gpu_report.PAGE.read_text()
     links = [part.split(")")[0] for part in text.split("](")[1:]]

@@ -1,9 +1,11 @@
-"""docs/gpu/index.md: the GPU sessions committed under docs/gpu/<session>/ (the files that came back, docs/gpu.md).
+"""docs/gpu/index.md: the GPU sessions committed under docs/gpu/<session>/ (the files that came back, docs/gpu.md);
+and the sentence that says what of the paper-scale ViT has run, in the README and on the report's landing page.
 
-    .venv/bin/python tools/gpu_report.py           # writes docs/gpu/index.md from docs/gpu/*/session.json and files
-    .venv/bin/python tools/gpu_report.py --check   # exit 1 where the page is not what the sessions' files give
+    .venv/bin/python tools/gpu_report.py           # writes docs/gpu/index.md and the status sentences from the files
+    .venv/bin/python tools/gpu_report.py --check   # exit 1 where a page is not what the sessions' files give
 
-Every number on the page is read from those files; what the run means is said in docs/vit.md.
+Every number on the page and in the sentences is read from those files and from workflow/config/paper.yaml; what the
+run means is said in docs/vit.md.
 """
 
 from __future__ import annotations
@@ -21,6 +23,18 @@ GPU_DOCS = REPO / "docs" / "gpu"
 PAGE = GPU_DOCS / "index.md"
 METRICS = "vit_gpu_metrics.csv"
 COMPARED = ["test_acc", "soft_sparsity", "w_frobenius"]
+PAPER_CONFIG = REPO / "workflow" / "config" / "paper.yaml"
+DATASETS = {"cifar10": "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
+# Where the status sentence stands, between two marks: the README (Markdown) and the report's landing page (a Jinja
+# template of reStructuredText, whose comments the report does not show).
+STATUS_PAGES = {
+    REPO / "README.md": ("<!-- gpu-status: tools/gpu_report.py -->", "<!-- /gpu-status -->", "md"),
+    REPO / "workflow" / "report" / "workflow.rst": (
+        "{# gpu-status: tools/gpu_report.py #}",
+        "{# /gpu-status #}",
+        "rst",
+    ),
+}
 THREADS_AGAIN = 2  # vit.train.threads of the CPU rerun of vit_baseline for a session that did not bring it back
 
 
@@ -126,6 +140,34 @@ def baseline_line(name: str, session: dict) -> str:
     )
 
 
+def status(found: dict[str, dict], style: str) -> str:
+    """What of the paper-scale ViT has run, from the sessions' files (the run that made a page) and paper.yaml: its
+    model, card, epochs and data set against the paper's, and the pilot's projection of the paper's run. ``style``:
+    ``md`` or ``rst`` links."""
+    vit = yaml.safe_load(PAPER_CONFIG.read_text())["vit"]
+    model, epochs = vit["model"], vit["train"]["epochs"]
+    run = [name for name in found if (GPU_DOCS / name / "vit_gpu.md").is_file()][-1]
+    dataset = str(pd.read_csv(GPU_DOCS / run / METRICS)["dataset"].iloc[-1])
+    done, device = found[run]["run"]["epochs_done"], found[run]["device"]["name"]
+    steady = max(float(s["pilot"]["steady_epoch_seconds"]) for s in found.values() if "pilot" in s)
+    page = "[docs/gpu/index.md](docs/gpu/index.md)" if style == "md" else "``docs/gpu/index.md``"
+    config = "`workflow/config/paper.yaml`" if style == "md" else "``workflow/config/paper.yaml``"
+    return (
+        f"Figures 6-7 have been made at the paper's model (patch {model['patch_size']}, width {model['embed_dim']}, "
+        f"depth {model['depth']}) on one {device} for {done} epochs, on {DATASETS.get(dataset, dataset)} "
+        f"{'instead of CIFAR-10 ' if dataset != 'cifar10' else ''}and not for the paper's {epochs} epochs ({page}). "
+        f"The paper's own run (CIFAR-10 for {epochs} epochs, {config}) has not been made; {epochs} epochs of the "
+        f"pilot's images take about {epochs * steady / 3600:.1f} hours on that card (its steady epoch: {steady:.1f} s)."
+    )
+
+
+def with_status(text: str, marks: tuple[str, str, str], found: dict[str, dict]) -> str:
+    """``text`` with the status sentence between its two marks."""
+    start, end, style = marks
+    head, rest = text.split(start, 1)
+    return head + start + status(found, style) + end + rest.split(end, 1)[1]
+
+
 def render(found: dict[str, dict]) -> str:
     """The page: sessions, pilots, the run with the page (the last such session), the runs compared."""
     paper_epochs = yaml.safe_load((REPO / "workflow/config/paper.yaml").read_text())["vit"]["train"]["epochs"]
@@ -169,15 +211,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed page instead of writing it")
     args = ap.parse_args()
-    page = render(sessions())
-    if args.check:
-        if PAGE.read_text() != page:
-            print(f"{PAGE.relative_to(REPO)} is not what the sessions' files give: run tools/gpu_report.py")
-            return 1
-        return 0
-    PAGE.write_text(page)
-    print(f"wrote {PAGE.relative_to(REPO)}")
-    return 0
+    found = sessions()
+    pages = {PAGE: render(found)} | {
+        path: with_status(path.read_text(), marks, found) for path, marks in STATUS_PAGES.items()
+    }
+    stale = [path for path, text in pages.items() if path.read_text() != text]
+    for path in stale:
+        if args.check:
+            print(f"{path.relative_to(REPO)} is not what the sessions' files give: run tools/gpu_report.py")
+        else:
+            path.write_text(pages[path])
+            print(f"wrote {path.relative_to(REPO)}")
+    return 1 if args.check and stale else 0
 
 
 if __name__ == "__main__":
