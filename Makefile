@@ -70,9 +70,11 @@ report: figures
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) --report results/report.html
 
 # Small copies of the default run's figures for the README (docs/gallery/, committed), the README's gallery block,
-# and the baseline image of a figure that has none (tools/gallery.py; one panel: python tools/gallery.py PANEL).
+# and the baseline image of a figure that has none (tools/gallery.py; one panel: python tools/gallery.py PANEL);
+# then the docs' numbers of the default run, from its tables copied to docs/results/default/ (tools/run_docs.py).
 gallery: figures
 	@$(LOCKED) $(BIN)/python tools/gallery.py --cores $(CORES)
+	$(BIN)/python tools/run_docs.py
 	$(BIN)/python tools/timings.py results/benchmarks docs/results/timings.md
 
 # docs/config.md from the schema and default.yaml, after either changes (tests/test_packaging.py checks it is current),

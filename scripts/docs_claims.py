@@ -4,7 +4,6 @@ paper quotes the paper-scale config's training settings (param ``paper_train``).
 
 from pathlib import Path
 
-
 from maxmargin.claims.statements import claims_page
 from maxmargin.files import atomic_path
 from maxmargin.logs import rule_logging

@@ -11,6 +11,7 @@ from conftest import REPO, SNAKEMAKE, copy_workflow
 OFF_ALL = {
     "gallery_thumbnail",  # writes docs/gallery/ (committed), outside the results root: `make gallery`
     "docs_claims",  # writes docs/results/claims.md (committed): `make gallery`
+    "docs_tables",  # writes docs/results/default/ (committed): `make gallery`
     "docs_vit",  # writes docs/results/<vit.docs>.md and its figures and tables (committed): docs/vit.md
     "docs_vit_recipes",  # writes docs/results/<vit_recipes.docs>.{md,png} (committed): docs/vit.md
     "vit_pilot_run",  # times a few epochs before a long run: `vit_pilot`

@@ -45,6 +45,19 @@ FILES: tuple[File, ...] = vit.FILES
 # GALLERY_SCALE of its figure's pixels) and a baseline image (tests/baseline_images/); tools/gallery.py makes both.
 GALLERY: tuple[str, ...] = tuple(p.name for p in PANELS if p.figure not in ON_DEMAND)
 REGPATH_INSTANCES = regpath.REGPATH_INSTANCES
+# The default run's tables the docs quote: copied to docs/results/default/ (rule docs_tables, committed), from which
+# tools/run_docs.py writes every number of docs/figures.md, docs/census.md and docs/regpath.md about that run.
+DOCS_TABLES: tuple[str, ...] = (
+    "claims",
+    "directions",
+    "census_summary",
+    "census_budget",
+    "basin_summary",
+    "basin_cone",
+    "regpath",
+    "regpath_compare",
+    "lemma1",
+)
 VERDICTS = claims.VERDICTS
 # Where the report's landing page (workflow/report/workflow.rst) lists the verdicts: :func:`landing_page`.
 VERDICTS_MARK = "{# verdicts #}"

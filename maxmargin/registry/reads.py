@@ -61,6 +61,7 @@ READS: dict[str, tuple[str, ...]] = {
     "claims_table": ("{claims}",),
     "gallery_thumbnail": (),
     "docs_claims": (),
+    "docs_tables": (),
 }  # fmt: skip
 
 

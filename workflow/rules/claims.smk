@@ -87,9 +87,29 @@ rule docs_claims:
         "../../scripts/docs_claims.py"
 
 
+rule docs_tables:
+    """The default run's tables the docs quote, for the docs (docs/results/default/, committed): tools/run_docs.py
+    writes the numbers of docs/figures.md, docs/census.md and docs/regpath.md from them.
+    """
+    input:
+        **{name: table_path(name) for name in registry.DOCS_TABLES},
+    output:
+        [f"docs/results/default/{name}.csv" for name in registry.DOCS_TABLES],
+    log:
+        results_path("logs/docs_tables/docs_tables.log"),
+    benchmark:
+        results_path("benchmarks/docs_tables/docs_tables.tsv")
+    localrule: True
+    conda:
+        "../envs/core.yaml"
+    script:
+        "../../scripts/docs_tables.py"
+
+
 rule gallery:
     input:
         expand("docs/gallery/{figure}.png", figure=GALLERY),
         "docs/results/claims.md",
+        [f"docs/results/default/{name}.csv" for name in registry.DOCS_TABLES],
         f"docs/results/{config['vit']['docs']}.md",  # the default run's ViT: Figures 6-7, metrics, claims
     localrule: True
