@@ -102,11 +102,11 @@ def _basin_map(
     names = [label for label, _ in CELLS.values()] + [OTHER[0]]
     text = "\n".join(f"{names[c]}: {n:,} start{'s' * (n != 1)}" for c, n in sorted(counts.items()))
     box_style = {"facecolor": "white", "alpha": 0.85, "edgecolor": "0.6", "boxstyle": "round,pad=0.3"}
-    ax.text(0.02, 0.02, text, transform=ax.transAxes, fontsize=7, va="bottom", ha="left", bbox=box_style)
+    ax.text(0.02, 0.02, text, transform=ax.transAxes, fontsize="small", va="bottom", ha="left", bbox=box_style)
     if not rows["class"].isin(["gmm", "lmm"]).any():  # a map of pale tints only: say why, where it is seen
         n_iter = int(cone["n_iter"].iloc[0])
-        ax.text(0.5, 0.97, f"No start saturates within {n_iter} iterations ($\\|p\\|$ grows like log $t$):\n"
-                "the tints show the token each start selects.", transform=ax.transAxes, fontsize=7,
+        ax.text(0.5, 0.97, f"No start saturates within {n_iter} iterations\n($\\|p\\|$ grows like log $t$): the tints "
+                "show\nthe token each start selects.", transform=ax.transAxes, fontsize="small",
                 va="top", ha="center", bbox=box_style)  # fmt: skip
 
 
@@ -135,7 +135,7 @@ def _mu_panel(ax: Axes, cone: pd.DataFrame) -> None:
                 textcoords="offset points",
                 ha="right" if left else "left",
                 va="center",
-                fontsize=7,
+                fontsize="small",
                 color=color,
             )
     ax.set_xscale("log")
@@ -143,8 +143,8 @@ def _mu_panel(ax: Axes, cone: pd.DataFrame) -> None:
     ax.set_ylim(floor, 1.0)
     ax.set_xlabel("radius $R$")
     ax.set_ylabel("$\\mu_{max}(R)$  (1 - cos half-angle)")
-    ax.set_title("Largest $\\mu$ whose arc of starts all reach the LMM (▼: none)", fontsize=9)
-    ax.legend(loc="upper left")
+    ax.set_title("Largest $\\mu$ whose arc of starts\nall reach the LMM (▼: none)")
+    ax.legend(loc="upper left", fontsize="small")
 
 
 def _variant_title(variant: str, settings: pd.Series) -> str:
@@ -160,8 +160,12 @@ def draw_basin(
     """The basin map of every GD variant (Figure 1(b) plane) and mu_max against R (Theorem 3's cone), with one
     legend for the whole figure under it."""
     variants = list(basin["variant"].unique())
-    with style.paper_style():
-        fig, axes = plt.subplots(1, len(variants) + 1, figsize=(5.0 * len(variants) + 4.6, 5.6), layout="constrained")
+    with style.paper_style(wide=True):
+        rows = (len(variants) + 2 + 1) // 2  # the maps, then mu_max(R) and the legend, two panels a row
+        fig, grid = plt.subplots(rows, 2, figsize=(style.WIDE_WIDTH, 4.3 * rows), layout="constrained", squeeze=False)
+        axes, legend_ax = list(grid.flat[: len(variants) + 1]), grid.flat[-1]
+        for ax in grid.flat[len(variants) + 1 : -1]:
+            ax.set_axis_off()
         for ax, variant in zip(axes, variants, strict=False):
             settings = cone[cone["variant"] == variant].iloc[0]
             _basin_map(
@@ -173,11 +177,12 @@ def draw_basin(
                 tokens,
                 directions,
             )
-            ax.set_title(_variant_title(variant, settings), fontsize=9)
+            ax.set_title(_variant_title(variant, settings))
         _mu_panel(axes[-1], cone)
         cells = [Patch(facecolor=color, edgecolor="0.5", label=label) for label, color in CELLS.values()]
         found = dict(zip(*reversed(axes[0].get_legend_handles_labels()), strict=True))
         for ax in axes[1:-1]:
             found |= {label: h for h, label in zip(*ax.get_legend_handles_labels(), strict=True) if label not in found}
-        fig.legend(handles=cells + list(found.values()), loc="outside lower center", ncols=5)
+        legend_ax.set_axis_off()
+        legend_ax.legend(handles=cells + list(found.values()), loc="center", ncols=2, fontsize="small")
     return fig

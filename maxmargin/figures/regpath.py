@@ -17,9 +17,9 @@ from maxmargin.figures import style
 from maxmargin.figures.synthetic import KIND_LABELS
 
 TITLES = {
-    "fig1b": "Fig. 1(b) data: $p(R)$, fixed $v$ (Thm 1)",
-    "fig3a": "Fig. 3(a) data: $(v_r, p_R)$, $r = R$ (Thm 5)",
-    "fig3b": "Fig. 3(b) data: $(v_r, p_R)$, $r = R$ (Thm 6)",
+    "fig1b": "Fig. 1(b) data (Thm 1):\n$p(R)$, fixed $v$",
+    "fig3a": "Fig. 3(a) data (Thm 5):\n$(v_r, p_R)$, $r = R$",
+    "fig3b": "Fig. 3(b) data (Thm 6):\n$(v_r, p_R)$, $r = R$",
 }
 FLOOR = 1e-16  # 1 - cosine is drawn at least at this value (log axis)
 
@@ -75,14 +75,14 @@ def _panel(ax_cos: Axes, ax_gap: Axes, frame: pd.DataFrame, instance: str) -> No
     for ax in (ax_cos, ax_gap):
         ax.set_xscale("log")
     ax_gap.set_yscale("log")
-    ax_cos.set_title(TITLES.get(instance, instance), fontsize=9)
+    ax_cos.set_title(TITLES.get(instance, instance))
     ax_cos.set_ylabel("cosine")
     ax_gap.set_ylabel("1 - cosine")
     kkt = float(frame.loc[frame["method"] == "path", "kkt_residual"].max())
     x = "$R$ (GD: $\\|p(t)\\|$)" if gd_runs else "$R = r$"
-    ax_gap.set_xlabel(f"{x}\nKKT residual of the path at most {kkt:.0e} at every $R$", linespacing=1.6)
+    ax_gap.set_xlabel(f"{x}\npath's KKT residual ≤ {kkt:.0e}", linespacing=1.5)
     handles, labels = ax_cos.get_legend_handles_labels()
-    ax_gap.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.38), ncols=2)
+    ax_gap.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.42), ncols=1)
 
 
 def draw_regpath(path: pd.DataFrame, compare: pd.DataFrame) -> Figure:
@@ -90,11 +90,12 @@ def draw_regpath(path: pd.DataFrame, compare: pd.DataFrame) -> Figure:
     what it is compared with (regpath_compare.csv: GD runs, local optima)."""
     table = pd.concat([path, compare], ignore_index=True)
     instances = list(dict.fromkeys(table["instance"]))
-    with style.paper_style():
+    with style.paper_style(wide=True):
         import matplotlib.pyplot as plt
 
+        width = min(3.5 * len(instances), style.WIDE_WIDTH)
         fig, axes = plt.subplots(
-            2, len(instances), figsize=(4.3 * len(instances), 7.0), layout="constrained", squeeze=False, sharex="col"
+            2, len(instances), figsize=(width, 8.6), layout="constrained", squeeze=False, sharex="col"
         )
         for j, instance in enumerate(instances):
             _panel(axes[0, j], axes[1, j], table[table["instance"] == instance], instance)

@@ -60,10 +60,24 @@ def smallest_text(fig: Figure) -> float:
     return min((float(t.get_fontsize()) for t in texts), default=float("inf"))
 
 
+# A figure of several panels side by side (the regularization paths, the basins) is wider than the others, so its
+# gallery thumbnail (registry.GALLERY_SCALE, then the README's width) shrinks it more: its text is larger, and such a
+# figure keeps to at most WIDE_WIDTH inches.
+WIDE_STYLE = {
+    "font.size": 11,
+    "axes.titlesize": 11,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 9.5,
+}
+WIDE_WIDTH = 10.5
+
+
 @contextlib.contextmanager
-def paper_style() -> Iterator[None]:
-    """Apply the shared style for the duration of one figure."""
-    with plt.rc_context(STYLE):
+def paper_style(wide: bool = False) -> Iterator[None]:
+    """Apply the shared style for the duration of one figure (``wide``: with the larger text of :data:`WIDE_STYLE`)."""
+    with plt.rc_context(STYLE | (WIDE_STYLE if wide else {})):
         yield
 
 
