@@ -152,6 +152,11 @@ def check_data_indices(config: Mapping[str, Any]) -> None:
                 f"config key '{key}' is {probe['image_index']}, outside the {n} test images of the {name} run "
                 f"({why}); pick an index below {n}"
             )
+        if int(probe["n_images"]) > n:
+            raise ValueError(
+                f"config key '{name}.probe.n_images' is {probe['n_images']}, more than the {n} test images of the "
+                f"{name} run ({why}); lower it to at most {n}"
+            )
 
 
 def check_cross_keys(config: Mapping[str, Any]) -> None:
@@ -168,11 +173,35 @@ def check_cross_keys(config: Mapping[str, Any]) -> None:
             f"config key 'census.histogram.dims' {census['histogram']['dims']} must be a subset of 'census.dims' "
             f"{census['dims']}: Figure 9(b) is drawn from the census runs"
         )
-    vit = config.get("vit")
-    if vit and max(vit["plots"]["fig6_epochs"]) > vit["train"]["epochs"]:
+    if config.get("vit"):
+        _check_vit_cadences(config["vit"])
+
+
+def _check_vit_cadences(vit: Mapping[str, Any]) -> None:
+    """Figure 6's epochs are evaluated epochs of the run; the W-ATT-SVM's images are among the probe images."""
+    epochs, every, drawn = vit["train"]["epochs"], vit["train"]["eval_every"], vit["plots"]["fig6_epochs"]
+    if max(drawn) > epochs:
+        raise ValueError(f"config key 'vit.plots.fig6_epochs' {drawn} goes past 'vit.train.epochs' = {epochs}")
+    if off := [e for e in drawn if e % every and e != epochs]:
         raise ValueError(
-            f"config key 'vit.plots.fig6_epochs' {vit['plots']['fig6_epochs']} goes past 'vit.train.epochs' = "
-            f"{vit['train']['epochs']}"
+            f"config key 'vit.plots.fig6_epochs' {drawn} has epochs without a metrics row ({off}): rows are kept "
+            f"every 'vit.train.eval_every' = {every} epochs and at the last; draw multiples of it"
+        )
+    w_svm, n_probe = vit.get("w_svm", {}), vit["probe"]["n_images"]
+    if w_svm and w_svm["images"] > n_probe:
+        raise ValueError(
+            f"config key 'vit.w_svm.images' is {w_svm['images']}, more than the 'vit.probe.n_images' = {n_probe} "
+            "probe images it is taken from: lower it, or raise vit.probe.n_images"
+        )
+    if w_svm and w_svm["nuclear_images"] > w_svm["images"]:
+        raise ValueError(
+            f"config key 'vit.w_svm.nuclear_images' is {w_svm['nuclear_images']}, more than 'vit.w_svm.images' = "
+            f"{w_svm['images']}: the nuclear-norm solve takes the first of those images"
+        )
+    if w_svm and w_svm["nuclear_draws"] > w_svm["null_draws"]:
+        raise ValueError(
+            f"config key 'vit.w_svm.nuclear_draws' is {w_svm['nuclear_draws']}, more than 'vit.w_svm.null_draws' = "
+            f"{w_svm['null_draws']}: the nuclear-norm null reuses the first of those draws"
         )
 
 

@@ -113,7 +113,7 @@ def _restated(table: Table, frame: pd.DataFrame, wildcards: Mapping[str, str], c
         if source.startswith("{"):
             expected = [str(wildcards[source.strip("{}")])]
         elif source.startswith("0.."):
-            expected = [str(k) for k in range(int(registry.lookup(config, source[3:])) + 1)]
+            expected = [str(k) for k in registry.every(config, source[3:])]
         else:
             value = registry.lookup(config, source)
             expected = [str(v) for v in value] if isinstance(value, list) else [str(value)]

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from maxmargin.experiments.vit import VitSettings, load_image_data, resolve_device, train_vit
-from maxmargin.experiments.vit.checkpoint import w_history_path
+from maxmargin.experiments.vit.checkpoint import remove_checkpoint
 from maxmargin.experiments.vit_study import pilot_row, reset_peak_memory
 from maxmargin.logs import rule_logging
 from maxmargin.tables import write_csv
@@ -13,14 +13,15 @@ from maxmargin.tables import write_csv
 with rule_logging(snakemake) as log:
     vit = snakemake.params.reads["vit"]
     full = VitSettings.from_config(vit)
-    pilot = dataclasses.replace(full, train=dataclasses.replace(full.train, epochs=vit["pilot"]["epochs"]))
+    # every epoch measured (the pilot's times are per epoch), no snapshots (no analysis reads a pilot)
+    train = dataclasses.replace(full.train, epochs=vit["pilot"]["epochs"], eval_every=1, snapshot_every=0)
+    pilot = dataclasses.replace(full, train=train)
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     data = load_image_data(pilot.data, pilot.train.seed, manifest)
     reset_peak_memory(resolve_device(pilot.train.device))
     checkpoint = Path(snakemake.params.checkpoint)
     result = train_vit(pilot, data, checkpoint)
-    for path in (checkpoint, w_history_path(checkpoint)):  # the pilot's own: never resumed by the real run
-        path.unlink(missing_ok=True)
+    remove_checkpoint(checkpoint)  # the pilot's own: never resumed by the real run
     row = pilot_row(pilot, result, full.train.epochs)
     write_csv(row, snakemake.output[0])
     r = row.iloc[0].to_dict()

@@ -19,7 +19,7 @@ with rule_logging(snakemake) as log:
     retrain = bool(snakemake.resources.retrain)  # --forcerun vit_train or --forceall (workflow/rules/vit.smk)
     result = train_vit(settings, data, snakemake.params.checkpoint, restore=not retrain)
     out = snakemake.output
-    table = save_result(result, settings, out.metrics, out.sidecar, out.maps)
+    table = save_result(result, settings, out.metrics, out.sidecar, out.maps, out.snapshots)
     first, last = table.iloc[0], table.iloc[-1]
     log.info(
         "soft-sparsity %.4f -> %.4f, ||W||_F %.3f -> %.3f, test acc %.3f over %d epochs on %s (%s, %d threads, %s)",

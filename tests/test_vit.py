@@ -29,6 +29,7 @@ from maxmargin.experiments.vit import (
     VitSettings,
 )
 from maxmargin.experiments.vit.results import save_result
+from maxmargin.files import file_sha256
 from maxmargin.logs import rule_logging
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
@@ -322,11 +323,23 @@ def kill_at_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
     monkeypatch.setattr(vit.training._Trainer, "train_epoch", dying)
 
 
-@pytest.mark.parametrize("optimizer,augment,schedule", [("adam", False, "cosine"), ("sgd", True, "constant")])
+@pytest.mark.parametrize(
+    "optimizer,augment,schedule,eval_every",
+    [("adam", False, "cosine", 1), ("sgd", True, "constant", 1), ("adam", False, "constant", 2)],
+)
 def test_killed_and_resumed_run_equals_uninterrupted(
-    tmp_path: Path, tiny_data: ImageData, optimizer: str, augment: bool, schedule: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    tiny_data: ImageData,
+    optimizer: str,
+    augment: bool,
+    schedule: str,
+    eval_every: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    s = tiny_settings(3, optimizer=optimizer, schedule=schedule, warmup_epochs=1.0, grad_clip=1.0)
+    s = tiny_settings(
+        3, optimizer=optimizer, schedule=schedule, warmup_epochs=1.0, grad_clip=1.0, eval_every=eval_every,
+        snapshot_every=2,
+    )  # fmt: skip
     settings = dataclasses.replace(s, data=dataclasses.replace(s.data, augment=augment))
     whole = vit.train_vit(settings, tiny_data, tmp_path / "a.pt")
     assert whole.info["resumed_from_epoch"] is None
@@ -337,12 +350,21 @@ def test_killed_and_resumed_run_equals_uninterrupted(
     assert resumed.info["resumed_from_epoch"] == 2
     pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=True)
     np.testing.assert_array_equal(resumed.maps, whole.maps)
-    assert list(comparable(whole)["epoch"]) == [0, 1, 2, 3]
-    assert whole.maps.shape == (4, 16) and whole.grid == (4, 4)
+    evaluated = [0, 1, 2, 3] if eval_every == 1 else [0, 2, 3]
+    assert list(comparable(whole)["epoch"]) == evaluated
+    assert whole.maps.shape == (len(evaluated), 16) and whole.grid == (4, 4)
+    assert [t["epochs"] for t in whole.times] == [0] + [evaluated[1] - 0] + [1] * (len(evaluated) - 2)
     np.testing.assert_allclose(whole.maps.sum(axis=1), 1.0, atol=1e-6)
     np.testing.assert_array_equal(whole.image, tiny_data.x_test[1].permute(1, 2, 0).numpy())
-    # one checkpoint per run, the latest, and its W history
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt", "a.pt.w_history", "b.pt", "b.pt.w_history"]
+    # the snapshots (epoch 0, every 2nd, the last) of the resumed run are those of the uninterrupted one
+    assert whole.snapshots.epochs() == resumed.snapshots.epochs() == [0, 2, 3]
+    for epoch in (0, 2, 3):
+        a, b = (torch.load(r.snapshots._file(epoch), weights_only=True) for r in (whole, resumed))
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    # one checkpoint per run, the latest, its W history and its snapshots
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"{run}.pt{suffix}" for run in "ab" for suffix in ("", ".snapshots", ".w_history")
+    ]
 
 
 def test_a_resumed_runs_log_tells_the_whole_run(tmp_path: Path, tiny_data: ImageData, monkeypatch) -> None:
@@ -386,11 +408,14 @@ def test_a_checkpoint_of_other_code_is_kept_aside_not_overwritten(
 
 
 def test_only_the_training_code_is_in_the_checkpoints_fingerprint() -> None:
-    """An edit of how results are written (results.py) restores a finished run instead of training it again; rule
-    vit_train's `code` param still covers the whole package, so the outputs follow the edit."""
+    """An edit of how results are written (results.py) or where a checkpoint is kept (checkpoint.py) restores a
+    finished run instead of training it again; rule vit_train's `code` param covers the package but its analyses,
+    so the outputs follow the edit; an edit of an analysis (w_svm_probe.py) reruns the analysis only."""
     modules = {p.name for p in (REPO / "maxmargin/experiments/vit").glob("*.py")}
     assert set(vit.settings.TRAINING_MODULES) <= modules
-    assert modules - set(vit.settings.TRAINING_MODULES) == {"__init__.py", "baseline.py", "results.py"}
+    outside = {"__init__.py", "baseline.py", "checkpoint.py", "results.py", "w_svm_probe.py"}
+    assert modules - set(vit.settings.TRAINING_MODULES) == outside
+    assert set(vit.settings.ANALYSIS_MODULES) == {"w_svm_probe.py"}
 
 
 def test_learning_rate_schedule() -> None:
@@ -440,13 +465,20 @@ def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: Imag
 def test_save_result_files(tmp_path: Path, tiny_data: ImageData) -> None:
     settings = tiny_settings(1)
     result = vit.train_vit(settings, tiny_data, tmp_path / "ck.pt")
-    table = save_result(result, settings, tmp_path / "m.csv", tmp_path / "m.json", tmp_path / "maps.npz")
+    files = [tmp_path / name for name in ("m.csv", "m.json", "maps.npz", "snapshots.pt")]
+    table = save_result(result, settings, *files)
     assert list(pd.read_csv(tmp_path / "m.csv").columns) == vit.METRIC_COLUMNS == list(table.columns)
     sidecar = json.loads((tmp_path / "m.json").read_text())
     assert sidecar["optimizer"] == "adam" and sidecar["device"] == "cpu" and sidecar["dataset"] == "synthetic"
-    assert sidecar["settings"]["model"]["embed_dim"] == 16
+    assert sidecar["settings"]["model"]["embed_dim"] == 16 and sidecar["snapshot_epochs"] == [0, 1]
     with np.load(tmp_path / "maps.npz") as f:
         assert f["maps"].shape == (2, 16) and f["image"].shape == (32, 32, 3) and list(f["grid"]) == [4, 4]
+        assert list(f["epochs"]) == [0, 1]
+    snapshots = vit.load_snapshots(tmp_path / "snapshots.pt")
+    assert snapshots["epochs"] == [0, 1] and snapshots["fingerprint"] == result.info["fingerprint"]
+    model = vit.build_vit(settings.model)
+    model.load_state_dict(snapshots["states"][1])  # the trained model, whole
+    assert sidecar["snapshots_sha256"] == file_sha256(tmp_path / "snapshots.pt")
 
 
 TINY_RUN = {
@@ -599,7 +631,8 @@ def test_undoing_a_code_edit_restores_the_finished_run(tmp_path: Path, tiny_data
     pd.testing.assert_frame_equal(comparable(again), comparable(first), check_exact=True)
     aside = f"checkpoint.{edited.info['fingerprint']}.pt"  # the edited code's run, in its turn
     kept = {"checkpoint.pt", aside}
-    assert {p.name for p in tmp_path.iterdir()} == kept | {f"{name}.w_history" for name in kept}
+    companions = {f"{name}{suffix}" for name in kept for suffix in (".w_history", ".snapshots")}
+    assert {p.name for p in tmp_path.iterdir()} == kept | companions
 
 
 @pytest.mark.slow  # four runs of four epochs

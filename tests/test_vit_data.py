@@ -147,6 +147,22 @@ def test_a_damaged_file_is_reported_as_corrupt_and_removed(tmp_path: Path, monke
     assert not (tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte").exists()
 
 
+def test_a_damaged_decompressed_file_is_decompressed_again_from_its_intact_gz(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decompressed idx file damaged after its .gz was decompressed is made again in the same run: the run keeps
+    Fashion-MNIST instead of falling back to the digits (and the next plan does not flip back)."""
+    arrays = write_fashion(tmp_path / "debian", monkeypatch)
+    vit.load_image_data(settings(tmp_path, fallback=["digits"]), 0)
+    decompressed = tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte"
+    damaged = bytearray(decompressed.read_bytes())
+    damaged[-1] = (damaged[-1] + 1) % 10
+    decompressed.write_bytes(bytes(damaged))
+    data = vit.load_image_data(settings(tmp_path, fallback=["digits"]), 0)
+    assert data.name == vit.FASHION_MNIST_NAME
+    np.testing.assert_array_equal(data.y_test.numpy(), arrays["t10k-labels-idx1-ubyte"])
+
+
 def test_to_rgb32_pads_without_resampling() -> None:
     image = torch.arange(28 * 28, dtype=torch.int64).remainder(256).to(torch.uint8).reshape(1, 28, 28)
     out = fashion.to_rgb32(image)

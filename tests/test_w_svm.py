@@ -6,15 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import DEFAULT_CONFIG
 
-from maxmargin.claims import evaluate_claims
 from maxmargin.core.svm import att_svm
-from maxmargin.core.w_svm import frobenius_cosine, query_inputs, w_att_svm, w_att_svm_nuclear, w_logits, w_margins
+from maxmargin.core.w_svm import (
+    frobenius_cosine,
+    query_inputs,
+    random_rank_matrix,
+    rank_ceiling,
+    span_cosine,
+    w_att_svm,
+    w_att_svm_nuclear,
+    w_logits,
+    w_margins,
+)
 from maxmargin.experiments.vit.model import build_vit, cls_attention, last_attention
-from maxmargin.experiments.vit.probes import WSvmProbe, attention_inputs, head_key_query
-from maxmargin.experiments.vit.results import w_svm_table
-from maxmargin.experiments.vit.settings import ModelSettings, ProbeSettings
+from maxmargin.experiments.vit.settings import ModelSettings
+from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, attention_inputs, head_key_query, probe_snapshots
 
 
 def _tokens(seed: int = 0, n: int = 6, t: int = 5, c: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -24,11 +31,11 @@ def _tokens(seed: int = 0, n: int = 6, t: int = 5, c: int = 3) -> tuple[np.ndarr
     return z, x, w_logits(rng.standard_normal((c + 1, c)), z, x).argmax(axis=1)
 
 
-def _primal_qp(z: np.ndarray, x: np.ndarray, selected: np.ndarray) -> np.ndarray:
+def _primal_qp(z: np.ndarray, x: np.ndarray, selected: np.ndarray, query_bias: bool = True) -> np.ndarray:
     """min 1/2 ||vec W||^2 s.t. <a_i (x_io - x_it)^T, W> >= 1, written out row by row: cvxopt's primal QP."""
     from cvxopt import matrix, solvers
 
-    a = query_inputs(z)
+    a = query_inputs(z, query_bias)
     rows = [
         np.outer(a[i], x[i, selected[i]] - x[i, t]).ravel()
         for i in range(len(z))
@@ -105,20 +112,92 @@ def test_head_key_query_reproduces_timms_cls_attention():
     assert np.abs(wt[:, -1]).max() > 1e-3  # the query-bias row is there
 
 
-def test_w_svm_probe_rows_on_a_tiny_vit():
+PROBE = WSvmSettings(
+    images=4, soft_c=1e4, query_bias=True, null_draws=3, shuffles=2, nuclear_images=2, nuclear_every=0,
+    nuclear_draws=2, seed=0,
+)  # fmt: skip
+
+
+def test_the_probe_of_snapshots_gives_every_column_with_its_nulls_and_ceiling():
     model, images = _tiny_vit()
-
-    class Settings:  # only what the probe reads
-        probe = ProbeSettings(n_images=5, image_index=0, w_svm_every=3, w_svm_images=4, w_svm_soft_c=1e4)
-        train = type("T", (), {"epochs": 7, "threads": 1})()
-
-    probe = WSvmProbe(Settings(), images, batch_size=2)
-    assert [e for e in range(8) if probe.due(e)] == [0, 3, 6, 7]
-    rows = probe.measure(model, 0)
-    assert [r["head"] for r in rows] == [0, 1]
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    snapshots = {"epochs": [0, 3, 7], "states": {0: state, 3: state, 7: state}}
+    settings = ModelSettings(patch_size=8, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0, img_size=32,
+                             num_classes=10)  # fmt: skip
+    rows = probe_snapshots(snapshots, settings, images, PROBE, batch_size=2)
+    assert [(r["epoch"], r["head"]) for r in rows] == [(e, h) for e in (0, 3, 7) for h in (0, 1)]
     for r in rows:
-        assert r["n_constraints"] == 4 * 16 and r["hard_margin"] and r["margins_met"] == 1.0
-        assert 0.0 < r["cosine"] < 1.0
+        assert r["n_constraints"] == 4 * 16 and r["n_images"] == 4 and r["hard_margin"] and r["margins_met"] == 1.0
+        assert 0.0 < r["cosine"] <= r["span_cosine"] + 1e-9 <= 1.0 + 1e-9
+        assert r["cosine"] <= r["ceiling"] + 1e-9 and r["ceiling_fraction"] == pytest.approx(r["cosine"] / r["ceiling"])
+        assert r["null_rank_sd"] > 0 and np.isfinite(r["null_shuffled"])
+    # the same model at every snapshot: the same selections, and the nuclear-norm solve at the first and last only
+    assert [np.isnan(r["selection_kept"]) for r in rows[:2]] == [True, True]
+    assert [r["selection_kept"] for r in rows[2:]] == [1.0] * 4
+    assert [np.isfinite(r["cosine_nuclear"]) for r in rows] == [True, True, False, False, True, True]
+    with pytest.raises(ValueError, match="vit.w_svm.images is 4, but the run has 3 probe images"):
+        probe_snapshots(snapshots, settings, images[:3], PROBE, batch_size=2)
+
+
+def test_the_authors_form_without_the_bias_row_is_the_same_svm_in_z():
+    z, x, _ = _tokens(7)
+    selected = w_logits(np.random.default_rng(1).standard_normal((3, 3)), z, x, query_bias=False).argmax(axis=1)
+    res = w_att_svm(z, x, selected, query_bias=False)
+    assert res.solution.shape == (3, 3) and res.hard
+    np.testing.assert_allclose(res.solution, _primal_qp(z, x, selected, query_bias=False), atol=1e-6)
+    model, images = _tiny_vit()
+    assert head_key_query(last_attention(model), query_bias=False).shape == (2, 16, 16)
+
+
+def test_feasibility_is_decided_by_the_hard_problem_whatever_the_soft_margin_weight():
+    """A feasible instance whose multipliers exceed soft_c is still solved by its hard margin (a soft weight of
+    1e-3 boxes every multiplier of this instance: the hard W_mm's squared norm, their sum, is about 7)."""
+    z, x, selected = _tokens(5, n=5, t=5, c=3)
+    res = w_att_svm(z, x, selected, soft_c=1e-3)
+    assert res.hard and res.met == 1.0
+    np.testing.assert_allclose(res.solution, _primal_qp(z, x, selected), atol=1e-6)
+    assert np.linalg.norm(res.solution) ** 2 > 1.0
+
+
+def test_an_infeasible_nuclear_norm_svm_returns_its_soft_margin_solution():
+    """min ||w|| + C sum hinge(1 - <w, f_k>) with W of one column (C = 1: the nuclear norm is the 2-norm), checked
+    against a direct minimisation; a copy of the selected token makes the hard problem infeasible."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    z, x = rng.standard_normal((4, 1)), rng.standard_normal((4, 3, 1))
+    selected = np.array([0, 1, 2, 0])
+    x[0, 1] = x[0, 0]  # 0 >= 1 cannot hold
+    res = w_att_svm_nuclear(z, x, selected, soft_c=2.0)
+    assert not res.hard and res.met < 1.0
+    feats = np.array([np.outer(query_inputs(z)[i], x[i, selected[i]] - x[i, t]).ravel()
+                      for i in range(4) for t in range(3) if t != selected[i]])  # fmt: skip
+
+    def objective(w: np.ndarray) -> float:
+        return float(np.linalg.norm(w) + 2.0 * np.maximum(0.0, 1.0 - feats @ w).sum())
+
+    best = min((minimize(objective, w0, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12,
+                "maxiter": 20000}) for w0 in rng.standard_normal((8, 2))), key=lambda r: r.fun)  # fmt: skip
+    assert objective(res.solution.ravel()) == pytest.approx(best.fun, abs=1e-5)
+
+
+def test_the_rank_ceiling_is_attained_and_never_beaten():
+    rng = np.random.default_rng(0)
+    w_mm = rng.standard_normal((9, 8))
+    ceiling = rank_ceiling(w_mm, 3)
+    u, s, vt = np.linalg.svd(w_mm)
+    best = (u[:, :3] * s[:3]) @ vt[:3]
+    assert frobenius_cosine(best, w_mm) == pytest.approx(ceiling, abs=1e-12)
+    assert max(frobenius_cosine(random_rank_matrix(rng, (9, 8), 3), w_mm) for _ in range(200)) < ceiling
+    assert rank_ceiling(np.eye(4), 1) == pytest.approx(0.5) and rank_ceiling(w_mm, 8) == pytest.approx(1.0)
+
+
+def test_the_span_cosine_bounds_the_cosine_with_any_svm_solution_of_the_inputs():
+    z, x, selected = _tokens(2, n=3, t=3, c=5)  # few inputs: the span is a strict subspace of the 6 x 5 matrices
+    w_mm = w_att_svm(z, x, selected).solution
+    assert span_cosine(w_mm, z, x) == pytest.approx(1.0, abs=1e-9)
+    other = np.random.default_rng(4).standard_normal(w_mm.shape)
+    assert abs(frobenius_cosine(other, w_mm)) <= span_cosine(other, z, x) < 0.9
 
 
 def test_the_nuclear_norm_svm_trades_frobenius_norm_for_nuclear_norm():
@@ -137,33 +216,6 @@ def test_the_nuclear_norm_svm_trades_frobenius_norm_for_nuclear_norm():
     assert not np.all(w_margins(0.99 * nuc.solution, z, x, selected) >= 1.0)
 
 
-def _w_svm_rows(cosines: dict[int, list[float]]) -> list[dict]:
-    return [
-        {"epoch": e, "head": h, "cosine": c, "hard_margin": True, "margins_met": 1.0, "n_constraints": 16384,
-         "support": 80, "w_frobenius": 1.0, "svm_frobenius": 3.0, "selected_cls": 0.0, "seconds": 0.5}
-        for e, heads in cosines.items()
-        for h, c in enumerate(heads)
-    ]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "cosines, verdict",
-    [
-        ({0: [0.1, 0.12], 10: [0.3, 0.35], 20: [0.5, 0.55]}, "holds"),  # +0.415, rising
-        ({0: [0.1, 0.12], 10: [0.2, 0.25], 20: [0.25, 0.3]}, "differs"),  # +0.165 < 0.2
-        ({0: [0.1, 0.12], 10: [0.6, 0.65], 20: [0.4, 0.45]}, "differs"),  # Spearman 0.5 < 0.8
-    ],
-)
-def test_the_claim_needs_the_gain_over_the_null_and_a_rise(cosines, verdict):
-    assert DEFAULT_CONFIG["vit"]["guard"]["min_w_svm_gain"] == 0.2
-    assert DEFAULT_CONFIG["vit"]["guard"]["min_w_svm_spearman"] == 0.8
-    table = w_svm_table({"w_svm": _w_svm_rows(cosines), "dataset": "fashion_mnist"})
-    assert list(table["cosine_init"]) == [0.1, 0.12] * 3 and "seconds" not in table
-    claims = evaluate_claims({"vit_w_svm": table}, DEFAULT_CONFIG).set_index("claim_id")
-    assert claims.loc["vit_w_svm_direction", "verdict"] == verdict
-    assert "0.110 at initialisation" in claims.loc["vit_w_svm_direction", "measured"]
-
-
 def test_the_qp_fallback_of_pivoting_gives_the_same_solution(monkeypatch):
     import maxmargin.core.w_svm as w_svm
 
@@ -175,15 +227,15 @@ def test_the_qp_fallback_of_pivoting_gives_the_same_solution(monkeypatch):
     np.testing.assert_allclose(res.solution, exact, atol=1e-6)
 
 
-def test_a_run_without_the_probe_gets_a_panel_that_says_so() -> None:
-    """vit.probe.w_svm_every 0 (the GPU session's config): the table is empty and the companion panel of Figure 7
+def test_a_run_without_snapshots_gets_a_panel_that_says_so() -> None:
+    """vit.train.snapshot_every 0 (the GPU session's config): the table is empty and the companion panel of Figure 7
     says why, instead of failing the run's docs page."""
     import matplotlib.pyplot as plt
+    import pandas as pd
 
     from maxmargin.figures.vit import NO_W_SVM, draw_w_svm
+    from maxmargin.registry import columns
 
-    table = w_svm_table({"w_svm": [], "dataset": "fashion_mnist"})
-    assert table.empty
-    fig = draw_w_svm(table, min_w_svm_gain=DEFAULT_CONFIG["vit"]["guard"]["min_w_svm_gain"])
+    fig = draw_w_svm(pd.DataFrame(columns=columns("vit_w_svm")), min_w_svm_gain=0.2)
     assert [t.get_text() for t in fig.texts] == [NO_W_SVM] and not fig.axes
     plt.close(fig)

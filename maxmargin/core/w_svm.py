@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve
+
+from maxmargin.core.gd import cosine
 
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12, "maxiters": 200}
 _SDP_OPTIONS = {"show_progress": False, "abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9, "maxiters": 100}
@@ -32,6 +33,11 @@ _SDP_OPTIONS = {"show_progress": False, "abstol": 1e-9, "reltol": 1e-9, "feastol
 _PIVOTING_STEPS = 50
 # Margin tolerance: a constraint a^T W d >= 1 counts as met at 1 - W_SVM_TOL (the cutting planes stop there).
 W_SVM_TOL = 1e-9
+# No W meets every margin when the constraint features' convex hull comes closer to 0 than this fraction of their
+# typical norm f (its nearest point is at rho = 1 / ||W_mm||_F): 0 is in the hull to the solvers' precision, and the
+# hard-margin cutting planes stop once ||W||_F >= 1 / (HULL_TOL f). A feasible probe is far from it (the largest
+# ||W_mm||_F f seen: about 1e3).
+HULL_TOL = 1e-5
 
 
 @dataclass(frozen=True)
@@ -51,51 +57,68 @@ class WSVMResult:
     rounds: int
 
 
-def query_inputs(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    """a_i = [z_i; 1]: the query input with the constant that carries the query bias (Lemma 1's W is (C + 1) x C).
+def query_inputs(z: NDArray[np.float64], query_bias: bool = True) -> NDArray[np.float64]:
+    """a_i = [z_i; 1]: the query input with the constant that carries the query bias (Lemma 1's W is (C + 1) x C);
+    a_i = z_i without it (``query_bias`` false: the authors' z^T W x, W of C x C).
 
     Parameters
     ----------
     z : ndarray, shape (n, C)
         Query inputs.
+    query_bias : bool
+        Whether to append the constant 1.
 
     Returns
     -------
-    ndarray, shape (n, C + 1)
-        [z_i; 1].
+    ndarray, shape (n, C + 1) or (n, C)
+        [z_i; 1], or z_i.
+
+    Examples
+    --------
+    >>> query_inputs(np.array([[2.0, 3.0]]))
+    array([[2., 3., 1.]])
     """
     z = np.asarray(z, dtype=np.float64)
-    return np.concatenate([z, np.ones((len(z), 1))], axis=1)
+    return np.concatenate([z, np.ones((len(z), 1))], axis=1) if query_bias else z
 
 
-def w_logits(w: NDArray[np.float64], z: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The key-dependent attention logits [z_i; 1]^T W x_it of a head (the rest is constant over t).
+def w_logits(
+    w: NDArray[np.float64], z: NDArray[np.float64], x: NDArray[np.float64], query_bias: bool = True
+) -> NDArray[np.float64]:
+    """The key-dependent attention logits a_i^T W x_it of a head (the rest is constant over t).
 
     Parameters
     ----------
-    w : ndarray, shape (C + 1, C)
-        The head's key-query matrix with its query-bias row.
+    w : ndarray, shape (C + 1, C), or (C, C) without ``query_bias``
+        The head's key-query matrix (with its query-bias row).
     z : ndarray, shape (n, C)
         Query inputs.
     x : ndarray, shape (n, T, C)
         Token (key) inputs.
+    query_bias : bool
+        Whether ``w`` has the query-bias row (:func:`query_inputs`).
 
     Returns
     -------
     ndarray, shape (n, T)
         The logits.
     """
-    return np.einsum("ic,itc->it", query_inputs(z) @ np.asarray(w, dtype=np.float64), np.asarray(x, np.float64))
+    a = query_inputs(z, query_bias)
+    return np.einsum("ic,itc->it", a @ np.asarray(w, dtype=np.float64), np.asarray(x, np.float64))
 
 
 def w_margins(
-    w: NDArray[np.float64], z: NDArray[np.float64], x: NDArray[np.float64], selected: NDArray[np.int_]
+    w: NDArray[np.float64],
+    z: NDArray[np.float64],
+    x: NDArray[np.float64],
+    selected: NDArray[np.int_],
+    query_bias: bool = True,
 ) -> NDArray[np.float64]:
     """a_i^T W (x_{i,o_i} - x_it), the left-hand sides of (W-ATT-SVM); +inf at t = o_i.
 
     Parameters
     ----------
-    w : ndarray, shape (C + 1, C)
+    w : ndarray, shape (C + 1, C), or (C, C) without ``query_bias``
         Key-query matrix.
     z : ndarray, shape (n, C)
         Query inputs.
@@ -103,13 +126,15 @@ def w_margins(
         Token inputs.
     selected : ndarray of int, shape (n,)
         The selected token o_i of each input.
+    query_bias : bool
+        Whether ``w`` has the query-bias row.
 
     Returns
     -------
     ndarray, shape (n, T)
         The margins.
     """
-    logits = w_logits(w, z, x)
+    logits = w_logits(w, z, x, query_bias)
     n = len(logits)
     margins = logits[np.arange(n), selected][:, None] - logits
     margins[np.arange(n), selected] = np.inf
@@ -143,10 +168,33 @@ def _violated(margins: NDArray[np.float64], inside: NDArray[np.bool_], per_input
     return add
 
 
-def _active_set(g: NDArray[np.float64], alpha: NDArray[np.float64], soft_c: float) -> NDArray[np.float64]:
+def _min_norm_dual(g: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The hard-margin dual through the nearest point of the features' convex hull to 0 (Gilbert's problem): with
+    beta = argmin beta^T G beta s.t. beta >= 0, sum beta = 1 (cvxopt) and rho^2 = beta^T G beta, the SVM's
+    multipliers are beta / rho^2 and ||W_mm||_F = 1 / rho (huge where 0 is in the hull: no W meets every margin,
+    which the cutting planes tell by :data:`HULL_TOL`)."""
+    from cvxopt import matrix, solvers
+
+    m = len(g)
+    sol = solvers.qp(
+        matrix(2.0 * g),
+        matrix(np.zeros(m)),
+        matrix(-np.eye(m)),
+        matrix(np.zeros(m)),
+        matrix(np.ones((1, m))),
+        matrix(1.0),
+        options=_QP_OPTIONS,
+    )
+    beta = np.maximum(np.array(sol["x"]).ravel(), 0.0)
+    beta /= beta.sum()
+    return beta / max(float(beta @ g @ beta), 1e-300)
+
+
+def _active_set(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> NDArray[np.float64]:
     """min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0 by block principal pivoting (Judice & Pires 1994; Kim &
     Park 2011): exact on the final passive set. ``alpha`` (the previous round's) gives the first passive set. Where
-    pivoting has not settled in ``_PIVOTING_STEPS`` steps, cvxopt's QP (boxed at ``soft_c``) solves the round."""
+    pivoting has not settled in ``_PIVOTING_STEPS`` steps (it cycles, or the problem has no solution),
+    :func:`_min_norm_dual` solves the round."""
     free = alpha > 0 if np.any(alpha > 0) else np.ones(len(g), dtype=bool)
     best, backup = len(g) + 1, 3
     out = np.zeros(len(g))
@@ -170,7 +218,7 @@ def _active_set(g: NDArray[np.float64], alpha: NDArray[np.float64], soft_c: floa
             free ^= wrong
         else:
             free[np.flatnonzero(wrong)[-1]] ^= True
-    return _dual_qp(g, soft_c)
+    return _min_norm_dual(g)
 
 
 def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -181,20 +229,27 @@ def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np
     return out
 
 
+# A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it) -> (multipliers, W).
+Solve = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], tuple[NDArray, NDArray]]
+
+
 def _cutting_planes(
     a: NDArray[np.float64],
     d: NDArray[np.float64],
     other: NDArray[np.bool_],
-    solve: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]],
+    solve: Solve,
     per_input: int,
     tol: float,
     max_rounds: int,
+    bound: float = np.inf,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int]:
     """The dual on a growing working set: W, all margins, the working set's multipliers, the rounds used.
 
-    The working set starts with the closest other token of each input; each round ``solve`` (kernel, previous
-    multipliers) -> multipliers, W = sum_k alpha_k a_k d_k^T, and the most violated constraints outside the set
-    (``per_input`` per input) join it. Constraints whose multiplier fell to 0 leave. The full kernel is never formed.
+    The working set starts with the closest other token of each input; each round ``solve`` gives the multipliers
+    and W, and the most violated constraints outside the set (``per_input`` per input) join it. Constraints with no
+    multiplier and slack in their margin leave (the next solve's cost grows with the set). The full set of
+    constraints is only ever evaluated, never factorised. ||W||_F at ``bound`` or beyond stops the rounds (the
+    hard problem has no solution: its dual is unbounded).
     """
     n = len(a)
     inside = np.zeros(other.shape, dtype=bool)
@@ -203,18 +258,47 @@ def _cutting_planes(
     while rounds < max_rounds:
         rounds += 1
         ii, tt = np.nonzero(inside)
-        ak, dk = a[ii], d[ii, tt]
-        alpha = solve((ak @ ak.T) * (dk @ dk.T), alpha)
-        w = ak.T @ (alpha[:, None] * dk)
+        alpha, w = solve(a[ii], d[ii, tt], alpha)
         margins = np.where(other, np.einsum("ic,itc->it", a @ w, d), np.inf)
         add = _violated(margins, inside, per_input, tol)
-        if not add.any():
+        if not add.any() or np.linalg.norm(w) >= bound:
             break
-        kept = alpha > 0
-        inside[ii[~kept], tt[~kept]] = False
-        alpha = _extend(inside, add, alpha[kept])
+        idle = (alpha <= 1e-9 * alpha.max(initial=0.0)) & (margins[ii, tt] > 1.0 + 1e-6)
+        inside[ii[idle], tt[idle]] = False
+        alpha = _extend(inside, add, alpha[~idle])
         inside |= add
     return w, margins, alpha, rounds
+
+
+def _frobenius_solve(boxed: bool, soft_c: float) -> Solve:
+    """The Frobenius dual on a working set: block principal pivoting (hard margin; the features' nearest hull point
+    for a round where it cycles) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin); W = sum_k
+    alpha_k a_k d_k^T."""
+
+    def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray]:
+        g = (ak @ ak.T) * (dk @ dk.T)
+        alpha = _dual_qp(g, soft_c) if boxed else _active_set(g, alpha)
+        return alpha, ak.T @ (alpha[:, None] * dk)
+
+    return solve
+
+
+def _differences(
+    z: NDArray[np.float64], x: NDArray[np.float64], selected: NDArray[np.int_], query_bias: bool
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """a_i, the differences d_it = x_{i,o_i} - x_it and the mask of the constraints (t != o_i)."""
+    x = np.asarray(x, dtype=np.float64)
+    n, T, _ = x.shape
+    selected = np.asarray(selected, dtype=np.int64)
+    d = x[np.arange(n), selected][:, None, :] - x
+    return query_inputs(z, query_bias), d, np.arange(T)[None, :] != selected[:, None]
+
+
+def _result(w: NDArray, margins: NDArray, alpha: NDArray, other: NDArray, rounds: int, tol: float) -> WSVMResult:
+    """The result of a solve: hard exactly when W meets every margin (a feasible W is a certificate)."""
+    met = float(np.mean(margins[other] >= 1.0 - tol))
+    support = int(np.sum(alpha > 1e-8 * max(1.0, float(alpha.max(initial=0.0)))))
+    return WSVMResult(w, met == 1.0, met, int(other.sum()), support, rounds)
 
 
 def w_att_svm(
@@ -226,13 +310,16 @@ def w_att_svm(
     per_input: int = 4,
     tol: float = W_SVM_TOL,
     max_rounds: int = 100,
+    query_bias: bool = True,
 ) -> WSVMResult:
     """The Frobenius-norm (W-ATT-SVM) of one head: min ||W||_F s.t. a_i^T W (x_{i,o_i} - x_it) >= 1, t != o_i.
 
     The hard-margin dual (alpha >= 0, W = sum_k alpha_k a_k d_k^T) by block principal pivoting on cutting planes
-    (exact on its support, no QP tolerance; cvxopt's QP for a round where pivoting cycles); where that finds no W
-    meeting every margin (its multipliers reach ``soft_c``), the soft-margin (hinge-loss) dual, 0 <= alpha <=
-    ``soft_c``, by cvxopt on the same planes. A soft-margin solution that meets every margin is the hard one.
+    (exact on its support, no QP tolerance; cvxopt's QP for a round where pivoting cycles). Feasibility is decided
+    by the hard problem: its W meets every margin or it does not, whatever ``soft_c`` (||W||_F growing past
+    1 / (:data:`HULL_TOL` f), f the features' typical norm, counts as none meeting them). Where it does not
+    (no W meets every margin), the soft-margin (hinge-loss) dual, 0 <= alpha <= ``soft_c``, by cvxopt on the same
+    planes. A soft-margin solution that meets every margin is the hard one.
 
     Parameters
     ----------
@@ -250,30 +337,36 @@ def w_att_svm(
         A margin counts as met at 1 - tol.
     max_rounds : int
         Cutting-plane rounds at most.
+    query_bias : bool
+        W with the query-bias row (a_i = [z_i; 1]), else a_i = z_i.
 
     Returns
     -------
     WSVMResult
-        W_mm (shape (C + 1, C)), hard or soft, the fraction of margins met, the counts.
+        W_mm (shape (C + 1, C), or (C, C)), hard or soft, the fraction of margins met, the counts.
+
+    Examples
+    --------
+    One input, its second token selected: W_mm meets the margin with equality.
+
+    >>> z, x = np.array([[1.0, 0.0]]), np.array([[[0.0, 0.0], [1.0, 0.0]]])
+    >>> res = w_att_svm(z, x, np.array([1]))
+    >>> res.hard, round(float(w_margins(res.solution, z, x, np.array([1]))[0, 0]), 9)
+    (True, 1.0)
     """
-    a, x = query_inputs(z), np.asarray(x, dtype=np.float64)
-    n, T, _ = x.shape
-    selected = np.asarray(selected, dtype=np.int64)
-    d = x[np.arange(n), selected][:, None, :] - x  # (n, T, C)
-    other = np.arange(T)[None, :] != selected[:, None]
-    hard = np.all(np.linalg.norm(d, axis=-1)[other] > 0)  # a copy of the selected token cannot be separated
+    a, d, other = _differences(z, x, selected, query_bias)
+    hard = bool(np.all(np.linalg.norm(d, axis=-1)[other] > 0))  # a copy of the selected token cannot be separated
     if hard:
-        pivoting = partial(_active_set, soft_c=soft_c)
-        w, margins, alpha, rounds = _cutting_planes(a, d, other, pivoting, per_input, tol, max_rounds)
-        hard = bool(margins.min() >= 1.0 - tol and alpha.max(initial=0.0) < soft_c)
+        typical = np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2)))  # f = ||a_i|| ||d_it||
+        w, margins, alpha, rounds = _cutting_planes(
+            a, d, other, _frobenius_solve(False, soft_c), per_input, tol, max_rounds, 1.0 / (HULL_TOL * typical)
+        )
+        hard = bool(margins.min() >= 1.0 - tol)
     if not hard:
         w, margins, alpha, rounds = _cutting_planes(
-            a, d, other, lambda g, _: _dual_qp(g, soft_c), per_input, tol, max_rounds
+            a, d, other, _frobenius_solve(True, soft_c), per_input, tol, max_rounds
         )
-    met = float(np.mean(margins[other] >= 1.0 - tol))
-    support = int(np.sum(alpha > 1e-8 * max(1.0, float(alpha.max(initial=0.0)))))
-    # A soft-margin optimum that meets every margin is the hard-margin optimum (no hinge term is left).
-    return WSVMResult(w, met == 1.0, met, int(other.sum()), support, rounds)
+    return _result(w, margins, alpha, other, rounds, tol)
 
 
 def frobenius_cosine(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
@@ -290,14 +383,20 @@ def frobenius_cosine(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     -------
     float
         The cosine, in [-1, 1].
+
+    Examples
+    --------
+    >>> frobenius_cosine(np.eye(2), 3 * np.eye(2))
+    1.0
     """
-    a, b = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    return float(cosine(np.ravel(a), np.ravel(b)))
 
 
-def _nuclear_dual(a: NDArray[np.float64], d: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """max 1^T alpha s.t. ||sum_k alpha_k a_k d_k^T||_2 <= 1, alpha >= 0 (cvxopt's SDP, the LMI [[I, B], [B^T, I]]
-    >= 0): the multipliers and W = -2 Z_12 from the LMI's dual variable Z, the minimiser of ||W||_* on the set."""
+def _nuclear_dual(a: NDArray[np.float64], d: NDArray[np.float64], soft_c: float) -> tuple[NDArray, NDArray]:
+    """max 1^T alpha s.t. ||sum_k alpha_k a_k d_k^T||_2 <= 1, 0 <= alpha <= ``soft_c`` (cvxopt's SDP, the LMI
+    [[I, B], [B^T, I]] >= 0): the multipliers and W = -2 Z_12 from the LMI's dual variable Z, the minimiser of
+    ||W||_* + soft_c sum_k max(0, 1 - <W, a_k d_k^T>). The box keeps the SDP bounded where no W meets every
+    margin; where one does and ``soft_c`` exceeds every multiplier, it is the hard-margin problem."""
     from cvxopt import matrix, solvers
 
     m, p, q = len(a), a.shape[1], d.shape[1]
@@ -307,12 +406,14 @@ def _nuclear_dual(a: NDArray[np.float64], d: NDArray[np.float64]) -> tuple[NDArr
     gs = -blocks.transpose(0, 2, 1).reshape(m, -1).T  # cvxopt's column-major vec of each symmetric block
     sol = solvers.sdp(
         matrix(-np.ones(m)),
-        Gl=matrix(-np.eye(m)),
-        hl=matrix(np.zeros(m)),
+        Gl=matrix(np.vstack([-np.eye(m), np.eye(m)])),
+        hl=matrix(np.concatenate([np.zeros(m), np.full(m, soft_c)])),
         Gs=[matrix(gs)],
         hs=[matrix(np.eye(p + q))],
         options=_SDP_OPTIONS,
     )
+    if sol["x"] is None or sol["zs"][0] is None:
+        raise ArithmeticError(f"cvxopt's SDP found no solution ({sol['status']})")
     z = np.array(sol["zs"][0]).reshape(p + q, p + q).T
     return np.maximum(np.array(sol["x"]).ravel(), 0.0), -2.0 * z[:p, p:]
 
@@ -322,16 +423,19 @@ def w_att_svm_nuclear(
     x: NDArray[np.float64],
     selected: NDArray[np.int_],
     *,
+    soft_c: float = 1e4,
     per_input: int = 1,
     tol: float = 1e-6,
     max_rounds: int = 100,
+    query_bias: bool = True,
 ) -> WSVMResult:
     """The nuclear-norm (W-ATT-SVM): min ||W||_* s.t. a_i^T W (x_{i,o_i} - x_it) >= 1, t != o_i.
 
     The implicit bias of W trained as the product W_Q^T W_K (Tarzanagh et al., "Transformers as Support Vector
     Machines", 2023). W lies in span{a_i} x R^C (projecting onto it lowers ||W||_* and keeps every margin), so the
-    SDP is solved in that basis, on the same cutting planes as :func:`w_att_svm`; an interior-point solve, to
-    ``tol`` in the margins. Hard margins only (``hard`` False and ``met`` < 1 where the SDP leaves some unmet).
+    SDP is solved in that basis, on cutting planes as :func:`w_att_svm`; an interior-point solve, to ``tol`` in
+    the margins. Where no W meets every margin, the box ``soft_c`` on the multipliers makes it the soft-margin
+    problem min ||W||_* + soft_c sum hinge (``hard`` False, ``met`` < 1).
 
     Parameters
     ----------
@@ -341,41 +445,72 @@ def w_att_svm_nuclear(
         Token inputs.
     selected : ndarray of int, shape (n,)
         The selected token o_i of each input.
+    soft_c : float
+        Weight of the hinge loss where no W meets every margin (the box of the dual).
     per_input : int
         Violated constraints added per input per round.
     tol : float
         A margin counts as met at 1 - tol.
     max_rounds : int
         Cutting-plane rounds at most.
+    query_bias : bool
+        W with the query-bias row (a_i = [z_i; 1]), else a_i = z_i.
 
     Returns
     -------
     WSVMResult
-        W_mm (shape (C + 1, C)) of the nuclear norm, the fraction of margins met, the counts.
+        W_mm (shape (C + 1, C), or (C, C)) of the nuclear norm, the fraction of margins met, the counts.
     """
-    a, x = query_inputs(z), np.asarray(x, dtype=np.float64)
-    n, T, _ = x.shape
-    selected = np.asarray(selected, dtype=np.int64)
-    basis = np.linalg.svd(a.T, full_matrices=False)[0]  # (C + 1, r): span{a_i}
-    ar = a @ basis
-    d = x[np.arange(n), selected][:, None, :] - x
-    other = np.arange(T)[None, :] != selected[:, None]
+    a, d, other = _differences(z, x, selected, query_bias)
+    basis = np.linalg.svd(a.T, full_matrices=False)[0]  # span{a_i}
 
-    inside = np.zeros(other.shape, dtype=bool)
-    inside[np.arange(n), np.where(other, np.linalg.norm(d, axis=-1), np.inf).argmin(axis=1)] = True
-    rounds, alpha = 0, np.zeros(0)
-    while rounds < max_rounds:
-        rounds += 1
-        ii, tt = np.nonzero(inside)
-        alpha, w = _nuclear_dual(ar[ii], d[ii, tt])
-        margins = np.where(other, np.einsum("ic,itc->it", ar @ w, d), np.inf)
-        add = _violated(margins, inside, per_input, tol)
-        if not add.any():
-            break
-        # Planes with no multiplier and slack leave (each SDP's cost grows with the square of the set's size).
-        idle = (alpha <= 1e-6 * alpha.max(initial=0.0)) & (margins[ii, tt] > 1.0 + 1e-4)
-        inside[ii[idle], tt[idle]] = False
-        inside |= add
-    met = float(np.mean(margins[other] >= 1.0 - tol))
-    support = int(np.sum(alpha > 1e-6 * max(1.0, float(alpha.max(initial=0.0)))))
-    return WSVMResult(basis @ w, met == 1.0, met, int(other.sum()), support, rounds)
+    def solve(ak: NDArray, dk: NDArray, _alpha: NDArray) -> tuple[NDArray, NDArray]:
+        return _nuclear_dual(ak, dk, soft_c)
+
+    w, margins, alpha, rounds = _cutting_planes(a @ basis, d, other, solve, per_input, tol, max_rounds)
+    res = _result(w, margins, alpha, other, rounds, tol)
+    return WSVMResult(basis @ w, res.hard, res.met, res.n_constraints, res.support, rounds)
+
+
+def rank_ceiling(w_mm: NDArray[np.float64], rank: int) -> float:
+    """The largest cosine a matrix of rank at most ``rank`` can have with ``w_mm``: ||W_r||_F / ||W||_F, W_r its
+    best rank-``rank`` approximation (Eckart-Young). A head's Wt_h = scale W_Q,h^T W_K,h has rank at most d_head,
+    so its cosine with an unconstrained W_mm,h is at most this.
+
+    Examples
+    --------
+    >>> rank_ceiling(np.diag([1.0, 1.0, 1.0, 1.0]), 1)
+    0.5
+    """
+    s = np.linalg.svd(np.asarray(w_mm, dtype=np.float64), compute_uv=False)
+    return float(np.sqrt(np.sum(s[:rank] ** 2) / np.sum(s**2)))
+
+
+def _range(m: NDArray[np.float64]) -> NDArray[np.float64]:
+    """An orthonormal basis of the column space of ``m`` (singular values above 1e-10 of the largest)."""
+    u, s, _ = np.linalg.svd(m, full_matrices=False)
+    return u[:, s > 1e-10 * s.max(initial=0.0)]
+
+
+def span_cosine(
+    w: NDArray[np.float64], z: NDArray[np.float64], x: NDArray[np.float64], query_bias: bool = True
+) -> float:
+    """cos(W, P W) with P the projection onto span{a_i} (x) span{x_it - x_is}: the share of W (as a cosine) in the
+    directions that change some logit difference a_i^T W (x_it - x_is) on these inputs.
+
+    Every W-ATT-SVM solution of these inputs lies in that span (the constraint features a_i (x_io - x_it)^T, for
+    any selection, do), so cos(W, W_mm) <= this: a head that puts its energy into the directions the data use gains
+    cosine with any matrix of the span, max-margin or not.
+    """
+    a = query_inputs(z, query_bias)
+    x = np.asarray(x, dtype=np.float64)
+    within = (x - x.mean(axis=1, keepdims=True)).reshape(-1, x.shape[2])  # spans the differences of each input
+    ua, ud = _range(a.T), _range(within.T)
+    w = np.asarray(w, dtype=np.float64)
+    return float(np.linalg.norm(ua.T @ w @ ud) / np.linalg.norm(w))
+
+
+def random_rank_matrix(rng: np.random.Generator, shape: tuple[int, int], rank: int) -> NDArray[np.float64]:
+    """G_1 G_2^T with Gaussian G_1 (p x rank) and G_2 (q x rank): a random matrix of rank ``rank`` (almost surely),
+    the shape of a head's Wt_h = scale W_Q,h^T W_K,h."""
+    return rng.standard_normal((shape[0], rank)) @ rng.standard_normal((rank, shape[1]))

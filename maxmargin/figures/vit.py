@@ -260,40 +260,60 @@ def draw_recipes(table: pd.DataFrame, *, num_classes: int) -> Figure:
     return fig
 
 
-NO_W_SVM = "No W-ATT-SVM measurement in this run: its probe is off (vit.probe.w_svm_every: 0)."
+NO_W_SVM = "No W-ATT-SVM measurement in this run: it kept no snapshots (vit.train.snapshot_every: 0)."
+
+
+def _heads(ax: Axes, table: pd.DataFrame) -> None:
+    """Panel (a): each head's cosine (hollow: soft-margin) and its rank ceiling (dotted), per measured epoch."""
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for head, rows in table.sort_values("epoch").groupby("head"):
+        color = colors[int(head) % len(colors)]
+        ax.plot(rows["epoch"], rows["cosine"], color=color, lw=1.4, label=f"head {int(head)}")
+        soft = ~rows["hard_margin"].astype(bool)
+        ax.scatter(rows["epoch"][~soft], rows["cosine"][~soft], color=color, s=14, zorder=3)
+        ax.scatter(rows["epoch"][soft], rows["cosine"][soft], facecolors="none", edgecolors=color, s=18)
+        ax.plot(rows["epoch"], rows["ceiling"], color=color, ls=":", lw=1.0)
+    ax.plot([], [], color="0.4", ls=":", lw=1.0, label="rank ceiling")
+
+
+def _means(ax: Axes, table: pd.DataFrame, min_w_svm_gain: float) -> None:
+    """Panel (b): head means of the cosine against the matched nulls, the span share, the ceiling, the nuclear-norm
+    cosine, and the bar of claim ``vit_w_svm_direction`` (the null + ``min_w_svm_gain``)."""
+    m = table.groupby("epoch").mean(numeric_only=True).sort_index()
+    e = m.index.to_numpy()
+    ax.plot(e, m["cosine"], "o-", color="k", ms=3, lw=1.4, label="heads")
+    ax.fill_between(e, m["null_rank"] - m["null_rank_sd"], m["null_rank"] + m["null_rank_sd"], color="0.8", lw=0)
+    ax.plot(e, m["null_rank"], color="0.45", lw=1.0, label="null: random rank $d_h$")
+    ax.plot(e, m["null_shuffled"], color="C1", ls="--", lw=1.0, label="null: shuffled selection")
+    ax.plot(e, m["span_cosine"], color="C0", ls="-.", lw=1.0, label="share in the constraints' span")
+    ax.plot(e, m["ceiling"], color="k", ls=":", lw=1.0, label="rank ceiling")
+    nuclear = m["cosine_nuclear"].dropna()
+    if len(nuclear):
+        ax.plot(nuclear.index, nuclear, "D", color="C4", ms=4, label="cos with nuclear-norm SVM")
+    ax.plot(e[-1:], m["null_rank"].iloc[-1:] + min_w_svm_gain, "_", color=WARNING_COLOR, ms=14, mew=2,
+            label=f"claim bar (null + {min_w_svm_gain:g})")  # fmt: skip
 
 
 def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
     """Companion of Figure 7 (beyond the paper): (a) each last-layer head's cos(Wt_h, W_mm,h) with its W-ATT-SVM
-    solution per measured epoch, its epoch-0 value (the null) dashed; (b) the head-mean cosine and the bar of claim
-    ``vit_w_svm_direction`` (the initialisation's mean + ``min_w_svm_gain``). Hollow markers: soft-margin solutions.
-    A run without the probe (``vit.probe.w_svm_every`` 0: an empty table) gets a panel that says so.
+    solution per measured epoch and its rank ceiling; (b) the head means against the matched nulls, the span
+    share, the ceiling, the nuclear-norm cosine and the bar of claim ``vit_w_svm_direction``. A run without
+    snapshots (an empty table) gets a panel that says so.
     """
     with style.paper_style():
-        fig = plt.figure(figsize=(8.6, 3.4), layout="constrained")
+        fig = plt.figure(figsize=(9.6, 3.8), layout="constrained")
         if table.empty:
             fig.text(0.5, 0.5, NO_W_SVM, ha="center", va="center", fontsize=9)
             return fig
         axes = fig.subplots(1, 2)
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        for head, rows in table.sort_values("epoch").groupby("head"):
-            color = colors[int(head) % len(colors)]
-            axes[0].plot(rows["epoch"], rows["cosine"], color=color, lw=1.4, label=f"head {int(head)}")
-            soft = ~rows["hard_margin"].astype(bool)
-            axes[0].scatter(rows["epoch"][~soft], rows["cosine"][~soft], color=color, s=14, zorder=3)
-            axes[0].scatter(rows["epoch"][soft], rows["cosine"][soft], facecolors="none", edgecolors=color, s=18)
-            axes[0].axhline(rows["cosine_init"].iloc[0], color=color, ls="--", lw=0.8)
-        mean = table.groupby("epoch")["cosine"].mean().sort_index()
-        axes[1].plot(mean.index, mean.to_numpy(), "o-", color="k", ms=3, lw=1.4, label="mean over heads")
-        axes[1].axhline(mean.iloc[0], color="0.5", ls="--", lw=0.8, label="at initialisation (null)")
-        bar = mean.iloc[0] + min_w_svm_gain
-        axes[1].axhline(bar, color=WARNING_COLOR, ls=":", lw=1.0, label=f"claim bar (+{min_w_svm_gain:g})")
-        titles = ("(a) $\\cos(\\tilde W_h, W^{mm}_h)$ per head", "(b) mean over heads")
+        _heads(axes[0], table)
+        _means(axes[1], table, min_w_svm_gain)
+        titles = ("(a) $\\cos(\\tilde W_h, W^{mm}_h)$ per head", "(b) mean over heads, against the nulls")
         for ax, title in zip(axes, titles, strict=True):
             ax.set_xlabel("Epoch")
             ax.set_title(title, fontsize=9)
-            ax.set_ylim(0.0, 1.0)
-            ax.legend(loc="upper left", fontsize=7)
+            ax.set_ylim(0.0, 1.05)
+            ax.legend(loc="upper left", fontsize=6.5, ncols=2 if ax is axes[0] else 1)
         axes[0].set_ylabel("Cosine with the W-ATT-SVM solution")
         warnings = [(w, WARNING_COLOR) for w in map(stand_in_warning, sorted(set(table["dataset"]))) if w]
         if warnings:

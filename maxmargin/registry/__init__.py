@@ -204,6 +204,14 @@ def claim_tables() -> dict[str, tuple[str, ...]]:
     return needs
 
 
+def every(config: Mapping[str, Any], source: str) -> list[int]:
+    """The whole numbers a ``restates`` source ``0..KEY`` or ``0..KEY/STEP`` names: 0 to the value of ``KEY``, every
+    ``STEP``-th (the value of the key ``STEP``) and the last."""
+    last, _, step = source.partition("/")
+    end = int(lookup(config, last))
+    return sorted({*range(0, end + 1, int(lookup(config, step)) if step else 1), end})
+
+
 _FACTOR = re.compile(r"^(?:len\((?P<len>[\w.]+)\)|(?P<int>\d+)|(?P<key>[A-Za-z_][\w.]*))(?:\s*\+\s*(?P<plus>\d+))?$")
 
 

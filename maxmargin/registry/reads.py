@@ -46,7 +46,7 @@ READS: dict[str, tuple[str, ...]] = {
     "vit_train": _VIT_RUN,
     "vit_baseline": ("vit.data", "vit.train.seed", "vit.train.threads", "vit.model.num_classes", "vit.baseline"),
     "vit_metrics_table": (),
-    "vit_w_svm_table": (),
+    "vit_probe": (*_VIT_RUN, "vit.w_svm"),
     "plot_census": ("{options}",),
     "plot_regpath": ("{options}",),
     "plot_vit": ("{options}",),

@@ -76,7 +76,8 @@ class Table:
     says what the table is, not what its columns measure. ``claims`` read it; ``figure`` is a target it belongs to
     besides the targets of the panels that draw it. ``extensions``: its files (a ViT run's table has a JSON sidecar).
     ``restates``: columns that restate a setting, checked on every read against ``{wildcard}`` (the path's), a
-    dotted config key (its value, or the set of its list's values) or ``0..key`` (every whole number up to it).
+    dotted config key (its value, or the set of its list's values), ``0..key`` (every whole number up to it) or
+    ``0..key/step`` (every ``step``-th of them and the last).
     ``sidecar``: its provenance record is a declared output beside it (a ViT run's lives in its JSON instead).
     """
 

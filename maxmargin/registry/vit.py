@@ -42,7 +42,8 @@ METRICS: tuple[Column, ...] = (
     DATASET,
 )
 _METRIC = {c.name: c for c in METRICS}  # the recipe study and the W-ATT-SVM probe measure some of them too
-_EPOCHS = ("vit.train.epochs + 1",)  # epoch 0 is the initialisation
+# Epoch 0 (the initialisation), every vit.train.eval_every epochs and the last: the row count follows from the set.
+_EVALUATED = "0..vit.train.epochs/vit.train.eval_every"
 
 PANELS: tuple[Panel, ...] = (
     Panel(
@@ -113,14 +114,17 @@ PANELS: tuple[Panel, ...] = (
         tables=("vit_w_svm",),
         options=("vit.guard.min_w_svm_gain",),
         caption="Companion of Figure 7, beyond the paper: does each head of the last layer turn toward its "
-        "max-margin solution? (a) For head h, cos(Wt_h, W_mm,h) (Frobenius) per epoch, where Wt_h = "
-        "scale [W_Q,h^T W_K,h; b_Q,h^T W_K,h] gives the head's key-dependent logits [z; 1]^T Wt_h x_t ([CLS] query "
-        "input z, key inputs x_t, after the block's norm) and W_mm,h solves the hard-margin W-ATT-SVM (Lemma 1: min "
-        "||W||_F s.t. [z_i; 1]^T W (x_io_i - x_it) >= 1) for the tokens o_i the head selects on the first "
-        "{probe[w_svm_images]} probe images; dashed, each head's cosine at initialisation (epoch 0: a random W "
-        "selects its own tokens, so this null is not 0). (b) The head-mean cosine and its rise over the epoch-0 "
-        "value (claim ``vit_w_svm_direction``: at least {guard[min_w_svm_gain]:g} and rising); hollow markers, a "
-        "soft-margin solution (no W meets every margin). Numbers: ``tables/vit_w_svm.csv``; docs/vit.md.",
+        "max-margin solution? For head h, Wt_h = scale [W_Q,h^T W_K,h; b_Q,h^T W_K,h] gives its key-dependent logits "
+        "[z; 1]^T Wt_h x_t ([CLS] query input z, key inputs x_t, after the block's norm; the bias row "
+        "{w_svm[query_bias]}), and W_mm,h solves the W-ATT-SVM (Lemma 1: min ||W||_F s.t. [z_i; 1]^T W (x_io_i - "
+        "x_it) >= 1) for the tokens o_i it selects on the first {w_svm[images]} probe images, at every snapshot of "
+        "the run. (a) cos(Wt_h, W_mm,h) per head (hollow: a soft-margin solution) and its ceiling, the largest "
+        "cosine a matrix of Wt_h's rank d_head can reach (dotted). (b) Head means against the matched nulls on the "
+        "same epoch's inputs: random rank-d_head matrices against the SVMs of their own selections (band: +-1 sd "
+        "over {w_svm[null_draws]} draws), the head against the SVMs of {w_svm[shuffles]} shuffled selections, and "
+        "the head's share in the constraints' span; diamonds, the cosine with the nuclear-norm solution (on the "
+        "first {w_svm[nuclear_images]} images). The verdicts: {run[vit_w_svm_direction]}; "
+        "{run[vit_w_svm_nuclear]}. Numbers: ``tables/vit_w_svm.csv``; docs/vit.md.",
         caption_blocks=("vit",),
     ),
 )
@@ -132,8 +136,7 @@ TABLES: tuple[Table, ...] = (
         METRICS,
         "vit_train",
         path="runs/vit/vit_metrics.csv",
-        rows=_EPOCHS,
-        restates={"epoch": "0..vit.train.epochs"},
+        restates={"epoch": _EVALUATED},
         extensions=("csv", "json"),
         sidecar=False,  # its record is in the run's JSON (vit_metrics.json): Snakemake's cache keeps no other
     ),
@@ -142,8 +145,7 @@ TABLES: tuple[Table, ...] = (
         "vit",
         METRICS,
         "vit_metrics_table",
-        rows=_EPOCHS,
-        restates={"epoch": "0..vit.train.epochs"},
+        restates={"epoch": _EVALUATED},
         claims=("vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates"),
         extensions=("csv", "json"),
     ),
@@ -250,6 +252,7 @@ CHECKPOINTS = {
     "vit_recipe_train": "runs/vit_recipes/{recipe}.pt",
 }
 
+_BOTH = "on the same epoch's inputs (the first ``vit.w_svm.images`` probe images)"
 TABLES += (
     Table(
         "vit_w_svm",
@@ -260,12 +263,48 @@ TABLES += (
             described(
                 cosine("cosine"),
                 "cos(Wt_h, W_mm,h) (Frobenius) of the head's key-query matrix Wt_h = scale [W_Q,h^T W_K,h; "
-                "b_Q,h^T W_K,h] with the W-ATT-SVM solution W_mm,h for the tokens o_i = argmax_t [z_i; 1]^T Wt_h x_it "
-                "it selects on the first ``vit.probe.w_svm_images`` probe images",
+                "b_Q,h^T W_K,h] (without the bias row where ``vit.w_svm.query_bias`` is false) with the W-ATT-SVM "
+                "solution W_mm,h for the tokens o_i = argmax_t [z_i; 1]^T Wt_h x_it it selects " + _BOTH,
             ),
             described(
-                cosine("cosine_init"), "the head's ``cosine`` at epoch 0 (the null: a random W selects its own tokens)"
+                cosine("null_rank"),
+                "null (a): the mean over ``vit.w_svm.null_draws`` random matrices M of rank d_head of cos(M, W_mm(M)), "
+                "W_mm(M) the W-ATT-SVM of the tokens M selects " + _BOTH,
             ),
+            described(real("null_rank_sd", ge=0), "the standard deviation of null (a) over its draws"),
+            described(
+                cosine("null_shuffled"),
+                "null (b): the mean over ``vit.w_svm.shuffles`` permutations of the head's selection over the images "
+                "of cos(Wt_h, W_mm(shuffled)): whether the head's alignment is specific to what it selects",
+            ),
+            described(real("null_shuffled_sd", ge=0), "the standard deviation of null (b) over its permutations"),
+            described(
+                cosine("span_cosine"),
+                "null (c): cos(Wt_h, P Wt_h), P the projection onto span{[z_i; 1]} x span{x_it - x_is}, where every "
+                "W-ATT-SVM solution of these inputs lies: an upper bound of ``cosine`` that any head using the data's "
+                "directions approaches",
+            ),
+            described(
+                unit("ceiling"),
+                "the largest cosine a rank-d_head matrix can have with W_mm,h: the energy share (as a norm ratio) of "
+                "its best rank-d_head approximation (Eckart-Young)",
+            ),
+            described(real("ceiling_fraction"), "``cosine`` / ``ceiling``"),
+            described(
+                cosine("cosine_nuclear", nullable=True),
+                "cos(Wt_h, W_nuc,h) with the nuclear-norm W-ATT-SVM of the head's selection on the first "
+                "``vit.w_svm.nuclear_images`` probe images (empty at epochs without it: ``vit.w_svm.nuclear_every``)",
+            ),
+            described(
+                cosine("cosine_frobenius_nuclear_images", nullable=True),
+                "cos(Wt_h, W_mm,h) on those same images: what ``cosine_nuclear`` is compared with",
+            ),
+            described(
+                real("null_nuclear_gap", nullable=True),
+                "the mean over ``vit.w_svm.nuclear_draws`` of the null (a) matrices of cos(M, W_nuc(M)) - cos(M, "
+                "W_mm(M)) on those images: what a rank-d_head matrix gets from the nuclear norm by its rank alone",
+            ),
+            described(real("null_nuclear_gap_sd", ge=0, nullable=True), "its standard deviation over the draws"),
             described(
                 flag("hard_margin"), "whether W_mm,h meets every margin (the hard-margin solution), else soft-margin"
             ),
@@ -273,15 +312,22 @@ TABLES += (
                 unit("margins_met"),
                 "the fraction of the margins [z_i; 1]^T W (x_io_i - x_it) >= 1 that W_mm,h meets",
             ),
+            described(positive("n_images"), "the probe images the solutions are computed on"),
             described(positive("n_constraints"), "the margins: one per probe image and token other than o_i"),
             described(count("support"), "the margins with a positive dual weight (the support vectors)"),
             described(real("w_frobenius", ge=0), "||Wt_h||_F"),
             described(real("svm_frobenius", ge=0), "||W_mm,h||_F"),
             described(unit("selected_cls"), "the share of the probe images on which the head selects [CLS] itself"),
+            described(
+                unit("selection_kept", nullable=True),
+                "the share of the probe images whose selected token is the one of the previous measured epoch (empty "
+                "at the first): whether the target W_mm,h moves because the selections do",
+            ),
+            described(real("seconds", ge=0), "wall seconds of this head's row (every solve included)"),
             DATASET,
         ),
-        "vit_w_svm_table",
-        claims=("vit_w_svm_direction",),
+        "vit_probe",
+        claims=("vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear"),
     ),
 )
 
@@ -289,4 +335,6 @@ FILES: tuple[File, ...] = (
     File("vit_data_manifest", "vit", DATA_MANIFEST.format(block="vit"), "vit_data"),
     # its sha256 travels in the run's JSON (vit_metrics.json, "maps_sha256"): Snakemake's cache keeps no sidecar
     File("vit_maps", "vit", "runs/vit/vit_attention_maps.npz", "vit_train", record="maps_sha256"),
+    # the model at every snapshot epoch (vit.train.snapshot_every), which rule vit_probe reads
+    File("vit_snapshots", "vit", "runs/vit/vit_snapshots.pt", "vit_train", record="snapshots_sha256"),
 )

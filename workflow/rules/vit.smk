@@ -2,7 +2,11 @@
 # The quick scale (default.yaml) runs on a CPU; workflow/config/paper.yaml is the paper scale (one GPU).
 
 # Torch-free (tests/test_layers.py: parsing the rule files imports no heavy library).
-from maxmargin.experiments.vit.settings import code_fingerprint, recipe_config
+from maxmargin.experiments.vit.settings import (
+    analysis_fingerprint,
+    code_fingerprint,
+    recipe_config,
+)
 from maxmargin.experiments.vit.sources import data_plan
 from maxmargin.registry.reads import SOURCE_KEYS
 
@@ -13,6 +17,7 @@ VIT_OUTPUTS = {
     "metrics": table_path("vit_run_metrics", "csv"),
     "sidecar": table_path("vit_run_metrics", "json"),
     "maps": results_path(registry.file("vit_maps").path),
+    "snapshots": results_path(registry.file("vit_snapshots").path),
 }
 VIT_PREFIX = os.path.commonprefix(list(VIT_OUTPUTS.values()))
 
@@ -58,8 +63,8 @@ rule vit_data:
 
 
 rule vit_train:
-    """Train the ViT, logging test accuracy, soft-sparsity, ||W||_F, W's direction and the Figure 6 maps after every
-    epoch.
+    """Train the ViT, logging test accuracy, soft-sparsity, ||W||_F, W's direction and the Figure 6 maps every
+    `vit.train.eval_every` epochs, and keeping the model every `vit.train.snapshot_every` (rule vit_probe reads it).
 
     The checkpoint (not a declared output, so a failed or killed job keeps it) lets a rerun resume. With
     `vit.cache` (paper.yaml) the run is cacheable between work directories (`--cache` with SNAKEMAKE_OUTPUT_CACHE
@@ -254,6 +259,7 @@ rule docs_vit:
     input:
         metrics=table_path("vit_metrics"),
         baseline=table_path("vit_baseline"),
+        w_svm_table=table_path("vit_w_svm"),
         sidecar=rules.vit_train.output.sidecar,
         fig6=panel_files("fig6")[1],
         fig7=panel_files("fig7")[1],
@@ -281,21 +287,24 @@ rule docs_vit:
         "../../scripts/docs_vit.py"
 
 
-rule vit_w_svm_table:
-    """Beyond the paper: each last-layer head's cosine with its W-ATT-SVM solution per measured epoch, from the
-    run's sidecar (docs/vit.md)."""
+rule vit_probe:
+    """Beyond the paper: each last-layer head against its W-ATT-SVM solution, its matched nulls, its rank ceiling
+    and the nuclear-norm solution, at every snapshot of the run (docs/vit.md). Reads the snapshots: a change to the
+    analysis reruns this rule, never the training."""
     input:
-        sidecar=rules.vit_train.output.sidecar,
+        snapshots=results_path(registry.file("vit_snapshots").path),
+        manifest=data_manifest("vit"),
     output:
         table_outputs("vit_w_svm"),
     log:
-        results_path("logs/vit_w_svm_table/vit_w_svm.log"),
+        results_path("logs/vit_probe/vit_w_svm.log"),
     benchmark:
-        results_path("benchmarks/vit_w_svm_table/vit_w_svm.tsv")
-    localrule: True
+        results_path("benchmarks/vit_probe/vit_w_svm.tsv")
     conda:
         "../envs/torch.yaml"
+    threads: VIT["train"]["threads"]
     params:
-        reads=reads("vit_w_svm_table"),
+        reads=reads("vit_probe"),
+        code=analysis_fingerprint(),
     script:
-        "../../scripts/vit_w_svm_table.py"
+        "../../scripts/vit_probe.py"

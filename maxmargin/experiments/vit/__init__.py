@@ -6,8 +6,10 @@ Paper: Section 4 ("Real experiments"), Figures 6 and 7. One module per job: :mod
 stand-in), :mod:`.fashion` (Fashion-MNIST, a full-size stand-in),
 :mod:`.model` (the ViT and the probe: [CLS] attention, soft-sparsity, ||W||_F),
 :mod:`.optim` (device, optimiser, schedule), :mod:`.checkpoint`, :mod:`.probes` (accuracy passes, the [CLS]
-attention of the probe images, W per epoch), :mod:`.training` (the loop, logging every epoch), :mod:`.baseline` (the
-linear baseline) and :mod:`.results` (the metrics table, sidecar, maps and the docs page).
+attention of the probe images, W per evaluated epoch), :mod:`.snapshots` (the model at the epochs the analyses read),
+:mod:`.training` (the loop, logging every epoch), :mod:`.baseline` (the linear baseline), :mod:`.results` (the
+metrics table, sidecar, maps and the docs page) and :mod:`.w_svm_probe` (beyond the paper: each last-layer head
+against its max-margin solution, from the snapshots).
 
 The names below are imported on first use, so that importing a torch-free submodule (:mod:`.settings`, which the
 rule files read while building the DAG) does not import torch.
@@ -63,9 +65,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "results": (
         "METRIC_COLUMNS",
         "TrainResult",
-        "W_SVM_COLUMNS",
         "result_tables",
-        "w_svm_table",
     ),
     "settings": (
         "DataSettings",
@@ -85,10 +85,17 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "probes": (
         "Evaluator",
         "WHistory",
-        "WSvmProbe",
+    ),
+    "snapshots": (
+        "Snapshots",
+        "load_snapshots",
+        "snapshot_epochs",
+    ),
+    "w_svm_probe": (
+        "WSvmSettings",
         "attention_inputs",
-        "cosine",
         "head_key_query",
+        "probe_snapshots",
     ),
     "training": (
         "LearningStalledWarning",

@@ -13,6 +13,7 @@ import logging
 import os
 import pickle
 import re
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -25,24 +26,37 @@ log = logging.getLogger("maxmargin")
 CHECKPOINT_FORMAT = 3  # 3: W history beside it, epoch times apart from the metrics
 
 
-def rng_state(generator: torch.Generator) -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "generator": generator.get_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any], generator: torch.Generator) -> None:
-    torch.set_rng_state(state["torch"])
-    generator.set_state(state["generator"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def w_history_path(checkpoint: str | os.PathLike[str]) -> Path:
-    """The file beside a checkpoint holding the last layer's key-query matrix W of every epoch (float32 blocks)."""
+    """The file beside a checkpoint holding the last layer's key-query matrix W of every evaluated epoch."""
     path = Path(checkpoint)
     return path.with_name(path.name + ".w_history")
+
+
+def companions(checkpoint: str | os.PathLike[str]) -> list[Path]:
+    """What lives beside a checkpoint and goes where it goes: its W history and its snapshots' folder."""
+    path = Path(checkpoint)
+    return [w_history_path(path), path.with_name(path.name + ".snapshots")]
+
+
+def _move_companions(source: Path, target: Path) -> None:
+    """Move the companions of checkpoint ``source`` to those of ``target`` (replacing what is there)."""
+    for old, new in zip(companions(source), companions(target), strict=True):
+        _remove(new)
+        if old.exists():
+            os.replace(old, new)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_checkpoint(checkpoint: str | os.PathLike[str]) -> None:
+    """Remove a checkpoint and its companions (a pilot's, which no run resumes)."""
+    for path in (Path(checkpoint), *companions(checkpoint)):
+        _remove(path)
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
@@ -82,8 +96,7 @@ def keep_aside(path: Path, tag: str) -> Path:
     while target.exists():
         target, n = path.with_name(f"{path.stem}.{tag}-{n}{path.suffix}"), n + 1
     os.replace(path, target)
-    if w_history_path(path).exists():
-        os.replace(w_history_path(path), w_history_path(target))
+    _move_companions(path, target)
     return target
 
 
@@ -114,9 +127,7 @@ def _take_back(path: Path, fingerprint: str) -> dict[str, Any] | None:
         return None
     *_, aside, state = max(found, key=lambda f: f[:2])
     os.replace(aside, path)
-    w_history_path(path).unlink(missing_ok=True)
-    if w_history_path(aside).exists():
-        os.replace(w_history_path(aside), w_history_path(path))
+    _move_companions(aside, path)
     log.info("taking back %s, kept aside earlier under this run's fingerprint %s, as %s", aside, fingerprint, path)
     return state
 

@@ -11,6 +11,7 @@ channels, so that the paper's model runs unchanged.
 from __future__ import annotations
 
 import gzip
+import logging
 import os
 import shutil
 import zlib
@@ -21,6 +22,8 @@ from torch.nn import functional
 
 from maxmargin.experiments.vit.images import DataUnavailableError, ImageData
 from maxmargin.experiments.vit.sources import FASHION_MNIST
+
+log = logging.getLogger("maxmargin")
 
 FASHION_MNIST_NAME = FASHION_MNIST
 IMAGE_SIZE = 32  # CIFAR-10's side, the model's vit.model.img_size at both scales
@@ -95,7 +98,8 @@ def arrange_fashion_mnist(
     call downloaded.
 
     A file already there is kept. Every decompressed file must have its md5 (:data:`IDX_MD5`); a damaged one is
-    named with its md5, removed, and the error says where it came from.
+    decompressed again from its ``.gz`` where that is there, else (or when the copy is damaged too) named with its
+    md5, removed, and the error says where it came from.
     """
     from torchvision.datasets.utils import calculate_md5
 
@@ -113,6 +117,15 @@ def arrange_fashion_mnist(
         for name in todo:
             _decompress(files / f"{name}.gz", raw / name)
     corrupt = [(name, md5, found) for name, md5 in IDX_MD5.items() if (found := calculate_md5(raw / name)) != md5]
+    redone = [name for name, _, _ in corrupt if (files / f"{name}.gz").is_file()]
+    for name in redone:  # a damaged decompressed copy of an intact source: decompressed again, in this run
+        log.warning(
+            "Fashion-MNIST file %s is damaged; decompressing it again from %s", raw / name, files / f"{name}.gz"
+        )
+        (raw / name).unlink()
+        _decompress(files / f"{name}.gz", raw / name)
+    if redone:
+        corrupt = [(n, md5, found) for n, md5 in IDX_MD5.items() if (found := calculate_md5(raw / n)) != md5]
     if corrupt:
         for name, _, _ in corrupt:
             (raw / name).unlink()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,12 +11,12 @@ import pandas as pd
 
 from maxmargin import registry
 from maxmargin.experiments.vit.settings import VitSettings
+from maxmargin.experiments.vit.snapshots import Snapshots
 from maxmargin.files import file_sha256, write_json, write_npz
 from maxmargin.provenance import current_provenance, table_record
 from maxmargin.tables import markdown_table, write_csv
 
 METRIC_COLUMNS = registry.columns("vit_run_metrics")
-W_SVM_COLUMNS = registry.columns("vit_w_svm")
 
 # What the sidecar says each column is: the registry's descriptions.
 CONVENTIONS = {c.name: c.description for c in registry.table("vit_run_metrics").columns}
@@ -24,18 +24,20 @@ CONVENTIONS = {c.name: c.description for c in registry.table("vit_run_metrics").
 
 @dataclass
 class TrainResult:
-    """What a run produces: one metrics row per epoch (0 = initialisation), its wall-clock times, the Figure 6 maps."""
+    """What a run produces: one metrics row per evaluated epoch (0 = initialisation), its wall-clock times, the
+    Figure 6 maps, and the model's snapshots for the analyses after the run."""
 
     metrics: list[dict[str, Any]]
-    times: list[dict[str, float]]  # per epoch: train_seconds (the training step), epoch_seconds (all of it)
-    maps: np.ndarray  # (epochs + 1, T): head-averaged [CLS] patch attention of the fixed image
-    cls_self: np.ndarray  # (epochs + 1,): its [CLS] self-attention (dropped from ``maps``)
+    # per row: train_seconds (the training steps), epoch_seconds (all of it), epochs (trained since the last row)
+    times: list[dict[str, float]]
+    maps: np.ndarray  # (rows, T): head-averaged [CLS] patch attention of the fixed image
+    cls_self: np.ndarray  # (rows,): its [CLS] self-attention (dropped from ``maps``)
     image: np.ndarray  # (32, 32, 3) uint8: the fixed image
     label: int
     grid: tuple[int, int]
     info: dict[str, Any]  # device, CPU, threads, dataset, parameter count, resumed epoch
-    # per head of the last layer at the W-ATT-SVM epochs (probes.WSvmProbe); none where the probe is off
-    w_svm: list[dict[str, Any]] = field(default_factory=list)
+    snapshots: Snapshots | None = None  # the folder of the run's snapshots (vit.train.snapshot_every)
+    snapshot_epochs: tuple[int, ...] | list[int] = ()
 
 
 def result_tables(result: TrainResult, settings: VitSettings) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
@@ -54,10 +56,10 @@ def result_tables(result: TrainResult, settings: VitSettings) -> tuple[pd.DataFr
         "label": result.label,
         "epoch_times": result.times,
         "columns": CONVENTIONS,
-        "w_svm": result.w_svm,
+        "snapshot_epochs": list(result.snapshot_epochs),
     }
     maps = {
-        "epochs": np.arange(len(result.maps)),
+        "epochs": np.asarray([row["epoch"] for row in result.metrics]),
         "maps": result.maps,
         "cls_self": result.cls_self,
         "image": result.image,
@@ -73,17 +75,24 @@ def save_result(
     metrics_path: str | os.PathLike[str],
     sidecar_path: str | os.PathLike[str],
     maps_path: str | os.PathLike[str],
+    snapshots_path: str | os.PathLike[str],
 ) -> pd.DataFrame:
-    """Write a run's metrics table, its maps and its JSON sidecar atomically (the files: :func:`result_tables`).
+    """Write a run's metrics table, its maps, its snapshots and its JSON sidecar atomically (the files:
+    :func:`result_tables`, :meth:`Snapshots.gather`).
 
-    The JSON is written last and holds the sha256 and rows of the other two and the settings they were made from
-    (``reads``): Snakemake's between-workflow cache keeps these three files and nothing beside them.
+    The JSON is written last and holds the sha256 and rows of the others and the settings they were made from
+    (``reads``): Snakemake's between-workflow cache keeps these files and nothing beside them.
     """
     table, sidecar, maps = result_tables(result, settings)
     write_csv(table, metrics_path)
     write_npz(maps, maps_path)
+    if result.snapshots is None:
+        raise ValueError("this run kept no snapshots (vit.train.snapshot_every is 0): nothing to write")
+    meta = {"fingerprint": result.info["fingerprint"], "model": settings.to_dict()["model"]}
+    result.snapshots.gather(snapshots_path, list(result.snapshot_epochs), meta)
     sidecar["metrics_table"] = {**table_record(metrics_path), "reads": (current_provenance() or {}).get("reads", {})}
     sidecar["maps_sha256"] = file_sha256(maps_path)
+    sidecar["snapshots_sha256"] = file_sha256(snapshots_path)
     write_json(sidecar, sidecar_path)
     return table
 
@@ -99,9 +108,16 @@ _PAGE_COLUMNS = {
 }
 
 
-def run_page(metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, Any], claims: pd.DataFrame) -> str:
+def run_page(
+    metrics: pd.DataFrame,
+    baseline: pd.DataFrame,
+    sidecar: dict[str, Any],
+    claims: pd.DataFrame,
+    w_svm: pd.DataFrame,
+) -> str:
     """The body of a ViT run's docs page (Markdown): data, model, recipe, machine and times from the run's sidecar,
-    the linear baseline, every epoch's metrics (Figures 6-7's numbers) and the ViT claims measured from them."""
+    the linear baseline, every evaluated epoch's metrics (Figures 6-7's numbers), each head against its
+    W-ATT-SVM solution (table ``vit_w_svm``) and the ViT claims measured from them."""
     s, times = sidecar["settings"], sidecar["epoch_times"]
     m, t = s["model"], s["train"]
     grid = "x".join(str(g) for g in sidecar["grid"])
@@ -122,37 +138,36 @@ def run_page(metrics: pd.DataFrame, baseline: pd.DataFrame, sidecar: dict[str, A
         f"- Linear baseline (logistic regression on the same training pixels): test accuracy "
         f"{float(baseline['test_acc'].iloc[0]):.3f}; chance {1 / m['num_classes']:.3f}.",
     ]
-    sections = ["", "## Every epoch", "", markdown_table(table), *_w_svm_section(sidecar)]
+    sections = ["", "## Every epoch", "", markdown_table(table), *w_svm_section(w_svm)]
     sections += ["## The ViT claims", "", markdown_table(claims)]
     return "\n".join(lines + sections)
 
 
-def _w_svm_section(sidecar: dict[str, Any]) -> list[str]:
-    """The page's per-head W-ATT-SVM cosines (table ``vit_w_svm``): one row per measured epoch, a column per head."""
-    table = w_svm_table(sidecar)
+def w_svm_section(table: pd.DataFrame) -> list[str]:
+    """The page's per-head W-ATT-SVM cosines (table ``vit_w_svm``): one row per measured epoch, a column per head,
+    beside the matched null, the rank ceiling and the nuclear-norm cosine (head means)."""
     if table.empty:
         return []
     wide = table.pivot(index="epoch", columns="head", values="cosine")
     wide.columns = [f"head {h}" for h in wide.columns]
-    wide["soft-margin heads"] = table.groupby("epoch")["hard_margin"].apply(lambda h: int((~h.astype(bool)).sum()))
+    means = table.groupby("epoch")[["null_rank", "ceiling", "cosine_nuclear", "selection_kept"]].mean()
+    wide = wide.join(means.rename(columns=_W_SVM_MEANS))
     n = int(table["n_constraints"].iloc[0])
     return [
         "## Each head against its max-margin solution",
         "",
         f"cos(Wt_h, W_mm,h) of each last-layer head with the Frobenius W-ATT-SVM solution of the tokens it selects "
-        f"({n} constraints; docs/vit.md; epoch 0 is the null).",
+        f"({n} constraints), beside the head means of its matched rank-d_head null, its rank ceiling, its cosine "
+        "with the nuclear-norm solution and the share of probe images whose selection is unchanged since the "
+        "previous measured epoch (docs/vit.md; every column: table `vit_w_svm`).",
         "",
         markdown_table(wide.reset_index()),
     ]
 
 
-def w_svm_table(sidecar: dict[str, Any]) -> pd.DataFrame:
-    """The per-head W-ATT-SVM rows of a run's sidecar (``w_svm``) as table ``vit_w_svm``, each head's epoch-0
-    cosine (the null: the initialisation's own tokens) beside every epoch's."""
-    table = pd.DataFrame(sidecar.get("w_svm", []), columns=[c for c in W_SVM_COLUMNS if c != "cosine_init"])
-    if table.empty:
-        return pd.DataFrame(columns=W_SVM_COLUMNS)
-    init = table[table["epoch"] == 0].set_index("head")["cosine"]
-    table["cosine_init"] = table["head"].map(init)
-    table["dataset"] = sidecar["dataset"]
-    return table[W_SVM_COLUMNS]
+_W_SVM_MEANS = {
+    "null_rank": "null (rank d_head)",
+    "ceiling": "ceiling",
+    "cosine_nuclear": "cos with nuclear",
+    "selection_kept": "selections kept",
+}

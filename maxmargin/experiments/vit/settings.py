@@ -66,8 +66,10 @@ class TrainSettings:
     The paper states a fixed learning rate of 3e-3 and nothing else; warm-up, cosine decay, gradient clipping and
     the width-scaled rate (``lr_base_width``: hidden matrices at ``lr * lr_base_width / embed_dim``, as muP
     prescribes for Adam; 0 = off) are the recipe study's levers (``vit_recipes``). ``threads`` fixes torch's CPU
-    threads, so that the numbers do not depend on Snakemake's ``--cores``; ``checkpoint_every`` is the checkpoint
-    cadence in epochs.
+    threads, so that the numbers do not depend on Snakemake's ``--cores``. Cadences in epochs, each also at epoch 0
+    and the last: ``checkpoint_every`` (checkpoints), ``eval_every`` (the measurements of a metrics row: test
+    accuracy, the probe, W) and ``snapshot_every`` (the model's weights that the analyses after the run read,
+    :mod:`.snapshots`).
     """
 
     optimizer: str
@@ -86,19 +88,16 @@ class TrainSettings:
     compile: bool
     threads: int
     checkpoint_every: int
+    eval_every: int
+    snapshot_every: int
 
 
 @dataclass(frozen=True)
 class ProbeSettings:
-    """The probe set (the first ``n_images`` test images) and the test image whose maps Figure 6 draws; the
-    W-ATT-SVM probe (:class:`~maxmargin.experiments.vit.probes.WSvmProbe`): every ``w_svm_every`` epochs (0: off)
-    on the first ``w_svm_images`` probe images, soft-margin weight ``w_svm_soft_c`` where no W meets every margin."""
+    """The probe set (the first ``n_images`` test images) and the test image whose maps Figure 6 draws."""
 
     n_images: int
     image_index: int
-    w_svm_every: int
-    w_svm_images: int
-    w_svm_soft_c: float
 
 
 @dataclass(frozen=True)
@@ -116,11 +115,11 @@ _NOT_IN_FINGERPRINT = {
     "data": ("root", "download", "fashion_mnist_root", "fashion_mnist_files", "fallback", "dataset"),
     "train": ("device", "compile", "checkpoint_every"),
 }
-# The modules whose code makes a run's numbers (data, model, probe, optimiser, loop, checkpoint, these settings).
-# results.py (how the numbers are written) is left out: a change there rewrites the outputs from a finished
-# checkpoint instead of training again (rule vit_train's `code` param covers the whole package).
+# The modules whose code makes a run's numbers (data, model, probe, optimiser, loop and its random states, the
+# snapshots, these settings). Left out: checkpoint.py (where a checkpoint is kept, not what it holds: the loop writes
+# its content, and its format is checked on load) and results.py (how the numbers are written: a change there
+# rewrites the outputs from a finished checkpoint instead of training again).
 TRAINING_MODULES = (
-    "checkpoint.py",
     "data.py",
     "fashion.py",
     "images.py",
@@ -128,9 +127,13 @@ TRAINING_MODULES = (
     "optim.py",
     "probes.py",
     "settings.py",
+    "snapshots.py",
     "sources.py",
     "training.py",
 )
+# The analyses of a finished run's snapshots (rule vit_probe): outside the training's code, so that a change to an
+# analysis reruns the analysis only.
+ANALYSIS_MODULES = ("w_svm_probe.py",)
 
 
 @dataclass(frozen=True)
@@ -178,10 +181,9 @@ def training_code_fingerprint() -> str:
 
 
 def code_fingerprint() -> str:
-    """Hash of the whole package's source and of the W-ATT-SVM solver its probe calls: rule vit_train's rerun
-    trigger (the outputs follow any change)."""
-    solver = Path(__file__).parents[2] / "core" / "w_svm.py"
-    return source_fingerprint([*sorted(Path(__file__).parent.glob("*.py")), solver])
+    """Hash of the package's source but its analyses (:data:`ANALYSIS_MODULES`): rule vit_train's rerun trigger
+    (the outputs follow any change to how they are made or written)."""
+    return source_fingerprint([p for p in sorted(Path(__file__).parent.glob("*.py")) if p.name not in ANALYSIS_MODULES])
 
 
 def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -198,3 +200,10 @@ def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -
     cfg["train"] = {**vit["train"], **study.get("train", {}), **recipe}
     cfg["guard"] = dict(vit.get("guard", {}))
     return cfg
+
+
+def analysis_fingerprint() -> str:
+    """Hash of the analyses of a run's snapshots and of the W-ATT-SVM solver they call: rule vit_probe's rerun
+    trigger."""
+    solver = Path(__file__).parents[2] / "core" / "w_svm.py"
+    return source_fingerprint([*(Path(__file__).parent / name for name in ANALYSIS_MODULES), solver])

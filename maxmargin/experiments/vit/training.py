@@ -26,13 +26,8 @@ from torch import nn
 from torch.nn import functional
 
 from maxmargin.core.progress import Progress, duration, progress
-from maxmargin.experiments.vit.checkpoint import (
-    CHECKPOINT_FORMAT,
-    load_checkpoint,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-)
+from maxmargin.core.w_svm import frobenius_cosine
+from maxmargin.experiments.vit.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
 from maxmargin.experiments.vit.data import augment, normalize
 from maxmargin.experiments.vit.images import ImageData
 from maxmargin.experiments.vit.model import (
@@ -43,23 +38,40 @@ from maxmargin.experiments.vit.model import (
     soft_sparsity,
 )
 from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
-from maxmargin.experiments.vit.probes import Evaluator, WHistory, WSvmProbe, cosine
+from maxmargin.experiments.vit.probes import Evaluator, WHistory
 from maxmargin.experiments.vit.results import TrainResult
 from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
+from maxmargin.experiments.vit.snapshots import Snapshots, snapshot_epochs
 
 log = logging.getLogger("maxmargin")
 
 
+def rng_state(generator: torch.Generator) -> dict[str, Any]:
+    """The random states a resumed run needs to continue as an uninterrupted one: torch's, the loop's generator's
+    (shuffling, augmentation) and CUDA's."""
+    state = {"torch": torch.get_rng_state(), "generator": generator.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any], generator: torch.Generator) -> None:
+    torch.set_rng_state(state["torch"])
+    generator.set_state(state["generator"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
 @dataclass
 class _History:
-    """The per-epoch record of a run: metrics rows, wall-clock times, the Figure 6 maps and [CLS] self-entries of
-    the fixed image. The times are kept apart from the metrics, which do not depend on the machine's speed."""
+    """The record of a run, one entry per evaluated epoch (``vit.train.eval_every``): metrics rows, wall-clock
+    times, the Figure 6 maps and [CLS] self-entries of the fixed image. The times are kept apart from the metrics,
+    which do not depend on the machine's speed; each covers the epochs since the previous entry (``epochs``)."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     times: list[dict[str, float]] = field(default_factory=list)
     maps: list[np.ndarray] = field(default_factory=list)
     selfs: list[float] = field(default_factory=list)
-    w_svm: list[dict[str, Any]] = field(default_factory=list)  # WSvmProbe's rows, per head, at its epochs
 
     def append(self, measured: tuple[dict[str, Any], dict[str, float], np.ndarray, float]) -> None:
         row, times, fixed_map, fixed_self = measured
@@ -90,16 +102,21 @@ class _Trainer:
         self.history = _History()
         self.w_history = WHistory(checkpoint, settings.model.embed_dim)
         self.previous_w: np.ndarray | None = None
-        self.w_svm = WSvmProbe(settings, self.ev.probe_x[1:], self.ev.batch)
+        self.snapshots = Snapshots(checkpoint)
+        self.snapshot_epochs = snapshot_epochs(ts.epochs, ts.snapshot_every)
+        # the wall time and the training since the last metrics row (its times entry)
+        self.row_started, self.pending = time.perf_counter(), {"train_seconds": 0.0, "epochs": 0}
 
     def key_query(self) -> np.ndarray:
         """The last layer's W, in float64."""
         return key_query_matrix(last_attention(self.model)).cpu().numpy()
 
-    def measure(
-        self, epoch: int, train_loss: float, train_acc: float, t0: float, train_seconds: float
-    ) -> tuple[dict[str, Any], dict[str, float], np.ndarray, float]:
-        """Test accuracy, probe, ||W||_F and W's step cosine after ``epoch``; ``t0`` is when the epoch started."""
+    def evaluated(self, epoch: int) -> bool:
+        """Whether ``epoch`` gets a metrics row (``vit.train.eval_every``; epoch 0 and the last always do)."""
+        return epoch % self.ts.eval_every == 0 or epoch == self.ts.epochs
+
+    def measure(self, epoch: int, train_loss: float, train_acc: float) -> None:
+        """Test accuracy, probe, ||W||_F and W's cosine with the previous row's after ``epoch``: one more row."""
         _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
         sparsity, self_mean, fixed_map, fixed_self = self.ev.probe()
         w = self.key_query()
@@ -113,23 +130,25 @@ class _Trainer:
             "soft_sparsity": sparsity,
             "soft_sparsity_image": float(soft_sparsity(torch.from_numpy(fixed_map))),
             "w_frobenius": float(np.linalg.norm(w)),
-            "w_cosine_previous": math.nan if self.previous_w is None else cosine(self.previous_w, w32),
+            "w_cosine_previous": math.nan if self.previous_w is None else frobenius_cosine(self.previous_w, w32),
             "w_cosine_final": math.nan,  # known once the run ends (finish)
             "cls_self_attention": self_mean,
             "lr": self.optimizer.param_groups[0]["lr"],
             "dataset": self.data.name,
         }
         self.previous_w = w32
-        t_svm = time.perf_counter()
-        if self.w_svm.due(epoch):
-            self.history.w_svm.extend(self.w_svm.measure(self.model, epoch))
-        times = {"epoch": epoch, "train_seconds": train_seconds, "epoch_seconds": time.perf_counter() - t0}
-        times["w_svm_seconds"] = time.perf_counter() - t_svm
-        return row, times, fixed_map, fixed_self
+        self.history.append((row, {"epoch": epoch, **self.pending}, fixed_map, fixed_self))
+        self._close_row()
+
+    def _close_row(self) -> None:
+        """Charge the wall time since the last row to the newest row (its ``epoch_seconds``), and start anew."""
+        now = time.perf_counter()
+        times = self.history.times[-1]
+        times["epoch_seconds"] = times.get("epoch_seconds", 0.0) + now - self.row_started
+        self.row_started, self.pending = now, {"train_seconds": 0.0, "epochs": 0}
 
     def save(self, epoch: int, finished: bool = False) -> None:
-        """Checkpoint after ``epoch`` (one file, replaced atomically); the epoch's time then includes the write."""
-        t0 = time.perf_counter()
+        """Checkpoint after ``epoch`` (one file, replaced atomically); its write is timed with the epoch's row."""
         h = self.history
         save_checkpoint(
             self.checkpoint,
@@ -147,10 +166,10 @@ class _Trainer:
                 "times": h.times,
                 "maps": torch.from_numpy(np.stack(h.maps)),
                 "cls_self": torch.tensor(h.selfs),
-                "w_svm": h.w_svm,
             },
         )
-        h.times[-1]["epoch_seconds"] += time.perf_counter() - t0
+        if h.rows[-1]["epoch"] == epoch:
+            self._close_row()
 
     def due(self, epoch: int) -> bool:
         """Whether the checkpoint cadence (``vit.train.checkpoint_every``) writes one after ``epoch`` (the last
@@ -162,21 +181,20 @@ class _Trainer:
         state = load_checkpoint(self.checkpoint, self.fingerprint, restore)
         if state is None:
             return None
-        epoch = int(state["epoch"])
-        if not state.get("finished") and not self.w_history.truncate(epoch + 1):
+        epoch, rows = int(state["epoch"]), list(state["metrics"])
+        kept = [e for e in self.snapshot_epochs if e <= epoch]
+        if not state.get("finished") and not self.w_history.truncate(len(rows)):
             log.warning("%s lacks epochs of the checkpoint %s; starting afresh", self.w_history.path, self.checkpoint)
+            return None
+        self.snapshots.truncate(epoch)
+        if self.snapshots.epochs() != kept:
+            log.warning("%s lacks snapshots of the checkpoint %s; starting afresh", self.snapshots.folder, epoch)
             return None
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"], self.generator)
-        self.history = _History(
-            list(state["metrics"]),
-            list(state["times"]),
-            list(state["maps"].numpy()),
-            list(state["cls_self"].tolist()),
-            list(state.get("w_svm", [])),
-        )
+        self.history = _History(rows, list(state["times"]), list(state["maps"].numpy()), state["cls_self"].tolist())
         if not state.get("finished"):
             self.previous_w = self.w_history.read()[-1]
         # Snakemake empties the rule log before each attempt: the resumed run's log still tells the whole run.
@@ -191,6 +209,17 @@ class _Trainer:
         else:
             log.info("resuming from %s at epoch %d", self.checkpoint, epoch)
         return epoch
+
+    def start(self) -> None:
+        """Epoch 0, the initialisation: its row (the train loss/accuracy a full pass), snapshot and checkpoint."""
+        self.w_history.reset()
+        self.snapshots.reset()
+        train_loss, train_acc = self.ev.loss_acc(self.data.x_train, self.data.y_train)
+        if 0 in self.snapshot_epochs:
+            self.snapshots.save(0, self.model)
+        self.measure(0, train_loss, train_acc)
+        self.save(0)
+        progress("%s", epoch_line(self.history.rows[-1], self.history.times[-1]))
 
     def train_epoch(self, epoch: int) -> tuple[float, float]:
         """One pass over the shuffled training set; the mean loss and accuracy of its mini-batches.
@@ -225,16 +254,16 @@ class _Trainer:
         return float(loss_sum) / n, int(correct) / n
 
     def finish(self) -> None:
-        """The cosine of every epoch's W with the final W (the direction the run settles on, or not)."""
+        """The cosine of every row's W with the final W (the direction the run settles on, or not)."""
         ws = self.w_history.read()
         if len(ws) != len(self.history.rows):
             raise RuntimeError(f"{self.w_history.path} holds {len(ws)} epochs, the run {len(self.history.rows)}")
         for row, w in zip(self.history.rows, ws, strict=True):
-            row["w_cosine_final"] = cosine(w, ws[-1])
+            row["w_cosine_final"] = frobenius_cosine(w, ws[-1])
 
 
 def epoch_line(row: dict[str, Any], times: dict[str, float]) -> str:
-    """The rule log's line for one epoch's metrics."""
+    """The rule log's line for one metrics row."""
     return (
         f"epoch {row['epoch']}: train loss {row['train_loss']:.4f} acc {row['train_acc']:.3f}, test acc "
         f"{row['test_acc']:.3f}, soft-sparsity {row['soft_sparsity']:.4f}, ||W||_F {row['w_frobenius']:.3f}, "
@@ -245,8 +274,8 @@ def epoch_line(row: dict[str, Any], times: dict[str, float]) -> str:
 def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes: int) -> str | None:
     """A warning when test accuracy is still within ``guard.margin`` of chance after ``guard.after_epochs`` epochs.
 
-    A ViT that learned nothing can still concentrate its attention and grow ||W||_F (issue: Adam at 3e-3 at width
-    768), so Figure 7 alone does not show that the model learned.
+    A ViT that learned nothing can still concentrate its attention and grow ||W||_F (Adam at 3e-3 at width 768
+    does), so Figure 7 alone does not show that the model learned.
     """
     chance = 1.0 / num_classes
     due = [r for r in rows if r["epoch"] == guard.after_epochs]
@@ -260,16 +289,28 @@ def check_learning(rows: list[dict[str, Any]], guard: GuardSettings, num_classes
 
 
 def _epoch(run: _Trainer, epoch: int, epochs: Progress) -> None:
-    """Train and measure one epoch, checkpoint it when due, report it with the time left."""
+    """Train one epoch; keep its snapshot, measure it and checkpoint it when due; report it with the time left."""
     t0 = time.perf_counter()
     train_loss, train_acc = run.train_epoch(epoch)
-    run.history.append(run.measure(epoch, train_loss, train_acc, t0, time.perf_counter() - t0))
+    run.pending["train_seconds"] += time.perf_counter() - t0
+    run.pending["epochs"] += 1
     if not math.isfinite(train_loss):
         raise FloatingPointError(f"training diverged at epoch {epoch} (loss {train_loss})")
+    if epoch in run.snapshot_epochs:
+        run.snapshots.save(epoch, run.model)
+    if run.evaluated(epoch):
+        run.measure(epoch, train_loss, train_acc)
     if run.due(epoch):
         run.save(epoch)
     row, times = run.history.rows[-1], run.history.times[-1]
-    progress("%s; %s", epoch_line(row, times), epochs.text(epoch), final=epoch == epochs.total, milestone=True)
+    line = (
+        epoch_line(row, times)
+        if row["epoch"] == epoch
+        else f"epoch {epoch}: train loss {train_loss:.4f} acc {train_acc:.3f} ({time.perf_counter() - t0:.1f}s)"
+    )
+    progress("%s; %s", line, epochs.text(epoch), final=epoch == epochs.total, milestone=True)
+    if row["epoch"] != epoch:
+        return
     if (message := check_learning([row], run.settings.guard, run.settings.model.num_classes)) is not None:
         log.warning(message)
         warnings.warn(message, LearningStalledWarning, stacklevel=3)
@@ -278,9 +319,10 @@ def _epoch(run: _Trainer, epoch: int, epochs: Progress) -> None:
 def train_vit(
     settings: VitSettings, data: ImageData, checkpoint: str | os.PathLike[str], restore: bool = False
 ) -> TrainResult:
-    """Train the ViT, measuring the [CLS] attention and W after every epoch (paper: Section 4, Figures 6-7).
+    """Train the ViT, measuring the [CLS] attention and W every ``eval_every`` epochs and keeping the model every
+    ``snapshot_every`` (paper: Section 4, Figures 6-7).
 
-    Epoch 0 is the initialisation (its train loss/accuracy is a full pass over the training set; later epochs
+    Epoch 0 is the initialisation (its train loss/accuracy is a full pass over the training set; later rows
     report the running mean over the epoch's mini-batches). A checkpoint (model, optimiser, schedule, RNG states,
     metrics so far, settings) is written atomically every ``checkpoint_every`` epochs; a rerun of an unfinished run
     with the same settings, data and training code resumes from it and gives the same metrics on the CPU. A
@@ -291,13 +333,8 @@ def train_vit(
     run = _Trainer(settings, data, checkpoint)
     resumed = run.resume(restore)
     if resumed is None:
-        run.w_history.reset()
-        t0 = time.perf_counter()
-        train_loss, train_acc = run.ev.loss_acc(data.x_train, data.y_train)
-        run.history.append(run.measure(0, train_loss, train_acc, t0, 0.0))
-        run.save(0)
-        progress("%s", epoch_line(run.history.rows[-1], run.history.times[-1]))
-    first = len(run.history.rows)
+        run.start()
+    first = 1 if resumed is None else resumed + 1
     epochs = Progress("epochs", settings.train.epochs, done=first - 1)
     for epoch in range(first, settings.train.epochs + 1):
         _epoch(run, epoch, epochs)
@@ -355,7 +392,8 @@ def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
         label=int(data.y_test[idx]),
         grid=patch_grid(run.model),
         info=info,
-        w_svm=h.w_svm,
+        snapshots=run.snapshots,
+        snapshot_epochs=run.snapshot_epochs,
     )
 
 

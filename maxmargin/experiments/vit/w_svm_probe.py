@@ -1,0 +1,207 @@
+"""Beyond the paper: each last-layer head of a finished ViT run against its max-margin solution, at every snapshot
+(rule vit_probe, table vit_w_svm; docs/vit.md, "Does attention turn toward the max-margin solution?").
+
+The theory (Lemma 1, Theorems 1-3) says that W / ||W|| converges to the solution of (W-ATT-SVM) for the tokens the
+head selects. For head h, Wt_h = scale [W_Q,h^T W_K,h; b_Q,h^T W_K,h] gives the key-dependent logits a_i^T Wt_h x_it
+(a_i = [z_i; 1]); it selects o_i = argmax_t of them, and W_mm,h solves (W-ATT-SVM) for that selection on the same
+inputs. cos(Wt_h, W_mm,h) alone does not say whether training turned the head: each measurement comes with
+
+- matched nulls on the same epoch's inputs: (a) random matrices of rank d_head, each against the W-SVM of its own
+  selection (what a head that merely selects gets); (b) the trained head against the W-SVM of a shuffled selection
+  (whether its alignment is specific to what it selects); (c) the cosine of the head with its projection onto the
+  span the constraints live in (:func:`~maxmargin.core.w_svm.span_cosine`);
+- the ceiling: a rank-d_head matrix has cosine at most :func:`~maxmargin.core.w_svm.rank_ceiling` with W_mm,h;
+- the nuclear-norm solution (the implicit bias of W trained as W_Q^T W_K), against the Frobenius one on the same
+  images, with the same difference for the rank-d_head nulls;
+- selection stability: the share of images whose selected token is unchanged since the previous measured epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from maxmargin.core.w_svm import (
+    frobenius_cosine,
+    random_rank_matrix,
+    rank_ceiling,
+    span_cosine,
+    w_att_svm,
+    w_att_svm_nuclear,
+    w_logits,
+)
+from maxmargin.experiments.vit.model import build_vit, last_attention
+from maxmargin.experiments.vit.settings import ModelSettings
+
+
+@dataclass(frozen=True)
+class WSvmSettings:
+    """The config's ``vit.w_svm``: the probe images, the soft margin, the query-bias row, the nulls' draws, the
+    nuclear-norm measurement (its images, its epochs, its null draws) and the seed of the draws."""
+
+    images: int
+    soft_c: float
+    query_bias: bool
+    null_draws: int
+    shuffles: int
+    nuclear_images: int
+    nuclear_every: int
+    nuclear_draws: int
+    seed: int
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> WSvmSettings:
+        return cls(**cfg)
+
+    def nuclear_due(self, epoch: int, epochs: list[int]) -> bool:
+        """Whether ``epoch`` (of the snapshot ``epochs``) gets the nuclear-norm measurement: the first and the last
+        snapshot and every ``nuclear_every`` epochs (``nuclear_images`` 0: never)."""
+        if self.nuclear_images == 0:
+            return False
+        return epoch in (epochs[0], epochs[-1]) or (self.nuclear_every > 0 and epoch % self.nuclear_every == 0)
+
+
+def head_key_query(attn: nn.Module, query_bias: bool = True) -> np.ndarray:
+    """Each head's key-query matrix with its query-bias row, Wt_h = scale [W_Q,h^T W_K,h; b_Q,h^T W_K,h]: (H, C+1, C)
+    (without ``query_bias``: scale W_Q,h^T W_K,h, (H, C, C)).
+
+    Head h's logit of query input z and key input x_t (both after the block's norm) is (W_Q,h z + b_Q,h)^T
+    (W_K,h x_t + b_K,h) scale = [z; 1]^T Wt_h x_t + terms that do not depend on t (they cancel in the softmax over
+    the keys): the W of Lemma 1, float64.
+    """
+    if not (isinstance(attn.q_norm, nn.Identity) and isinstance(attn.k_norm, nn.Identity)):
+        raise NotImplementedError("Wt_h assumes no q/k normalisation (timm's qk_norm=False)")
+    w, b = attn.qkv.weight.detach().double(), attn.qkv.bias.detach().double()
+    heads, dh = attn.num_heads, attn.head_dim
+    wq, wk = w[: heads * dh].reshape(heads, dh, -1), w[heads * dh : 2 * heads * dh].reshape(heads, dh, -1)
+    rows = [wq.transpose(1, 2) @ wk]
+    if query_bias:
+        rows.append(b[: heads * dh].reshape(heads, 1, dh) @ wk)
+    return (attn.scale * torch.cat(rows, dim=1)).cpu().numpy()
+
+
+@torch.no_grad()
+def attention_inputs(model: nn.Module, images: torch.Tensor, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The last attention layer's inputs (after the block's norm) on normalised ``images``, float64, in eval mode:
+    the [CLS] query input z (n, C) and every token's key input x (n, 1 + T, C), [CLS] first."""
+    captured: list[torch.Tensor] = []
+
+    def hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
+        captured.append((args[0] if args else kwargs["x"]).detach().double())
+
+    was_training = model.training
+    model.eval()
+    handle = last_attention(model).register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        for i in range(0, len(images), batch_size):
+            model(images[i : i + batch_size])
+    finally:
+        handle.remove()
+        model.train(was_training)
+    x = torch.cat(captured).cpu().numpy()
+    return x[:, 0], x
+
+
+def _spread(values: list[float]) -> tuple[float, float]:
+    """Mean and standard deviation (ddof 1) of the draws."""
+    return float(np.mean(values)), float(np.std(values, ddof=1))
+
+
+def _null_rank(z: np.ndarray, x: np.ndarray, shape: tuple[int, int], rank: int, s: WSvmSettings, rng) -> list:
+    """Null (a): random rank-``rank`` matrices, each against the W-SVM of the tokens it selects itself."""
+    out = []
+    for _ in range(s.null_draws):
+        m = random_rank_matrix(rng, shape, rank)
+        sel = w_logits(m, z, x, s.query_bias).argmax(axis=1)
+        out.append((m, frobenius_cosine(m, w_att_svm(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias).solution)))
+    return out
+
+
+def _null_shuffled(w: np.ndarray, z: np.ndarray, x: np.ndarray, selected, s: WSvmSettings, rng) -> list[float]:
+    """Null (b): the head against the W-SVM of its selection permuted over the images (same marginal)."""
+    out = []
+    for _ in range(s.shuffles):
+        shuffled = selected[rng.permutation(len(selected))]
+        out.append(frobenius_cosine(w, w_att_svm(z, x, shuffled, soft_c=s.soft_c, query_bias=s.query_bias).solution))
+    return out
+
+
+def nuclear_gap(w: np.ndarray, z: np.ndarray, x: np.ndarray, s: WSvmSettings) -> tuple[float, float]:
+    """cos(W, W_nuc) and cos(W, W_fro) for the tokens ``w`` selects, both on the same inputs."""
+    sel = w_logits(w, z, x, s.query_bias).argmax(axis=1)
+    nuc = w_att_svm_nuclear(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias).solution
+    fro = w_att_svm(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias).solution
+    return frobenius_cosine(w, nuc), frobenius_cosine(w, fro)
+
+
+def probe_head(
+    w: np.ndarray, z: np.ndarray, x: np.ndarray, rank: int, s: WSvmSettings, rng: np.random.Generator, nuclear: bool
+) -> dict[str, Any]:
+    """One head at one epoch: the columns of table ``vit_w_svm`` but epoch, head, selection_kept and dataset."""
+    t0 = time.perf_counter()
+    selected = w_logits(w, z, x, s.query_bias).argmax(axis=1)
+    res = w_att_svm(z, x, selected, soft_c=s.soft_c, query_bias=s.query_bias)
+    cosine, ceiling = frobenius_cosine(w, res.solution), rank_ceiling(res.solution, rank)
+    nulls = _null_rank(z, x, w.shape, rank, s, rng)
+    shuffled = _null_shuffled(w, z, x, selected, s, rng)
+    row = {
+        "cosine": cosine,
+        "null_rank": _spread([c for _, c in nulls])[0],
+        "null_rank_sd": _spread([c for _, c in nulls])[1],
+        "null_shuffled": _spread(shuffled)[0],
+        "null_shuffled_sd": _spread(shuffled)[1],
+        "span_cosine": span_cosine(w, z, x, s.query_bias),
+        "ceiling": ceiling,
+        "ceiling_fraction": cosine / ceiling,
+        "cosine_nuclear": math.nan,
+        "cosine_frobenius_nuclear_images": math.nan,
+        "null_nuclear_gap": math.nan,
+        "null_nuclear_gap_sd": math.nan,
+    }
+    if nuclear:
+        zn, xn = z[: s.nuclear_images], x[: s.nuclear_images]
+        row["cosine_nuclear"], row["cosine_frobenius_nuclear_images"] = nuclear_gap(w, zn, xn, s)
+        gaps = [float(np.subtract(*nuclear_gap(m, zn, xn, s))) for m, _ in nulls[: s.nuclear_draws]]
+        row["null_nuclear_gap"], row["null_nuclear_gap_sd"] = _spread(gaps)
+    row.update(
+        hard_margin=res.hard,
+        margins_met=res.met,
+        n_images=len(z),
+        n_constraints=res.n_constraints,
+        support=res.support,
+        w_frobenius=float(np.linalg.norm(w)),
+        svm_frobenius=float(np.linalg.norm(res.solution)),
+        selected_cls=float(np.mean(selected == 0)),
+        seconds=time.perf_counter() - t0,
+    )
+    return {**row, "_selected": selected}
+
+
+def probe_snapshots(
+    snapshots: Mapping[str, Any], model: ModelSettings, images: torch.Tensor, s: WSvmSettings, batch_size: int
+) -> list[dict[str, Any]]:
+    """Every head of the last layer at every snapshot epoch, in order: the rows of table ``vit_w_svm`` (but its
+    ``dataset``). ``images``: the normalised probe images (their first ``s.images`` are used)."""
+    if len(images) < s.images:
+        raise ValueError(f"vit.w_svm.images is {s.images}, but the run has {len(images)} probe images")
+    net, rows, previous = build_vit(model), [], {}
+    rng = np.random.default_rng(s.seed)
+    epochs = [int(e) for e in snapshots["epochs"]]
+    for epoch in epochs:
+        net.load_state_dict(snapshots["states"][epoch])
+        z, x = attention_inputs(net, images[: s.images], batch_size)
+        attn = last_attention(net)
+        for head, w in enumerate(head_key_query(attn, s.query_bias)):
+            row = probe_head(w, z, x, attn.head_dim, s, rng, s.nuclear_due(epoch, epochs))
+            selected = row.pop("_selected")
+            kept = float(np.mean(selected == previous[head])) if head in previous else math.nan
+            previous[head] = selected
+            rows.append({"epoch": epoch, "head": head, **row, "selection_kept": kept})
+    return rows

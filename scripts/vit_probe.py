@@ -1,0 +1,41 @@
+"""Snakemake script: each last-layer head of the finished ViT run against its W-ATT-SVM solution, at every snapshot
+(rule vit_probe): reads the run's snapshots and probe images, trains nothing."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import torch
+from threadpoolctl import threadpool_limits
+
+from maxmargin.experiments.vit import VitSettings, load_image_data
+from maxmargin.experiments.vit.data import normalize
+from maxmargin.experiments.vit.snapshots import load_snapshots
+from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, probe_snapshots
+from maxmargin.logs import rule_logging
+from maxmargin.registry import columns
+from maxmargin.tables import write_csv
+
+with rule_logging(snakemake) as log:
+    vit = snakemake.params.reads["vit"]
+    settings, probe = VitSettings.from_config(vit), WSvmSettings.from_config(vit["w_svm"])
+    torch.set_num_threads(settings.train.threads)
+    manifest = json.loads(Path(snakemake.input.manifest).read_text())
+    data = load_image_data(settings.data, settings.train.seed, manifest)
+    images = normalize(data.x_test[: settings.probe.n_images], data.mean, data.std)
+    snapshots = load_snapshots(snakemake.input.snapshots)
+    log.info("snapshots of epochs %s; %d probe images of %s", snapshots["epochs"], probe.images, data.name)
+    with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x
+        rows = probe_snapshots(snapshots, settings.model, images, probe, 2 * settings.train.batch_size)
+    names = columns("vit_w_svm")
+    table = pd.DataFrame(rows, columns=names[:-1]).assign(dataset=data.name)[names]
+    write_csv(table, snakemake.output[0])
+    for epoch, g in table.groupby("epoch"):
+        log.info(
+            "epoch %d: cos(Wt_h, W_mm,h) %s; null (rank d_head) %s; ceiling %s (%.1f s)",
+            epoch,
+            " ".join(f"{c:.3f}" for c in g["cosine"]),
+            " ".join(f"{c:.3f}" for c in g["null_rank"]),
+            " ".join(f"{c:.3f}" for c in g["ceiling"]),
+            g["seconds"].sum(),
+        )
