@@ -183,7 +183,7 @@ def vit_metrics(final_acc: float) -> pd.DataFrame:
 
 
 def test_vit_claims_need_a_model_that_learned():
-    linear = pd.DataFrame({"test_acc": [0.8], "n_train": [2000], "n_iter": [200]})
+    linear = pd.DataFrame({"test_acc": [0.8], "n_train": [2000], "n_test": [1000], "n_iter": [200]})
     tables = {"vit_metrics": vit_metrics(0.55), "vit_baseline": linear}
     learned = evaluate_claims(tables, DEFAULT_CONFIG).set_index("claim_id")
     assert learned.loc["vit_learns", "verdict"] == "holds" and learned.loc["vit_sparsity", "verdict"] == "holds"

@@ -184,3 +184,5 @@ def test_a_changed_key_reruns_exactly_the_jobs_that_read_it(finished) -> None:
     # the case: an on-demand study's setting reruns no job of Figure 9
     assert rerun["census.grid.n_trials"] == {"census_grid_cell"}
     assert rerun["vit.guard.min_w_growth"] == {"claims_table", "docs_vit"}  # a claim's threshold: no retraining
+    # an analysis of the finished run's snapshots (its settings): the probe reruns, the training does not
+    assert rerun["vit.w_svm.null_draws"] == {"vit_probe"}

@@ -33,10 +33,10 @@ EXPECTED_RULES: dict[tuple[str, ...], set[str] | None] = {
     ("census_budget",): {"census_budget_trials", "census_budget_gather", "plot_census", "census_budget"},
     ("census_grid",): {"census_grid_cell", "census_grid_gather", "plot_census", "census_grid"},
     ("regpath", "lemma1"): {"regpath_instance", "regpath_table", "plot_regpath", "regpath", "lemma1_table", "lemma1"},
-    ("fig6", "fig7"): VIT | {"vit_w_svm_table", "fig6", "fig7"},  # fig7 has the W-SVM companion panel
+    ("fig6", "fig7"): VIT | {"vit_probe", "fig6", "fig7"},  # fig7 has the W-SVM companion panel
     ("vit_pilot",): {"vit_data", "vit_pilot_run", "vit_pilot"},
     ("vit_recipes",): {"vit_data", "vit_recipe_train", "vit_recipes_table", "plot_vit", "vit_recipes"},
-    ("docs/results/cpu_depth12.md",): VIT | {"vit_w_svm_table", "docs_vit"},  # the page shows the W-SVM panel
+    ("docs/results/cpu_depth12.md",): VIT | {"vit_probe", "docs_vit"},  # the page shows the W-SVM panel
     ("docs/results/vit_depth12_study.md",): {
         "vit_data",
         "vit_recipe_train",

@@ -418,6 +418,19 @@ def test_only_the_training_code_is_in_the_checkpoints_fingerprint() -> None:
     assert set(vit.settings.ANALYSIS_MODULES) == {"w_svm_probe.py"}
 
 
+def test_an_analysis_edit_reruns_the_probe_and_never_the_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule vit_train's rerun trigger (its `code` param) hashes no analysis of the snapshots and no W-ATT-SVM solver;
+    rule vit_probe's hashes both: adding or changing an analysis of a finished run trains nothing."""
+    hashed: list[list[str]] = []
+    monkeypatch.setattr(vit.settings, "source_fingerprint", lambda paths: hashed.append([Path(p).name for p in paths]))
+    vit.settings.code_fingerprint()
+    vit.settings.analysis_fingerprint()
+    training, analysis = hashed
+    assert "training.py" in training and "snapshots.py" in training
+    assert not {"w_svm_probe.py", "w_svm.py"} & set(training)
+    assert set(analysis) == {"w_svm_probe.py", "w_svm.py"}
+
+
 def test_learning_rate_schedule() -> None:
     factors = [vit.lr_factor(step, 10, 4, "cosine") for step in range(10)]
     assert factors[:4] == [0.25, 0.5, 0.75, 1.0]

@@ -52,17 +52,21 @@ def verdicts(table: pd.DataFrame, config: dict = DEFAULT_CONFIG, linear: float =
 
 
 def test_an_sgd_run_whose_w_barely_moved_does_not_hold() -> None:
-    # Issue 17: SGD with momentum at depth 12 learned (0.465) while ||W||_F grew by 0.002%.
-    claims = verdicts(metrics(0.465, (1.0, 0.98), (8.5, 8.5 * 1.00002)))
+    """A run that learned while ||W||_F grew by 0.002% (SGD with momentum at depth 12 did)."""
+    claims = verdicts(metrics(0.55, (1.0, 0.98), (8.5, 8.5 * 1.00002)))
     assert claims.loc["vit_learns", "verdict"] == "holds"
     assert claims.loc["vit_sparsity", "verdict"] == "differs"
     note = claims.loc["vit_sparsity", "note"]
     assert "smaller than the configured minimum" in note and "x1 (needs >= 1.5)" in note and "x0.98" in note
 
 
-@pytest.mark.parametrize("acc, linear, verdict", [(0.451, 0.8, "holds"), (0.449, 0.8, "differs"), (0.3, 0.4, "holds")])
+@pytest.mark.parametrize(
+    "acc, linear, verdict",
+    [(0.50, 0.8, "holds"), (0.40, 0.8, "differs"), (0.451, 0.8, "inconclusive"), (0.3, 0.4, "holds")],
+)
 def test_the_learning_bar_is_half_the_linear_baselines_gain(acc: float, linear: float, verdict: str) -> None:
-    # Issue 28: chance + 0.2 was passed by almost any run; the bar is chance + 0.5 x (baseline - chance)
+    """The bar is chance + 0.5 x (baseline - chance) (chance + 0.2 was passed by almost any run), and the accuracy
+    over the baseline's 1000 test images is judged by its Wilson interval: 0.451 against 0.45 cannot tell."""
     assert GUARD["baseline_fraction"] == 0.5
     claims = verdicts(metrics(acc, (1.0, 0.3), (1.0, 3.0)), linear=linear)
     assert claims.loc["vit_learns", "verdict"] == verdict

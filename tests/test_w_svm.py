@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import DEFAULT_CONFIG
 
+from maxmargin.claims import evaluate_claims
 from maxmargin.core.svm import att_svm
 from maxmargin.core.w_svm import (
     frobenius_cosine,
@@ -239,3 +241,65 @@ def test_a_run_without_snapshots_gets_a_panel_that_says_so() -> None:
     fig = draw_w_svm(pd.DataFrame(columns=columns("vit_w_svm")), min_w_svm_gain=0.2)
     assert [t.get_text() for t in fig.texts] == [NO_W_SVM] and not fig.axes
     plt.close(fig)
+
+
+def _w_svm_table(cosine: dict[int, list[float]], null: float = 0.1, null_sd: float = 0.02, **last: float):
+    """Table vit_w_svm with the given head cosines per epoch, a flat null, a ceiling of 0.6, and the last epoch's
+    other columns overridden by ``last``."""
+    import pandas as pd
+
+    from maxmargin.registry import columns
+
+    rows = []
+    for epoch, heads in cosine.items():
+        for head, c in enumerate(heads):
+            rows.append({
+                "epoch": epoch, "head": head, "cosine": c, "null_rank": null, "null_rank_sd": null_sd,
+                "null_shuffled": 0.2, "null_shuffled_sd": 0.02, "span_cosine": 0.9, "ceiling": 0.6,
+                "ceiling_fraction": c / 0.6, "cosine_nuclear": 0.5, "cosine_frobenius_nuclear_images": 0.4,
+                "null_nuclear_gap": 0.05, "null_nuclear_gap_sd": 0.01, "hard_margin": True, "margins_met": 1.0,
+                "n_images": 256, "n_constraints": 16384, "support": 80, "w_frobenius": 1.0, "svm_frobenius": 3.0,
+                "selected_cls": 0.0, "selection_kept": 0.9, "seconds": 0.5, "dataset": "fashion_mnist",
+            })  # fmt: skip
+    table = pd.DataFrame(rows)[columns("vit_w_svm")]
+    last_epoch = table["epoch"] == max(cosine)
+    for key, value in last.items():
+        table.loc[last_epoch, key] = value
+    return table
+
+
+RISING = {0: [0.1, 0.12, 0.09, 0.11], 10: [0.3, 0.35, 0.3, 0.32], 20: [0.5, 0.55, 0.5, 0.52]}
+
+
+@pytest.mark.parametrize(
+    "cosine, verdict",
+    [
+        (RISING, "holds"),  # +0.42 over the null, rising toward the ceiling
+        ({0: [0.1, 0.12, 0.09, 0.11], 10: [0.2, 0.25, 0.2, 0.22], 20: [0.25, 0.3, 0.2, 0.26]}, "differs"),  # +0.15
+        ({0: [0.1, 0.12, 0.09, 0.11], 10: [0.6, 0.58, 0.6, 0.59], 20: [0.4, 0.45, 0.4, 0.42]}, "differs"),  # falls
+        ({0: [0.1, 0.1, 0.1, 0.1], 10: [0.2, 0.3, 0.2, 0.3], 20: [0.25, 0.35, 0.25, 0.6]}, "inconclusive"),  # ~0.2
+    ],
+)
+def test_the_direction_claim_needs_the_gain_over_the_matched_null_and_a_rise_toward_the_ceiling(cosine, verdict):
+    assert DEFAULT_CONFIG["vit"]["guard"]["min_w_svm_gain"] == 0.2
+    claims = evaluate_claims({"vit_w_svm": _w_svm_table(cosine)}, DEFAULT_CONFIG).set_index("claim_id")
+    row = claims.loc["vit_w_svm_direction"]
+    assert row["verdict"] == verdict, row.to_dict()
+    assert "against the rank-d_head null 0.100" in row["measured"] and "of the rank ceiling 0.600" in row["measured"]
+    if verdict != "holds":
+        assert row["note"].startswith(f"{verdict}: ")
+
+
+@pytest.mark.parametrize(
+    "last, specific, nuclear",
+    [
+        ({}, "holds", "holds"),  # own 0.52 vs shuffled 0.2; nuclear gap 0.1 vs the null's 0.05
+        ({"null_shuffled": 0.6, "cosine_nuclear": 0.42}, "differs", "differs"),
+        ({"null_shuffled": 0.52, "null_shuffled_sd": 0.2, "null_nuclear_gap": 0.1, "null_nuclear_gap_sd": 0.3},
+         "inconclusive", "inconclusive"),
+    ],
+)  # fmt: skip
+def test_the_specificity_and_nuclear_claims_are_judged_against_their_nulls_spread(last, specific, nuclear):
+    claims = evaluate_claims({"vit_w_svm": _w_svm_table(RISING, **last)}, DEFAULT_CONFIG).set_index("claim_id")
+    assert claims.loc["vit_w_svm_specific", "verdict"] == specific, claims.loc["vit_w_svm_specific"].to_dict()
+    assert claims.loc["vit_w_svm_nuclear", "verdict"] == nuclear, claims.loc["vit_w_svm_nuclear"].to_dict()

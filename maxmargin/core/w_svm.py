@@ -477,6 +477,18 @@ def rank_ceiling(w_mm: NDArray[np.float64], rank: int) -> float:
     best rank-``rank`` approximation (Eckart-Young). A head's Wt_h = scale W_Q,h^T W_K,h has rank at most d_head,
     so its cosine with an unconstrained W_mm,h is at most this.
 
+    Parameters
+    ----------
+    w_mm : ndarray, shape (p, q)
+        A max-margin solution W_mm.
+    rank : int
+        The rank allowed (a head's d_head).
+
+    Returns
+    -------
+    float
+        The ceiling, in (0, 1].
+
     Examples
     --------
     >>> rank_ceiling(np.diag([1.0, 1.0, 1.0, 1.0]), 1)
@@ -487,9 +499,11 @@ def rank_ceiling(w_mm: NDArray[np.float64], rank: int) -> float:
 
 
 def _range(m: NDArray[np.float64]) -> NDArray[np.float64]:
-    """An orthonormal basis of the column space of ``m`` (singular values above 1e-10 of the largest)."""
-    u, s, _ = np.linalg.svd(m, full_matrices=False)
-    return u[:, s > 1e-10 * s.max(initial=0.0)]
+    """An orthonormal basis of the column space of ``m`` (p x k): from the eigenvectors of m m^T (p x p, cheap
+    where k is large), eigenvalues above 1e-12 of the largest (singular values above 1e-6: eigh's rounding is about
+    1e-16 of the largest eigenvalue)."""
+    values, vectors = np.linalg.eigh(m @ m.T)
+    return vectors[:, values > 1e-12 * values.max(initial=0.0)]
 
 
 def span_cosine(
@@ -499,8 +513,24 @@ def span_cosine(
     directions that change some logit difference a_i^T W (x_it - x_is) on these inputs.
 
     Every W-ATT-SVM solution of these inputs lies in that span (the constraint features a_i (x_io - x_it)^T, for
-    any selection, do), so cos(W, W_mm) <= this: a head that puts its energy into the directions the data use gains
-    cosine with any matrix of the span, max-margin or not.
+    any selection, do), so |cos(W, W_mm)| <= this: a head that puts its energy into the directions the data use
+    gains cosine with any matrix of the span, max-margin or not.
+
+    Parameters
+    ----------
+    w : ndarray, shape (C + 1, C), or (C, C) without ``query_bias``
+        A head's key-query matrix.
+    z : ndarray, shape (n, C)
+        Query inputs.
+    x : ndarray, shape (n, T, C)
+        Token inputs.
+    query_bias : bool
+        Whether ``w`` has the query-bias row.
+
+    Returns
+    -------
+    float
+        cos(W, P W) = ||P W||_F / ||W||_F, in [0, 1].
     """
     a = query_inputs(z, query_bias)
     x = np.asarray(x, dtype=np.float64)
@@ -511,6 +541,21 @@ def span_cosine(
 
 
 def random_rank_matrix(rng: np.random.Generator, shape: tuple[int, int], rank: int) -> NDArray[np.float64]:
-    """G_1 G_2^T with Gaussian G_1 (p x rank) and G_2 (q x rank): a random matrix of rank ``rank`` (almost surely),
-    the shape of a head's Wt_h = scale W_Q,h^T W_K,h."""
+    """G_1 G_2 with Gaussian G_1 (p x rank) and G_2 (rank x q): a random matrix of rank ``rank`` (almost surely),
+    the shape of a head's Wt_h = scale W_Q,h^T W_K,h (the null of a head that merely selects).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of the draws.
+    shape : tuple of int
+        (p, q).
+    rank : int
+        Its rank.
+
+    Returns
+    -------
+    ndarray, shape (p, q)
+        The matrix.
+    """
     return rng.standard_normal((shape[0], rank)) @ rng.standard_normal((rank, shape[1]))

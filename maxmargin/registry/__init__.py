@@ -75,6 +75,10 @@ CLAIMS_CONFIG_KEYS: tuple[tuple[str, ...], ...] = (
     ("vit", "model", "num_classes"),
     ("vit", "plots", "fig6_epochs"),
     ("vit", "guard"),
+    ("vit", "w_svm", "null_draws"),
+    ("vit", "w_svm", "shuffles"),
+    ("vit", "w_svm", "nuclear_images"),
+    ("vit", "w_svm", "nuclear_draws"),
     ("basin", "constant"),
     ("basin", "cone"),
 )

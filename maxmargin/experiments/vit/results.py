@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from maxmargin import registry
 from maxmargin.experiments.vit.settings import VitSettings
-from maxmargin.experiments.vit.snapshots import Snapshots
+
+if TYPE_CHECKING:  # the docs page's job imports this module without torch
+    from maxmargin.experiments.vit.snapshots import Snapshots
 from maxmargin.files import file_sha256, write_json, write_npz
 from maxmargin.provenance import current_provenance, table_record
 from maxmargin.tables import markdown_table, write_csv
