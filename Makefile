@@ -46,10 +46,11 @@ LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 
 all: figures
 
-# The package (editable) and the workflow's terminal output (./workflow/logger, a Snakemake logger plugin).
+# The package (editable) with the pipeline's extras (`pip install .` alone is the maths: pyproject.toml) and the
+# workflow's terminal output (./workflow/logger, a Snakemake logger plugin).
 $(STAMP): pyproject.toml workflow/logger/pyproject.toml workflow/logger/snakemake_logger_plugin_maxmargin/__init__.py
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e ".[test]" ./workflow/logger
+	$(BIN)/python -m pip install --quiet -e ".[workflow,vit,test]" ./workflow/logger
 	touch $(STAMP)
 
 figures: $(STAMP)

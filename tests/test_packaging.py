@@ -20,6 +20,8 @@ from packaging.utils import canonicalize_name
 
 ENVS = REPO / "workflow" / "envs"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+# Every requirement of the package: the maths (`pip install .`) and its extras (`make figures`: workflow, vit, test)
+EVERY_REQUIREMENT = PROJECT["dependencies"] + [r for extra in PROJECT["optional-dependencies"].values() for r in extra]
 # Top-level import name -> distribution, for the modules the library and its scripts import
 DISTRIBUTIONS = {"sklearn": "scikit-learn", "PIL": "pillow", "yaml": "pyyaml"}
 
@@ -111,7 +113,7 @@ def _conda_split(entry: str) -> tuple[str, str]:
 
 
 def test_environment_yml_matches_pyproject():
-    wanted = dict(_split(r) for r in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["test"])
+    wanted = dict(_split(r) for r in EVERY_REQUIREMENT)
     env_file = yaml.safe_load((REPO / "environment.yml").read_text())
     env = env_file["dependencies"]
     conda = [d for d in env if isinstance(d, str) and not d.startswith(("python=", "pip"))]
@@ -138,7 +140,7 @@ def test_every_rule_uses_a_pinned_env_of_workflow_envs():
         assert env.parent == ENVS and env.exists(), f"rule {rule}: conda env {env} is not a file of workflow/envs"
         used.add(env)
     assert used == set(ENVS.glob("*.yaml")), "an env file no rule uses"
-    ranges = {canonicalize_name(Requirement(r).name): Requirement(r).specifier for r in PROJECT["dependencies"]}
+    ranges = {canonicalize_name(Requirement(r).name): Requirement(r).specifier for r in EVERY_REQUIREMENT}
     for env in used:
         spec = yaml.safe_load(env.read_text())
         assert "python=3.11" in spec["dependencies"] and "name" not in spec  # Snakemake names the env itself

@@ -1,11 +1,12 @@
 """The maths of the paper, the public API: numpy/scipy/cvxopt/scikit-learn only, nothing else of the package.
 
 Every function below has numpydoc Parameters and Returns with the shapes of its arrays (tests/test_core_api.py);
-leading batch axes are written "...". Modules: :mod:`.loss` (Assumption A), :mod:`.model` (eq. (5), the risk and
-its exact gradients), :mod:`.gd` (gradient descent), :mod:`.svm` ((ATT-SVM), eq. (10), (SVM)), :mod:`.directions`
-(GMM / LMM, Definitions 1-2), :mod:`.span_gd` (the census's batched GD), :mod:`.ball` and :mod:`.logspace` (the
-constrained solver), :mod:`.regpath` (regularization paths, eq. (2)) and :mod:`.w_svm` (the W-parametrised
-ATT-SVM of an attention head, Lemma 1).
+leading batch axes are written "...". The main ones have Examples, run as doctests by the unit tier; the reference
+is docs/api.md (tools/api_docs.py). Modules: :mod:`.loss` (Assumption A), :mod:`.model` (eq. (5), the risk and its
+exact gradients), :mod:`.gd` (gradient descent), :mod:`.svm` ((ATT-SVM), eq. (10), (SVM)) and :mod:`.min_norm`
+(their solver), :mod:`.directions` (GMM / LMM, Definitions 1-2), :mod:`.span_gd` (the census's batched GD),
+:mod:`.ball` and :mod:`.logspace` (the constrained solver), :mod:`.regpath` (regularization paths, eq. (2)) and
+:mod:`.w_svm` (the W-parametrised ATT-SVM of an attention head, Lemma 1).
 
 The names below are imported from their module on first use: a job that needs one module (the progress lines of
 every rule's log, say) does not import scipy, scikit-learn and cvxopt for the others."""
@@ -77,6 +78,13 @@ _HOMES = {
         "selected_tokens",
         "token_scores",
     ),
+    "min_norm": (
+        "SVMResult",
+        "kkt_violation",
+        "least_distance",
+        "lp_feasible",
+        "solve_min_norm",
+    ),
     "multistart": (
         "SAME_POINT_COSINE",
         "MultistartSolve",
@@ -100,7 +108,6 @@ _HOMES = {
     "svm": (
         "NEIGHBOR_TOL",
         "SVM_TOL",
-        "SVMResult",
         "att_svm",
         "att_svm_ldp",
         "p_relax",

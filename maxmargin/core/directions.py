@@ -157,6 +157,18 @@ def classify_direction(
     -------
     MaxMarginDirection
         ``kind``, ``alpha`` (n,), ``svm``, ``neighbors`` (n, T) and ``score_gap``.
+
+    Examples
+    --------
+    The paper's Figure 1(b): selecting token 1 (score 0.9 < 1) is locally optimal, so its direction is an LMM.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import classify_direction
+    >>> K = np.array([[[-0.1, 1.0], [1.0, 0.0], [0.0, 0.0]]])
+    >>> gamma = np.array([[1.0, 0.9, 0.0]])
+    >>> lmm = classify_direction(K, gamma, np.array([1]))
+    >>> lmm.kind, lmm.svm.direction, lmm.neighbors, lmm.score_gap
+    ('lmm', array([1., 0.]), array([[False, False,  True]]), 0.9)
     """
     alpha = np.asarray(alpha, dtype=np.int64)
     res = att_svm(K, alpha, tol=tol) if svm is None else svm
@@ -186,6 +198,15 @@ def gmm_direction(K: NDArray[np.float64], gamma: NDArray[np.float64]) -> SVMResu
     -------
     SVMResult
         The solution (``solution``, shape (d,); None if infeasible), status, active constraints, KKT residual.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import gmm_direction
+    >>> K = np.array([[[-0.1, 1.0], [1.0, 0.0], [0.0, 0.0]]])  # Figure 1(b)
+    >>> gmm = gmm_direction(K, np.array([[1.0, 0.9, 0.0]]))
+    >>> np.round(gmm.direction, 4)  # (-0.1, 1) / ||.||
+    array([-0.0995,  0.995 ])
     """
     return att_svm(K, optimal_tokens(gamma))
 
@@ -216,6 +237,14 @@ def max_margin_directions(
     -------
     list of (str, ndarray of shape (n,), SVMResult)
         ``("gmm" | "lmm", alpha, ATT-SVM solution)`` for every token choice alpha that is a GMM or an LMM.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import max_margin_directions
+    >>> K = np.array([[[-0.1, 1.0], [1.0, 0.0], [0.0, 0.0]]])  # Figure 1(b)
+    >>> [(kind, alpha) for kind, alpha, _ in max_margin_directions(K, np.array([[1.0, 0.9, 0.0]]))]
+    [('gmm', array([0])), ('lmm', array([1]))]
     """
     n, T, _ = K.shape
     found = []

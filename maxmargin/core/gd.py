@@ -19,10 +19,12 @@ from maxmargin.core.model import Array, Gradient, grad_p, grad_v, token_scores
 
 @dataclass(frozen=True)
 class Trajectory:
-    """Iterates of a GD run; ``p`` is (B, n_iter + 1, d) when the path is kept, else (B, 1, d).
+    """Iterates of a GD run, one row per start.
 
-    ``skipped`` counts, per run, the steps whose gradient was exactly zero: they are skipped,
-    never divided by.
+    ``p`` (and ``v``, for joint GD) has shape (B, n_iter + 1, d) for starts of shape (B, d) and (n_iter + 1, d) for
+    one start of shape (d,); without the path (``keep_path=False``) only the last iterate is kept: (B, 1, d) or
+    (1, d). ``skipped``, of shape (B,) or (), counts per run the steps whose gradient was exactly zero: they are
+    skipped, never divided by.
     """
 
     p: Array
@@ -70,7 +72,7 @@ def gradient_descent(
     """GD on L(p) for a fixed head v: p <- p - eta * g, g = grad or grad / ||grad||.
 
     Paper: eq. (3) with constant eta (Theorems 2-3) and the normalized variant of Section 4
-    (Figure 4) and Appendix E. ``K`` is (n, T, d) shared or (B, n, T, d) per run.
+    (Figure 4) and Appendix E. ``K`` and ``gamma`` are shared by every run, or given per run (a leading B axis).
 
     Parameters
     ----------
@@ -89,15 +91,31 @@ def gradient_descent(
     normalized : bool
         Normalized GD (grad / ||grad||) or constant-step GD.
     keep_path : bool
-        Keep every iterate (else only the first and the last).
+        Keep every iterate (else only the last).
     progress : bool
         Show a progress bar.
 
     Returns
     -------
     Trajectory
-        ``p`` of shape (B, n_iter + 1, d) (or (B, 1, d), the last iterate, without the path) and ``skipped``
-        (B,), the steps with a zero gradient.
+        ``p`` of shape (B, n_iter + 1, d), or (n_iter + 1, d) for one start ``p0`` of shape (d,); without the
+        path only the last iterate, (B, 1, d) or (1, d). ``skipped`` (B,) or (): the steps with a zero gradient.
+
+    Examples
+    --------
+    One input, three tokens; normalized GD from p = 0 turns towards the GMM direction (Theorem 2, n = 1):
+
+    >>> import numpy as np
+    >>> from maxmargin.core import cosine, gmm_direction, gradient_descent
+    >>> K = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]])
+    >>> gamma = np.array([[1.0, 0.5, -1.5]])
+    >>> traj = gradient_descent(K, gamma, np.zeros(2), eta=0.1, n_iter=1000)
+    >>> traj.p.shape, traj.p_final.shape
+    ((1001, 2), (2,))
+    >>> print(round(float(cosine(traj.p_final, gmm_direction(K, gamma).direction)), 4))
+    0.9999
+    >>> gradient_descent(K, gamma, np.zeros((4, 2)), eta=0.1, n_iter=10, keep_path=False).p.shape  # 4 starts
+    (4, 1, 2)
     """
     check_loss(loss)
     if eta <= 0 or n_iter < 0:
@@ -176,6 +194,16 @@ def joint_normalized_gd(
     return Trajectory(p=_finish(ps, squeeze), v=_finish(vs, squeeze), skipped=skipped[0] if squeeze else skipped)
 
 
+def _vector(x: Array | None, name: str) -> Array:
+    """``x`` as float64, or a ValueError naming the infeasible max-margin problem a None direction comes from."""
+    if x is None:
+        raise ValueError(
+            f"cosine: {name} is None, not a vector: the direction of a max-margin problem with no solution (its "
+            "SVMResult.feasible is False: the selected tokens cannot be separated from the others)"
+        )
+    return np.asarray(x, dtype=np.float64)
+
+
 def cosine(a: Array, b: Array) -> Array:
     """Cosine similarity along the last axis (the paper's correlation coefficient of two directions).
 
@@ -190,9 +218,22 @@ def cosine(a: Array, b: Array) -> Array:
     -------
     ndarray, shape (...)
         cos(a, b).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import cosine
+    >>> cosine(np.array([[1.0, 0.0], [1.0, 1.0]]), np.array([2.0, 0.0]))
+    array([1.        , 0.70710678])
+
+    The direction of a max-margin problem without a solution is None, and is refused here by name:
+
+    >>> cosine(np.array([1.0, 0.0]), None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: cosine: b is None, not a vector: the direction of a max-margin problem with no solution (its ...
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    a, b = _vector(a, "a"), _vector(b, "b")
     return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
 
 

@@ -45,6 +45,13 @@ def loss_value(u: Array, loss: LossName) -> Array:
     -------
     ndarray, shape (...)
         l(u).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import loss_value
+    >>> np.round(loss_value(np.array([0.0, 2.0, 1000.0]), "logistic"), 4)  # log(1 + e^-u), no overflow
+    array([0.6931, 0.1269, 0.    ])
     """
     check_loss(loss)
     u = np.asarray(u, dtype=np.float64)

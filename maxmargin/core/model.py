@@ -64,6 +64,14 @@ def token_scores(X: Array, Y: Array, v: Array) -> Array:
     -------
     ndarray, shape (..., n, T)
         gamma.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import token_scores
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]])  # one input, T = 3 tokens in d = 2
+    >>> token_scores(X, Y=np.array([1.0]), v=np.array([1.0, 0.5]))
+    array([[ 1. ,  0.5, -1.5]])
     """
     return np.asarray(Y)[..., None] * np.einsum("...ntd,...d->...nt", X, v)
 
@@ -262,6 +270,19 @@ def risk(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Array
     -------
     ndarray, shape (...)
         L(p).
+
+    Examples
+    --------
+    At p = 0 every token gets weight 1/T, and the margin is the mean score:
+
+    >>> import numpy as np
+    >>> from maxmargin.core import risk
+    >>> K = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]])
+    >>> gamma = np.array([[1.0, 0.5, -1.5]])
+    >>> print(round(float(risk(K, gamma, np.zeros(2))), 4))  # log(2): the mean score is 0
+    0.6931
+    >>> print(round(float(risk(K, gamma, np.array([2.0, -1.0]))), 4))
+    0.3516
     """
     u, _, _ = _centered_attention(np.einsum("...ntd,...d->...nt", K, p), gamma)
     return loss_value(u, loss).mean(axis=-1)
@@ -288,6 +309,21 @@ def grad_p(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Gra
     -------
     Gradient
         grad L(p): ``scaled`` of shape (..., d), ``log_scale`` of shape (...).
+
+    Examples
+    --------
+    ``value`` is the gradient itself; ``direction()`` its unit vector, exact even where ``value`` underflows:
+
+    >>> import numpy as np
+    >>> from maxmargin.core import grad_p
+    >>> K = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]])
+    >>> gamma = np.array([[1.0, 0.5, -1.5]])
+    >>> np.round(grad_p(K, gamma, np.zeros(2)).value, 4)
+    array([-0.4167, -0.3333])
+    >>> g = grad_p(K, gamma, np.array([800.0, -400.0]))  # deep in saturation: the value underflows to 0
+    >>> unit, zero = g.direction()
+    >>> bool(np.all(g.value == 0)), np.round(unit, 4), bool(zero)
+    (True, array([-0.9398, -0.3417]), False)
     """
     n = gamma.shape[-2]
     u, c, L = _centered_attention(np.einsum("...ntd,...d->...nt", K, p), gamma)

@@ -175,6 +175,20 @@ def regularization_path_p(
     RegularizationPath
         ``p`` (n_radii, d), ``loss``, ``kkt_residual_p`` (n_radii,), every start's end point ``ends_p``
         (n_radii, S, d).
+
+    Examples
+    --------
+    Theorem 1 on the paper's Figure 1(b): p(R) / R turns to the GMM direction as R grows.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import cosine, gmm_direction, radius_grid, regularization_path_p
+    >>> K = np.array([[[-0.1, 1.0], [1.0, 0.0], [0.0, 0.0]]])
+    >>> gamma = np.array([[1.0, 0.9, 0.0]])
+    >>> path = regularization_path_p(
+    ...     K, gamma, radius_grid(1.0, 100.0, 5), "logistic", candidates=None, n_random=4, seed=0, n_iter=500, tol=1e-8
+    ... )
+    >>> np.round(cosine(path.p, gmm_direction(K, gamma).direction), 3)
+    array([0.97 , 0.999, 1.   , 1.   , 1.   ])
     """
     check_loss(loss)
     radii = _check_radii(radii)

@@ -1,0 +1,166 @@
+"""The maths as a library: the examples of maxmargin.core run, the README's session runs, docs/api.md is current, and
+`pip install .` installs the maths alone (no torch, timm, Snakemake, pandas or matplotlib)."""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import importlib
+import inspect
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO, load_tool
+from packaging.requirements import Requirement
+
+import maxmargin.core as core
+
+MODULES = sorted(info.name for info in pkgutil.iter_modules(core.__path__))
+FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+# The functions a newcomer starts from: each shows itself at work (issue 48's front door).
+WITH_EXAMPLES = (
+    "token_scores",
+    "risk",
+    "grad_p",
+    "loss_value",
+    "att_svm",
+    "p_relax",
+    "v_svm",
+    "svm_neighbors",
+    "gmm_direction",
+    "classify_direction",
+    "max_margin_directions",
+    "gradient_descent",
+    "cosine",
+    "regularization_path_p",
+)
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+# What the pipeline adds to the maths: never needed by `import maxmargin.core`.
+PIPELINE_ONLY = ("torch", "torchvision", "timm", "snakemake", "pandas", "pandera", "matplotlib", "PIL", "yaml")
+IMPORT_NAMES = {"scikit-learn": "sklearn"}  # distribution -> the module it installs, where they differ
+
+
+def _run_examples(test: doctest.DocTest) -> str:
+    """The report of the failed examples of ``test`` ('' when all pass)."""
+    out: list[str] = []
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    runner.run(test, out=out.append)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_the_examples_of_core_run(module: str) -> None:
+    tests = doctest.DocTestFinder().find(importlib.import_module(f"maxmargin.core.{module}"))
+    for test in tests:
+        assert not (report := _run_examples(test)), report
+
+
+def test_the_main_functions_show_an_example() -> None:
+    for name in WITH_EXAMPLES:
+        assert "\nExamples\n--------\n" in inspect.getdoc(getattr(core, name)), name
+
+
+def _readme_session() -> str:
+    section = (REPO / "README.md").read_text().split("## Use the maths as a library\n")[1].split("\n## ")[0]
+    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+
+
+def test_the_readme_session_runs() -> None:
+    session = _readme_session()
+    test = doctest.DocTestParser().get_doctest(session, {}, "README.md", "README.md", 0)
+    assert len(test.examples) >= 8
+    assert not (report := _run_examples(test)), report
+
+
+def test_docs_api_md_is_written_from_the_docstrings() -> None:
+    written = load_tool("api_docs").render()
+    assert (REPO / "docs/api.md").read_text() == written, "docs/api.md is stale: run `python tools/api_docs.py`"
+    for name in WITH_EXAMPLES:
+        assert f"`{name}(" in written
+
+
+def test_the_direction_of_an_infeasible_gmm_is_refused_where_it_is_used() -> None:
+    K = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]])  # the best token lies between the others
+    gmm = core.gmm_direction(K, np.array([[1.0, 0.0, 0.0]]))
+    assert not gmm.feasible and gmm.direction is None
+    with pytest.raises(ValueError, match=r"b is None.*no solution.*SVMResult.feasible is False"):
+        core.cosine(np.ones(2), gmm.direction)
+
+
+def _third_party(path: Path) -> set[str]:
+    """Top-level names of the modules a file imports (inside functions too), the package's own left out."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"maxmargin"}
+
+
+def test_pip_install_dot_is_the_maths_alone() -> None:
+    base = {Requirement(r).name for r in PROJECT["dependencies"]}
+    imported = set().union(*(_third_party(path) for path in (REPO / "maxmargin/core").glob("*.py")))
+    assert imported == {IMPORT_NAMES.get(name, name) for name in base}, "pyproject's dependencies: what core imports"
+    extras = PROJECT["optional-dependencies"]
+    assert {"torch", "torchvision", "timm"} <= {Requirement(r).name for r in extras["vit"]}
+    assert {"snakemake", "pandas", "matplotlib"} <= {Requirement(r).name for r in extras["workflow"]}
+
+
+# Run in a fresh Python: the package from the wheel's files, every pipeline-only module refused on import.
+BLOCKED_IMPORT = """
+import importlib.abc, sys
+BLOCKED = set(sys.argv[1].split(","))
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is not installed with the maths alone")
+sys.meta_path.insert(0, Refuse())
+import doctest, maxmargin.core
+assert maxmargin.core.__file__.startswith(sys.argv[2]), maxmargin.core.__file__
+test = doctest.DocTestParser().get_doctest(open(sys.argv[3]).read(), {}, "README", "README", 0)
+runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+runner.run(test)
+assert runner.failures == 0 and runner.tries > 0
+assert not set(sys.modules) & BLOCKED
+print("ran", runner.tries, "examples")
+"""
+
+
+def test_the_wheel_requires_the_maths_alone_and_runs_the_session_without_the_pipeline(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "maxmargin", source / "maxmargin", ignore=shutil.ignore_patterns("__pycache__"))
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)]
+    subprocess.run([*build, str(source)], check=True, capture_output=True, timeout=300)
+    wheel = next(tmp_path.glob("maxmargin-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+        archive.extractall(tmp_path / "site")
+    requires = [Requirement(line.split(": ", 1)[1]) for line in metadata.splitlines() if "Requires-Dist" in line]
+    assert {r.name for r in requires if r.marker is None} == {"numpy", "scipy", "scikit-learn", "cvxopt", "tqdm"}
+    extra_of = {r.name: str(r.marker) for r in requires if r.marker is not None}
+    assert all(extra_of[name] == 'extra == "vit"' for name in ("torch", "torchvision", "timm"))
+    assert extra_of["snakemake"] == extra_of["pandas"] == 'extra == "workflow"'
+    session = tmp_path / "session.txt"
+    session.write_text(_readme_session())
+    site = str(tmp_path / "site")
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCKED_IMPORT, ",".join(PIPELINE_ONLY), site, str(session)],
+        env={"PYTHONPATH": site, "PATH": "/usr/bin:/bin", "OMP_WAIT_POLICY": "PASSIVE"},
+        cwd=tmp_path,  # not the checkout, whose maxmargin/ would come first on sys.path
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "ran" in proc.stdout, proc.stdout + proc.stderr
