@@ -10,6 +10,8 @@
   panels, drawn from tables only.
 - :mod:`maxmargin.logs`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`, :mod:`maxmargin.pipeline` (the
   registry's names resolved): the pipeline; scripts and rule files on top.
+- :mod:`maxmargin.gpu`, :mod:`maxmargin.gpu_plan`, :mod:`maxmargin.processes`: a GPU session's checks, its plan and
+  what it brings back, and the process trees it stops (tools/gpu_session.py).
 
 Which module may import which: tests/test_layers.py states and checks it.
 

@@ -11,6 +11,8 @@ import pytest
 import yaml
 from conftest import REPO, load_tool
 
+from maxmargin import gpu, gpu_plan
+
 gpu_report = load_tool("gpu_report")
 SESSIONS = gpu_report.sessions()
 PILOTS = {name: s for name, s in SESSIONS.items() if "pilot" in s}
@@ -53,26 +55,19 @@ def test_the_paper_scale_slurm_request_covers_the_measured_run() -> None:
 def test_the_epoch_plan_fits_what_the_session_then_ran(name: str) -> None:
     """Replayed on a committed session: at the run's measured cost, the epochs planned when its pilot ended end before
     the figures' reserve, and at most one more would have fitted (the first session's plan left two unused)."""
-    gpu_session = load_tool("gpu_session")
     s = SESSIONS[name]
     pilot, stages = s["pilot"], s["stages"]
     outside_stages = s["seconds"] - sum(stage["seconds"] for stage in stages.values())
-    left = 60 * s["minutes"] - gpu_session.SAFETY_SECONDS - stages["pilot"]["seconds"] - outside_stages
-
-    class Clock:
-        def left(self) -> float:
-            return left
-
-    planned = gpu_session.plan_epochs(Clock(), pilot, None, 400, gpu_session.RESERVE)
+    left = 60 * s["minutes"] - gpu.SAFETY_SECONDS - stages["pilot"]["seconds"] - outside_stages
+    planned = gpu_plan.plan_epochs(left, pilot, None, 400, gpu.DEFAULT_RESERVE)
     steady = float(pilot["steady_epoch_seconds"])
     beyond_epochs = stages["run"]["seconds"] - s["run"]["epochs_done"] * steady  # Snakemake, data, epoch 0's eval
-    fitted = math.floor((left - gpu_session.RESERVE - beyond_epochs) / steady)
+    fitted = math.floor((left - gpu.DEFAULT_RESERVE - beyond_epochs) / steady)
     assert fitted - 1 <= planned <= fitted
 
 
-def test_a_session_records_its_command(monkeypatch) -> None:
+def test_a_session_records_its_command() -> None:
     gpu_session = load_tool("gpu_session")
-    monkeypatch.setenv("GPU_SESSION_EPOCHS", "10")
-    monkeypatch.delenv("GPU_SESSION_PILOT", raising=False)
-    assert gpu_session.session_command(6.4) == "GPU_SESSION_EPOCHS=10 bash tools/gpu_session.sh OUT_DIR 6.4"
+    request = gpu.session_request("out", "6.4", {"GPU_SESSION_EPOCHS": "10"}, REPO)
+    assert gpu_session.session_command(request) == "GPU_SESSION_EPOCHS=10 bash tools/gpu_session.sh OUT_DIR 6.4"
     assert all("command" in json.loads(p.read_text()) for p in Path(gpu_report.GPU_DOCS).glob("*/session.json"))

@@ -1,22 +1,27 @@
 """One allocation of an offline GPU node: pilot, the run that fits, Figures 6-7 and the docs page (docs/gpu.md).
 
-Started by tools/gpu_session.sh (which puts the kit's wheels on PYTHONPATH), from the repository's root. Every stage
-goes through the pipeline's own rules, on workflow/config/paper.yaml, workflow/config/gpu_session.yaml, any files in
-GPU_SESSION_CONFIG (colon-separated) and one written here (the epoch count):
+Started by tools/gpu_session.sh from the repository's root. Before any work it checks its arguments, the
+``GPU_SESSION_*`` settings, OUT_DIR (new or empty), the kit, and the config (maxmargin/gpu.py: a refusal names the
+fix, exit 2); it installs the kit's wheels into a temporary folder (removed at exit). Every stage goes through the
+pipeline's own rules, on workflow/config/paper.yaml, workflow/config/gpu_session.yaml, any files in GPU_SESSION_CONFIG
+(colon-separated) and two it writes (where the kit lies; the epoch count):
 
   (a) `vit_pilot`: ``vit.pilot.epochs`` epochs; images/s, MFU against the card's dense bf16 peak, peak memory and
       compile time (the first epoch's time less the second's);
-  (b) `vit_metrics_table` and `vit_baseline`: the run, with as many epochs as the pilot says fit before the wall
-      limit, less a reserve for (c);
+  (b) `vit_train`, `vit_metrics_table` and `vit_baseline`: the run, with as many epochs as the pilot says fit before
+      the wall limit, less a reserve for (c);
   (c) the run's docs page (rule docs_vit), with Figures 6 and 7 (the paper's panels) and the ViT claims.
 
 Environment: GPU_KIT (the kit's folder), GPU_SESSION_CONFIG, GPU_SESSION_EPOCHS (a fixed epoch count instead of the
 pilot's plan), GPU_SESSION_PILOT=0 (with GPU_SESSION_EPOCHS: no pilot, for a run resumed over several allocations),
 GPU_SESSION_RESERVE (the seconds kept for stage c).
 
-OUT_DIR receives at most :data:`MAX_FILES` files, flat, each written as soon as its stage ends, and session.json is
-rewritten after every stage; a stage that would pass the wall limit is stopped (SIGTERM to Snakemake, then SIGKILL),
-and the epochs a cut run finished are read back from its checkpoint.
+OUT_DIR receives at most 8 files, flat, each written as soon as its stage ends and only when it is of the run the
+session planned (its settings, epoch count and fingerprint: session.json's ``files``); session.json is rewritten after
+every stage. A stage that would pass the wall limit is stopped with everything it started (maxmargin/processes.py),
+and the epochs a cut run finished are read back from its checkpoint. SIGTERM or SIGINT stops the stage the same way.
+Exit status: 0 the page came back, 1 a stage failed or made another run's files, 2 refused before any work, 3 cut at
+the wall limit before the page, 128 + N stopped by signal N.
 """
 
 from __future__ import annotations
@@ -26,116 +31,28 @@ import csv
 import json
 import math
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
-import yaml
+from maxmargin import gpu, gpu_plan, processes
+from maxmargin.gpu import EXIT_CUT, EXIT_DONE, EXIT_FAILED, EXIT_USAGE
+from maxmargin.gpu_plan import fig6_epochs
 
 REPO = Path(__file__).resolve().parents[1]
-MAX_FILES = 8  # what comes back from the node: 8 files of one folder
-SAFETY_SECONDS = 15.0  # kept back from the wall limit: the last copies and session.json
-# Kept for stage (c): Snakemake's start and five short jobs (GPU_SESSION_RESERVE overrides).
-RESERVE = float(os.environ.get("GPU_SESSION_RESERVE", 45.0))
-EPOCH_LINE = re.compile(r"epoch (\d+): train loss .*\(([0-9.]+)s\)")
-
-
-class Session:
-    """The wall clock, the log (also echoed) and the files of OUT_DIR."""
-
-    def __init__(self, out: Path, start: float, minutes: float) -> None:
-        self.out, self.start = out, start
-        self.deadline = start + 60.0 * minutes - SAFETY_SECONDS
-        out.mkdir(parents=True, exist_ok=True)
-        self.log_file = (out / "session.log").open("a", buffering=1)
-        self.summary: dict[str, Any] = {"minutes": minutes, "stages": {}}
-
-    def left(self) -> float:
-        return self.deadline - time.time()
-
-    def log(self, text: str) -> None:
-        line = f"[gpu-session {time.time() - self.start:6.1f}s] {text}"
-        print(line, flush=True)
-        self.log_file.write(line + "\n")
-
-    def keep(self, source: Path, name: str) -> None:
-        """Copy ``source`` into OUT_DIR as ``name`` (never more than MAX_FILES files there)."""
-        present = {p.name for p in self.out.iterdir()}
-        if name not in present and len(present) >= MAX_FILES:
-            self.log(f"not kept: {name} (OUT_DIR already holds {MAX_FILES} files)")
-            return
-        if source.is_file():
-            shutil.copyfile(source, self.out / name)
-
-    def save(self) -> None:
-        tmp = self.out / ".session.json.tmp"
-        tmp.write_text(json.dumps(self.summary, indent=2, default=str) + "\n")
-        tmp.replace(self.out / "session.json")
-
-    def run(self, cmd: list[str], limit: float) -> tuple[int, bool]:
-        """Run ``cmd`` in its own process group for at most ``limit`` seconds; (exit status, cut)."""
-        self.log(f"$ {' '.join(cmd)}   (at most {limit:.0f} s)")
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-        )
-        echo = threading.Thread(target=self._echo, args=(proc,), daemon=True)
-        echo.start()
-        try:
-            return proc.wait(timeout=max(limit, 1.0)), False
-        except subprocess.TimeoutExpired:
-            self.log(f"stopping it at the wall limit ({limit:.0f} s)")
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            return proc.returncode, True
-        finally:
-            echo.join(timeout=5)
-
-    def _echo(self, proc: subprocess.Popen) -> None:
-        for line in proc.stdout:
-            print(line, end="", flush=True)
-            self.log_file.write(line)
+CONFIGS = REPO / "workflow/config"
+MIN_STAGE_SECONDS = 5.0  # a stage with less time left is not started (Snakemake alone takes seconds to start)
 
 
 def snakemake_cmd(configs: list[Path], targets: list[str], cores: int, options: list[str]) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--cores",
-        str(cores),
-        "--scheduler",
-        "greedy",
-        "--resources",
-        "gpu=1",
-        *options,
-        "--configfile",
-        *map(str, configs),
-        "--",
-        *targets,
-    ]
-
-
-def merged_config(configs: list[Path]) -> dict:
-    """default.yaml with ``configs`` merged over it in order, as --configfile does."""
-
-    def merge(base: dict, over: dict) -> dict:
-        return {k: merge(base.get(k, {}), v) if isinstance(v, dict) else v for k, v in {**base, **over}.items()}
-
-    config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
-    for path in configs:
-        config = merge(config, yaml.safe_load(path.read_text()) or {})
-    return config
+    """A stage's command: every config file after one --configfile (Snakemake keeps only the last of several)."""
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--scheduler", "greedy", "--resources", "gpu=1"]
+    return [*cmd, *options, "--configfile", *(os.path.relpath(p, REPO) for p in configs), "--", *targets]
 
 
 def probe(model: dict, device: str) -> dict:
@@ -167,179 +84,267 @@ def probe(model: dict, device: str) -> dict:
     return d
 
 
-def start_probe(s: Session, config: dict) -> subprocess.Popen:
+def start_probe(s: gpu.Session, config: dict) -> subprocess.Popen:
     """nvidia-smi into the log, then :func:`probe` in a process of its own, beside the pilot (it needs neither)."""
     if shutil.which("nvidia-smi"):
         smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True)
         s.log("nvidia-smi:\n" + smi.stdout + smi.stderr)
     vit = config["vit"]
     args = [json.dumps(vit["model"]), vit["train"]["device"]]
-    return subprocess.Popen([sys.executable, __file__, "--probe", *args], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    return s.popen([sys.executable, __file__, "--probe", *args], stdout=subprocess.PIPE, text=True)
 
 
-def read_probe(s: Session, proc: subprocess.Popen) -> dict:
-    out, _ = proc.communicate(timeout=max(s.left(), 1.0))
+def read_probe(s: gpu.Session, proc: subprocess.Popen) -> dict:
+    try:
+        out, _ = proc.communicate(timeout=max(s.left(), 1.0))
+    except subprocess.TimeoutExpired:
+        processes.stop_tree(proc.pid, grace=2.0)
+        out = proc.communicate()[0]
     lines = out.strip().splitlines()  # its JSON is the last line: an import may print before it
-    device = json.loads(lines[-1]) if proc.returncode == 0 and lines else {"error": f"probe exit {proc.returncode}"}
+    try:
+        device = json.loads(lines[-1]) if proc.returncode == 0 and lines else {"error": f"exit {proc.returncode}"}
+    except ValueError:
+        device = {"error": f"no JSON in its output: {lines[-1][:200]}"}
     s.log(f"device: {json.dumps(device)}")
     return device
 
 
-def pilot_numbers(config: dict, wall: float, device: dict) -> dict:
-    """The pilot's table row with its MFU, compile time and epoch times (its log: one line per epoch)."""
-    results = REPO / config["results"]
-    with (results / "tables/vit_pilot.csv").open() as f:
-        row = next(csv.DictReader(f))
-    log_text = (results / "logs/vit_pilot/pilot.log").read_text()
-    times = {int(e): float(t) for e, t in EPOCH_LINE.findall(log_text)}
-    trained = [times[e] for e in sorted(times) if e >= 1]
-    images_per_s = float(row["images_per_s"])
-    return {
-        **row,
-        "stage_seconds": wall,
-        "epoch_times": times,
-        "steady_epoch_seconds": float(row["epoch_seconds"]),  # the mean after the first trained epoch
-        "compile_seconds": trained[0] - trained[-1] if len(trained) > 1 else None,
-        "mfu": images_per_s * device["gflops_per_image_train"] / (1e3 * device["peak_tflops"]),
-    }
-
-
-def plan_epochs(s: Session, pilot: dict, forced: int | None, most: int, reserve: float) -> int:
-    """The run's epochs: it costs the pilot's stage less its trained epochs and its compile time (Inductor's cache is
-    warm by then: on the first H100 session the run's first epoch took 2 s over a steady one, the pilot's 33 s), plus
-    N steady epochs; ``reserve`` seconds stay for stage (c)."""
-    epoch, n_pilot = pilot["steady_epoch_seconds"], len(pilot["epoch_times"]) - 1
-    fixed = pilot["stage_seconds"] - n_pilot * epoch - (pilot["compile_seconds"] or 0.0)
-    fit = math.floor((s.left() - reserve - fixed) / max(epoch, 1e-3))
-    return forced or max(1, min(fit, most))
-
-
-def fig6_epochs(epochs: int) -> list[int]:
-    """Five epochs of Figure 6 spread over the run, as paper.yaml's [0, 100, 200, 300, 400] over 400."""
-    return sorted({round(epochs * k / 4) for k in range(5)})
-
-
-def salvage_metrics(config: dict, dest: Path) -> int:
-    """The epochs a cut run finished, from its checkpoint, as CSV; how many."""
-    import torch
-
-    path = REPO / config["results"] / "runs/vit/checkpoint.pt"
-    if not path.is_file():
-        return 0
-    rows = torch.load(path, map_location="cpu", weights_only=False)["metrics"]
-    with dest.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return len(rows) - 1
-
-
 def stage(
-    s: Session, name: str, configs: list[Path], targets: list[str], limit: float, cores: int, options: list[str] = ()
+    s: gpu.Session, name: str, configs: list[Path], targets: list[str], limit: float, options: list[str] = ()
 ) -> bool:
     """One Snakemake run of ``targets``, stopped after ``limit`` seconds; whether it finished."""
     t0 = time.time()
-    rc, cut = s.run(snakemake_cmd(configs, targets, cores, list(options)), limit)
-    s.summary["stages"][name] = {"seconds": time.time() - t0, "exit": rc, "cut": cut}
-    s.log(f"stage {name}: exit {rc}{' (cut at the wall limit)' if cut else ''} after {time.time() - t0:.0f} s")
-    s.save()
-    return rc == 0 and not cut
-
-
-def main() -> None:
-    if sys.argv[1:2] == ["--probe"]:
-        print(json.dumps(probe(json.loads(sys.argv[2]), sys.argv[3])))
-        return
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("minutes", type=float, nargs="?", default=9.0)
-    ap.add_argument("--start", type=float, default=None, help="when the command started (epoch seconds)")
-    args = ap.parse_args()
-    s = Session(args.out.resolve(), args.start or time.time(), args.minutes)
-    s.summary["command"] = session_command(args.minutes)
-    kit = Path(os.environ.get("GPU_KIT", REPO / "gpu_kit")).resolve()
-    extra = [Path(p).resolve() for p in os.environ.get("GPU_SESSION_CONFIG", "").split(":") if p]
-    configs = [REPO / "workflow/config/paper.yaml", REPO / "workflow/config/gpu_session.yaml", *extra]
-    with tempfile.TemporaryDirectory(prefix="gpu_session_") as tmp:  # the written configs: no files to bring back
-        here = Path(tmp, "kit.yaml")
-        here.write_text(yaml.safe_dump({"vit": {"data": {"fashion_mnist_files": str(kit / "fashion-mnist")}}}))
-        configs.append(here)
-        try:
-            run_session(s, merged_config(configs), configs, Path(tmp))
-        finally:
-            s.summary["seconds"] = time.time() - s.start
+    cmd = snakemake_cmd(configs, targets, os.cpu_count() or 2, list(options))
+    s.summary["stages"][name] = record = {"started": t0, "cut": False}
+    if limit < MIN_STAGE_SECONDS:
+        s.last = {"cut": True, "exit": None, "nothing_to_be_done": False}
+        record.update(s.last, seconds=0.0)
+        s.log(f"stage {name}: not started, {limit:.0f} s left before the wall limit")
         s.save()
-        s.log(f"done in {time.time() - s.start:.0f} s; OUT_DIR holds {sorted(p.name for p in s.out.iterdir())}")
+        return False
+    s.save()
+    try:
+        s.run(cmd, limit)
+    finally:
+        record.update(s.last, seconds=time.time() - t0)
+        s.save()
+    cut = " (cut at the wall limit)" if record["cut"] else ""
+    nothing = "; Snakemake had nothing to do" if record["nothing_to_be_done"] else ""
+    s.log(f"stage {name}: exit {record['exit']}{cut}{nothing} after {record['seconds']:.0f} s")
+    return record["exit"] == 0 and not record["cut"]
 
 
-def session_command(minutes: float) -> str:
-    """The command as it was given, with the settings it read from the environment (docs/gpu/index.md shows it)."""
-    names = ("GPU_SESSION_CONFIG", "GPU_SESSION_EPOCHS", "GPU_SESSION_PILOT", "GPU_SESSION_RESERVE")
-    settings = [f"{name}={os.environ[name]}" for name in names if os.environ.get(name)]
-    return " ".join([*settings, "bash tools/gpu_session.sh OUT_DIR", f"{minutes:g}"])
+def write_config(folder: Path, name: str, content: dict) -> Path:
+    """A config file the session writes (kept under the results root: the page's command names it)."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(yaml.safe_dump(content))
+    return path
 
 
-def run_session(s: Session, config: dict, configs: list[Path], tmp: Path) -> None:
-    """Stage (a), the pilot, and from its numbers the epochs of the run; then (b) and (c)."""
-    vit, cores = config["vit"], os.cpu_count() or 2
+def install_kit(s: gpu.Session, site: Path, wheels: list[Path]) -> None:
+    """The kit's wheels into ``site`` (a temporary folder), put before everything else on the stages' path."""
+    if wheels:
+        s.log(f"installing {len(wheels)} wheels of the kit {s.request.kit}")
+        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+        proc = s.popen(
+            [*cmd, "--no-cache-dir", "--target", str(site), *map(str, wheels)], stdout=s.log_file, stderr=s.log_file
+        )
+        if proc.wait() != 0:
+            raise gpu.UsageError(
+                f"the kit's wheels did not install (pip's error is in {s.out / 'session.log'}): build the kit for "
+                "this node's Python (`make gpu-kit`, with --have node.txt for its packages)"
+            )
+    else:
+        s.log(f"no kit at {s.request.kit}: this Python's own Snakemake and pandera serve (a rehearsal)")
+    sys.path.insert(0, str(site))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    os.environ["PATH"] = os.pathsep.join([str(site / "bin"), os.environ["PATH"]])
+
+
+def prepare(s: gpu.Session, site: Path, wheels: list[Path]) -> tuple[dict, list[Path], Path]:
+    """The kit installed, the session's configs (and the folder of those it writes), and the config checked."""
+    install_kit(s, site, wheels)
+    configs = [CONFIGS / "paper.yaml", CONFIGS / "gpu_session.yaml", *s.request.configs]
+    results = gpu.merged_config(configs, CONFIGS / "default.yaml")["results"]
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(s.start))
+    written = REPO / results / "gpu_sessions" / f"{stamp}-{os.getpid()}"
+    kit = {"vit": {"data": {"fashion_mnist_files": str(s.request.kit / "fashion-mnist")}}}
+    configs.append(write_config(written, "kit.yaml", kit))
+    config = gpu.merged_config(configs, CONFIGS / "default.yaml")
+    gpu.check_config(config, configs, REPO / "workflow/schemas/config.schema.yaml")
+    gpu.check_data(config, REPO)
+    s.summary["configs"] = [os.path.relpath(p, REPO) for p in configs]
+    return config, configs, written
+
+
+def run_session(s: gpu.Session, site: Path, wheels: list[Path]) -> int:
+    """Stage (a), the pilot, and from its numbers the epochs of the run; then (b) and (c). The exit status."""
+    config, configs, written = prepare(s, site, wheels)
     probing = start_probe(s, config)
-    forced = int(os.environ["GPU_SESSION_EPOCHS"]) if os.environ.get("GPU_SESSION_EPOCHS") else None
-    if forced and os.environ.get("GPU_SESSION_PILOT") == "0":  # a run of fixed length resumed: no pilot needed
-        s.summary["device"] = read_probe(s, probing)
-        run_and_figures(s, config, configs, tmp, forced)
-        return
+    if not s.request.pilot:  # a run of fixed length resumed: no pilot needed; the probe is read after the run
+        return run_and_page(s, configs, written, s.request.epochs, probing)
     t0 = time.time()
     # --forcerun: a pilot always measures this machine, even where an earlier allocation left its table
     options = ["--forcerun", "vit_pilot_run"]
-    done = stage(s, "pilot", configs, ["vit_pilot"], s.left(), cores, options)
-    if not done and not s.summary["stages"]["pilot"]["cut"] and vit["train"]["compile"]:
+    done = stage(s, "pilot", configs, ["vit_pilot"], s.left(), options)
+    if not done and not s.summary["stages"]["pilot"]["cut"] and config["vit"]["train"]["compile"]:
         s.log("the pilot failed with torch.compile on (its error is above): once more, and the run, without it")
-        eager = tmp / "eager.yaml"
-        eager.write_text(yaml.safe_dump({"vit": {"train": {"compile": False}}}))
-        configs.append(eager)
+        configs.append(write_config(written, "eager.yaml", {"vit": {"train": {"compile": False}}}))
         t0 = time.time()
-        done = stage(s, "pilot_eager", configs, ["vit_pilot"], s.left(), cores, options)
+        done = stage(s, "pilot_eager", configs, ["vit_pilot"], s.left(), options)
     if not done:
-        return
-    s.keep(REPO / config["results"] / "tables/vit_pilot.csv", "vit_pilot.csv")
-    wall = time.time() - t0
+        return EXIT_CUT if s.last["cut"] else EXIT_FAILED
     s.summary["device"] = device = read_probe(s, probing)
-    s.summary["pilot"] = pilot = pilot_numbers(config, wall, device)
+    s.summary["pilot"] = pilot = gpu_plan.pilot_numbers(REPO / config["results"], time.time() - t0, device)
+    table, planned = REPO / config["results"] / "tables/vit_pilot.csv", config["vit"]["pilot"]["epochs"]
+    if table.stat().st_mtime < t0 or int(pilot["epochs"]) != planned:
+        s.log(f"not kept: {table} is not of this pilot ({pilot['epochs']} epochs, planned {planned})")
+        return EXIT_FAILED
+    s.keep(table, "vit_pilot.csv", {"stage": "pilot", "epochs": planned, "made_here": True})
     s.log(
         f"pilot: {float(pilot['images_per_s']):.1f} images/s, MFU {100 * pilot['mfu']:.1f}% of "
-        f"{device['peak_source']}, compile {pilot['compile_seconds']} s, steady epoch "
+        f"{device.get('peak_source')}, compile {pilot['compile_seconds']} s, steady epoch "
         f"{pilot['steady_epoch_seconds']:.1f} s, peak memory {float(pilot['peak_memory_mb']):.0f} MB"
     )
-    epochs = plan_epochs(s, pilot, forced, vit["train"]["epochs"], RESERVE)
-    run_and_figures(s, config, configs, tmp, epochs)
+    most = config["vit"]["train"]["epochs"]
+    epochs = gpu_plan.plan_epochs(s.left(), pilot, s.request.epochs, most, s.request.reserve)
+    return run_and_page(s, configs, written, epochs, None)
 
 
-def run_and_figures(s: Session, config: dict, configs: list[Path], tmp: Path, epochs: int) -> None:
-    """Stages (b) and (c): the run of ``epochs`` epochs (resumed from its checkpoint where one is), then the page."""
-    docs, cores = config["vit"]["docs"], os.cpu_count() or 2
-    s.summary["run"] = {"epochs_planned": epochs, "reserve_seconds": RESERVE}
-    s.log(f"run: {epochs} epochs ({s.left():.0f} s left, {RESERVE:.0f} s kept for the figures)")
-    plan = tmp / "epochs.yaml"
-    plan.write_text(
-        yaml.safe_dump({"vit": {"train": {"epochs": epochs}, "plots": {"fig6_epochs": fig6_epochs(epochs)}}})
-    )
-    configs = [*configs, plan]
-    done = stage(s, "run", configs, ["vit_metrics_table", "vit_baseline"], s.left() - 0.5 * RESERVE, cores)
-    metrics = s.out / f"{docs}_metrics.csv"
-    if not done:
-        s.summary["run"]["epochs_done"] = salvage_metrics(config, metrics)
-        s.log(f"run cut: {s.summary['run']['epochs_done']} epochs done, read from its checkpoint")
-        return
-    s.keep(REPO / config["results"] / "tables/vit_metrics.csv", metrics.name)
-    s.summary["run"]["epochs_done"] = epochs
+def run_and_page(
+    s: gpu.Session, configs: list[Path], written: Path, epochs: int, probing: subprocess.Popen | None
+) -> int:
+    """Stages (b) and (c): the run of ``epochs`` epochs (resumed from its checkpoint where one is of the same run),
+    then the page; each file brought back only when it is of the planned run. ``probing``: the device probe, where
+    no pilot has read it (it runs beside the run's start)."""
+    reserve = s.request.reserve
+    plots = {"vit": {"train": {"epochs": epochs}, "plots": {"fig6_epochs": fig6_epochs(epochs)}}}
+    configs = [*configs, write_config(written, "epochs.yaml", plots)]
+    config = gpu.merged_config(configs, CONFIGS / "default.yaml")
+    planned, results, docs = gpu_plan.planned_settings(config["vit"]), REPO / config["results"], config["vit"]["docs"]
+    s.summary["run"] = {"epochs_planned": epochs, "reserve_seconds": reserve}
+    s.log(f"run: {epochs} epochs ({s.left():.0f} s left, {reserve:.0f} s kept for the figures)")
+    t0 = time.time()
+    # vit_train named: its outputs missing (a cut run's), Snakemake trains even where the tables of a run before stand
+    finished = stage(s, "run", configs, ["vit_train", "vit_metrics_table", "vit_baseline"], s.left() - 0.5 * reserve)
+    if probing is not None:
+        s.summary["device"] = read_probe(s, probing)
+    if not finished:
+        if not s.last["cut"]:
+            return EXIT_FAILED
+        salvage(s, results / CHECKPOINT, planned, t0, f"{docs}_metrics.csv")
+        return EXIT_CUT
+    table = results / "tables/vit_metrics.csv"
+    verdict = gpu_plan.judge_finished(results / "tables/vit_metrics.json", table, planned, t0)
+    s.summary["run"].update(verdict.record, epochs_done=verdict.record.get("epochs"))
+    s.log(f"run: {table.name} is {verdict.message}")
+    if not verdict.returned:
+        return EXIT_FAILED
+    s.keep(table, f"{docs}_metrics.csv", {"stage": "run", **verdict.record})
     # The page's other tables do not come back (8 files): the baseline's one row travels in session.json instead
-    with (REPO / config["results"] / "tables/vit_baseline.csv").open() as f:
+    with (results / "tables/vit_baseline.csv").open() as f:
         s.summary["baseline"] = next(csv.DictReader(f))
     # The page builds Figures 6 and 7 (their panels of the paper; the aggregate targets fig6/fig7 add panels beyond it)
-    if stage(s, "figures", configs, [f"docs/results/{docs}.md"], s.left(), cores):
-        for suffix in (".md", "_fig6.png", "_fig7.png", "_claims.csv"):
-            s.keep(REPO / "docs/results" / f"{docs}{suffix}", f"{docs}{suffix}")
+    if not stage(s, "figures", configs, [f"docs/results/{docs}.md"], s.left()):
+        return EXIT_CUT if s.last["cut"] else EXIT_FAILED
+    page = REPO / "docs/results"
+    if gpu.sha256(page / f"{docs}_metrics.csv") != gpu.sha256(table):
+        s.log(f"not kept: the page docs/results/{docs}.md was made from another run's table")
+        return EXIT_FAILED
+    for suffix in (".md", "_fig6.png", "_fig7.png", "_claims.csv"):
+        s.keep(page / f"{docs}{suffix}", f"{docs}{suffix}", {"stage": "figures", **verdict.record})
+    return EXIT_DONE
+
+
+CHECKPOINT = "runs/vit/checkpoint.pt"
+
+
+def salvage(s: gpu.Session, path: Path, planned: dict, since: float, name: str) -> None:
+    """The epochs a cut run finished, from its checkpoint, as CSV in OUT_DIR: only a checkpoint of the planned run."""
+    if not path.is_file():
+        s.summary["run"]["epochs_done"] = 0
+        s.log("run cut: no checkpoint, no epoch finished")
+        return
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - whatever a damaged file raises: said, and nothing brought back
+        s.log(f"run cut: its checkpoint {path} cannot be read ({type(err).__name__}: {err}); nothing brought back")
+        return
+    verdict = gpu_plan.judge_checkpoint(state, path, planned, since)
+    s.summary["run"].update(verdict.record, epochs_done=verdict.record["epochs"] if verdict.returned else 0)
+    if not verdict.returned:
+        s.log(f"run cut: its checkpoint {path.relative_to(REPO)} is {verdict.message}; nothing brought back")
+        return
+    table = path.with_name("cut_metrics.csv")
+    gpu_plan.write_rows(state["metrics"], table)
+    s.keep(table, name, {"stage": "run", **verdict.record})
+    table.unlink()
+    s.log(f"run cut: {verdict.record['epochs']} epochs done ({verdict.message}), read from its checkpoint")
+
+
+def session_command(request: gpu.Request) -> str:
+    """The command as it was given, with the settings it read from the environment (docs/gpu/index.md shows it)."""
+    settings = [f"{name}={value}" for name, value in request.settings.items()]
+    return " ".join([*settings, "bash tools/gpu_session.sh OUT_DIR", f"{request.minutes:g}"])
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--probe"]:
+        print(json.dumps(probe(json.loads(sys.argv[2]), sys.argv[3])))
+        return 0
+    processes.raise_on_signals()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("minutes", nargs="?", default="9")
+    ap.add_argument("--start", type=float, default=None, help="when the command started (epoch seconds)")
+    args = ap.parse_args()
+    try:
+        request = gpu.session_request(args.out, args.minutes, os.environ, REPO)
+        wheels = gpu.kit_wheels(request.kit)
+        log_file = gpu.claim_out_dir(request.out)
+    except gpu.UsageError as err:
+        print(f"gpu-session: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except processes.Interrupted as stop:
+        return 128 + stop.signum
+    return session(gpu.Session(request, args.start or time.time(), log_file, REPO), wheels)
+
+
+def session(s: gpu.Session, wheels: list[Path]) -> int:
+    """The session between its checks and its end: whatever happens, nothing it started outlives it, its temporary
+    folder is removed and session.json says how it ended."""
+    s.summary["command"] = session_command(s.request)
+    processes.become_subreaper()
+    status = EXIT_FAILED
+    with tempfile.TemporaryDirectory(prefix="gpu_session_site.") as site:
+        try:
+            status = run_session(s, Path(site), wheels)
+        except gpu.UsageError as err:
+            s.summary["refused"] = str(err)
+            s.log(f"refused: {err}")
+            print(f"gpu-session: {err}", file=sys.stderr)
+            status = EXIT_USAGE
+        except processes.Interrupted as stop:
+            s.summary["interrupted"] = str(stop)
+            s.log(f"interrupted by {stop}: stopping everything this session started")
+            status = 128 + stop.signum
+        except Exception as err:  # noqa: BLE001 - in session.log, which comes back, not only on a terminal
+            s.summary["error"] = f"{type(err).__name__}: {err}"
+            s.log(f"failed: {traceback.format_exc()}")
+            print(f"gpu-session: failed ({type(err).__name__}: {err}); see {s.out / 'session.log'}", file=sys.stderr)
+        finally:
+            processes.ignore_signals()
+            processes.stop_descendants()
+            s.summary.update(seconds=time.time() - s.start, exit=status)
+            s.save()
+            s.log(f"exit {status} after {time.time() - s.start:.0f} s; OUT_DIR holds {sorted(s.summary['files'])}")
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

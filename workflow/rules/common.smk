@@ -39,8 +39,12 @@ def user_configfiles():
 
 
 def run_args():
-    """The arguments that select this run's config: the rebuild commands the jobs print repeat them."""
-    files = [f"--configfile {path}" for path in user_configfiles()]
+    """The arguments that select this run's config: the rebuild commands the jobs print repeat them, every config
+    file after one --configfile (of several --configfile options Snakemake keeps only the last).
+    """
+    files = (
+        [f"--configfile {' '.join(user_configfiles())}"] if user_configfiles() else []
+    )
     pairs = workflow.config_settings.config or {}
     given = (
         [f"--config {' '.join(f'{k}={v}' for k, v in pairs.items())}"] if pairs else []
