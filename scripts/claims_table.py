@@ -3,7 +3,7 @@
 import json
 
 from maxmargin.claims import claims_html, claims_markdown, evaluate_claims, run_sentences
-from maxmargin.files import atomic_path
+from maxmargin.files import atomic_path, file_sha256
 from maxmargin.logs import rule_logging
 from maxmargin.tables import read_table, write_csv
 
@@ -15,7 +15,9 @@ with rule_logging(snakemake) as log:
         tmp.write_text(claims_markdown(claims))
     with atomic_path(snakemake.output.html) as tmp:
         tmp.write_text(claims_html(claims))
+    # The captions' sentences, bound to this table by its sha256 (workflow/rules/common.smk: run_sentences)
+    sentences = {"claims_sha256": file_sha256(snakemake.output.csv), "sentences": run_sentences(claims, tables)}
     with atomic_path(snakemake.output.sentences) as tmp:
-        tmp.write_text(json.dumps(run_sentences(claims, tables), indent=1, ensure_ascii=False) + "\n")
+        tmp.write_text(json.dumps(sentences, indent=1, ensure_ascii=False) + "\n")
     for row in claims.itertuples():
         log.info("%-24s %-8s %s", row.claim_id, row.verdict, row.measured)

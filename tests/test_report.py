@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import CI_RESULTS as RESULTS
+from conftest import ci_config, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -72,3 +73,40 @@ def test_every_figure_of_the_run_is_in_the_report(run, report):
     assert len(figures) >= 17  # Figures 1-10 (6, 7 from the ViT) and the regularization paths
     for png in figures:
         assert _embedded(report, png.name) == png.read_bytes(), png.name
+
+
+def _caption(report: str, path: str) -> str:
+    """The caption the report shows for the file at ``path`` (its rendered HTML, tags dropped)."""
+    return re.sub(r"<[^>]+>", "", html.unescape(_json_var(report, "results")[path]["caption"]))
+
+
+def test_a_report_after_a_config_change_describes_its_data_not_the_new_config(ci_copy):
+    """The CI run's census has 50 trials per d; `--report` under 40 without a rerun: each caption is filled from the
+    config that made its file (50), and says that the config has changed since."""
+    report = ci_copy / "report40.html"
+    snakemake(ci_copy, "--report", str(report), config=ci_config(census={"n_trials": 40}))
+    text = report.read_text()
+    figure = _caption(text, f"{RESULTS}/figures/fig9a.png")
+    assert "the 50 trials" in figure and "the 40 trials" not in figure
+    assert "Made by other settings than this config's" in figure
+    unchanged = _caption(text, f"{RESULTS}/figures/fig1a.png")  # its settings are the config's own
+    assert "Made by other settings" not in unchanged
+
+
+def test_a_damaged_or_stale_claims_file_never_stops_planning(ci_copy):
+    """A damaged tables/claims.json (or one not of the claims table beside it): every command still plans, says so,
+    and the next run writes it again."""
+    sentences = ci_copy / RESULTS / "tables/claims.json"
+    good = json.loads(sentences.read_text())
+    for damaged in ('{"broken', json.dumps({**good, "claims_sha256": "0" * 64})):
+        sentences.write_text(damaged)
+        for args in (["-n"], ["--unlock"], ["-n", "--forcerun", "claims_table"]):
+            proc = snakemake(ci_copy, *args, config=ci_config(), check=False)
+            out = proc.stdout + proc.stderr
+            assert proc.returncode == 0 and "claims.json: it " in out and "JSONDecodeError in file" not in out, out
+        planned = snakemake(ci_copy, "-n", config=ci_config()).stdout
+        assert "claims_table" in planned
+    snakemake(ci_copy, config=ci_config())
+    assert json.loads(sentences.read_text()) == good  # written again, the same sentences
+    proc = snakemake(ci_copy, "-n", config=ci_config())
+    assert "claims.json: it " not in proc.stdout + proc.stderr and "Nothing to be done" in proc.stdout

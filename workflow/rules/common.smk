@@ -3,6 +3,7 @@
 # data: parsing the rule files imports neither numpy nor torch.
 import json
 import os
+import sys
 
 import maxmargin
 from maxmargin import registry
@@ -112,24 +113,104 @@ def landing_page_file():
     return caption_file("workflow", registry.landing_page(template))
 
 
+def claims_record():
+    """The sidecar of the claims table (its sha256 binds the sentences file to it), or {}."""
+    try:
+        return json.loads(Path(f"{table_path('claims')}.provenance.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def run_sentences():
     """What the last run measured (its claims table's sentences, registry.RUN_SENTENCES_FILE), for the captions'
     {run[...]} fields: `snakemake --report` reads the workflow after the run, so its captions state the run's
-    numbers; before a run, each such field says it is not measured."""
+    numbers; before a run, each such field says it is not measured. A damaged file, or one not of the claims table
+    beside it, never stops the parse: it is reported, the captions say their claims are not measured, and its time
+    is set back so that the next run's claims_table writes it again."""
     path = Path(table_path("claims", "json"))
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        found = json.loads(path.read_text())
+        sentences = found["sentences"]
+        if not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in sentences.items()
+        ):
+            raise TypeError("a sentence is not text")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        problem = f"it cannot be read ({type(err).__name__}: {err})"
+    else:
+        if found.get("claims_sha256") == claims_record().get("sha256"):
+            return sentences
+        problem = "it is not of the claims table beside it"
+    print(
+        f"{path}: {problem}; the report's captions say their claims are not measured until rule claims_table "
+        "writes it again (set to rerun: `snakemake --cores all` does it)",
+        file=sys.stderr,
+    )
+    os.utime(path, (0, 0))  # older than the tables it is made from: its job reruns
+    return {}
 
 
 RUN_SENTENCES = run_sentences()
 
 
+def png_provenance(path):
+    """The provenance record a panel's PNG carries (maxmargin.pipeline.save_figure: a text chunk before the image
+    data), or None."""
+    with open(path, "rb") as f:
+        f.read(8)
+        while header := f.read(8):
+            size, kind = int.from_bytes(header[:4], "big"), header[4:]
+            if kind in (b"IDAT", b"IEND"):
+                return None
+            chunk = f.read(size + 4)[:size]
+            if kind == b"tEXt" and chunk.startswith(b"Provenance\0"):
+                return json.loads(chunk.split(b"\0", 1)[1].decode("latin-1"))
+    return None
+
+
+def made_with(path):
+    """The config of the job that made ``path`` (a table: its sidecar; a panel: its PNG), or None (none yet)."""
+    try:
+        if path.endswith(".png"):
+            record = png_provenance(path)
+        else:
+            record = json.loads(Path(f"{path}.provenance.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return (record or {}).get("config")
+
+
+def report_caption(entry, made):
+    """A report caption filled from the config that made the file ``made`` (so that a report built without a rerun
+    after a config change describes its data, not the new config), else from this config.
+    """
+    recorded = made_with(made) if made else None
+    if recorded is None:
+        return registry.caption(entry, config, RUN_SENTENCES)
+    try:
+        text = registry.caption(entry, recorded, RUN_SENTENCES)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return (
+            f"**Made by another configuration, whose settings this caption cannot show: run the workflow "
+            f"again.** {registry.caption(entry, config, RUN_SENTENCES)}"
+        )
+    if registry.caption(entry, config, RUN_SENTENCES) != text:
+        text = f"**Made by other settings than this config's (as this caption says): run the workflow.** {text}"
+    return text
+
+
 def table_report(name):
-    """The report() keywords of a registered table: its caption (from the registry), category and label."""
+    """The report() keywords of a registered table: its caption (from the registry, filled from the config that
+    made it), category and label."""
     entry = registry.table(name)
+    paths = [results_path(p) for p in registry.table_paths(entry, config)]
+    made = (
+        next((p for p in paths if p.endswith(".csv")), None) if entry.sidecar else None
+    )
     return dict(
-        caption=caption_file(
-            f"table-{name}", registry.caption(entry, config, RUN_SENTENCES)
-        ),
+        caption=caption_file(f"table-{name}", report_caption(entry, made)),
         category=registry.category(entry.family),
         subcategory="Tables",
         labels={"figure": entry.label, "type": "table"},
@@ -138,10 +219,11 @@ def table_report(name):
 
 def panel_report(rule, panels):
     """The report() keywords of the rule drawing ``panels`` (wildcard ``panel``), each panel's caption from the
-    registry, looked up by the wildcard in one generated caption file; category, subcategory and labels.
+    registry (filled from the config that drew it), looked up by the wildcard in one generated caption file;
+    category, subcategory and labels.
     """
     captions = json.dumps(
-        {p: registry.caption(registry.panel(p), config, RUN_SENTENCES) for p in panels},
+        {p: report_caption(registry.panel(p), panel_files(p)[1]) for p in panels},
         ensure_ascii=False,
     )
     lookup = "{{ captions[snakemake.wildcards.panel] }}"
