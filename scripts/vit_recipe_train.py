@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from maxmargin.experiments.vit import load_image_data, train_vit
+from maxmargin.experiments.vit.checkpoint import prune_kept_aside
 from maxmargin.experiments.vit_study import recipe_settings, recipe_table
 from maxmargin.logs import rule_logging
 from maxmargin.tables import write_csv
@@ -16,6 +17,7 @@ with rule_logging(snakemake) as log:
     data = load_image_data(settings.data, settings.train.seed, manifest)
     retrain = bool(snakemake.resources.retrain)  # --forcerun vit_recipe_train or --forceall
     result = train_vit(settings, data, snakemake.params.checkpoint, restore=not retrain)
+    prune_kept_aside(snakemake.params.checkpoint, cfg["vit"]["checkpoints"]["keep_aside"])
     table = recipe_table(recipe, settings, result)
     write_csv(table, snakemake.output[0])
     last = table.iloc[-1]

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from maxmargin.experiments.vit import VitSettings, load_image_data, train_vit
+from maxmargin.experiments.vit.checkpoint import prune_kept_aside
 from maxmargin.experiments.vit.results import save_result
 from maxmargin.logs import rule_logging
 
@@ -18,6 +19,7 @@ with rule_logging(snakemake) as log:
     log.info("data %s: %d train, %d test images; settings %s", data.name, len(data.x_train), len(data.x_test), settings)
     retrain = bool(snakemake.resources.retrain)  # --forcerun vit_train or --forceall (workflow/rules/vit.smk)
     result = train_vit(settings, data, snakemake.params.checkpoint, restore=not retrain)
+    prune_kept_aside(snakemake.params.checkpoint, snakemake.params.reads["vit"]["checkpoints"]["keep_aside"])
     out = snakemake.output
     table = save_result(result, settings, out.metrics, out.sidecar, out.maps, out.snapshots)
     first, last = table.iloc[0], table.iloc[-1]

@@ -91,12 +91,12 @@ def test_an_interrupted_depth12_run_ends_as_an_uninterrupted_one(tmp_path: Path)
     run, rng = tmp_path / "run", random.Random(36)
     for sig, moment in SCHEDULE:
         interrupt(attempt(config, run, f"{moment}:{rng.randint(1, 3)}"), sig, run, rng.uniform(0, 0.2))
-        leftovers = list(run.glob(".checkpoint.pt.*"))
+        leftovers = list(run.glob(".tmp-checkpoint.pt.*"))
         # kill -9 in the middle of a write leaves the temporary file (the next write removes it); SIGINT does not
         assert bool(leftovers) == (sig == signal.SIGKILL and moment == "save"), leftovers
     done = finish(attempt(config, run), run)
     assert "resumed_from_epoch=None" not in done  # resumed, not trained again
-    assert not list(run.glob(".checkpoint.pt.*"))
+    assert not list(run.glob(".tmp-checkpoint.pt.*"))
     assert "resumed_from_epoch=None" in finish(uninterrupted, reference)
     for name in ("vit_metrics.csv", "maps.npz"):
         assert (run / name).read_bytes() == (reference / name).read_bytes(), name

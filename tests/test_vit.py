@@ -668,3 +668,30 @@ def test_undoing_an_edit_mid_run_resumes_where_the_run_stopped(tmp_path: Path, t
     assert resumed.info["resumed_from_epoch"] == 2
     pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=True)
     np.testing.assert_array_equal(resumed.maps, whole.maps)
+
+
+def test_kept_aside_checkpoints_are_pruned_and_an_unreadable_one_is_named_and_removed(
+    tmp_path: Path, tiny_data: ImageData
+) -> None:
+    """vit.checkpoints.keep_aside bounds the checkpoints that edits of the code keep aside; taking one back skips an
+    unreadable one with a warning that names it, and removes it."""
+    import os
+
+    checkpoint = tmp_path / "c.pt"
+    for i, tag in enumerate(["a1", "b2", "c3", "d4", "e5"]):
+        aside = tmp_path / f"c.{tag}.pt"
+        aside.write_bytes(b"x")
+        (tmp_path / f"c.{tag}.pt.w_history").write_bytes(b"w")
+        os.utime(aside, (1_000 + i, 1_000 + i))
+    removed = vit.checkpoint.prune_kept_aside(checkpoint, 3)
+    assert sorted(p.name for p in removed) == ["c.a1.pt", "c.b2.pt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"c.{tag}.pt{suffix}" for tag in ("c3", "d4", "e5") for suffix in ("", ".w_history")
+    ]
+    settings = tiny_settings(1)
+    fingerprint = settings.fingerprint(tiny_data.identity)
+    broken = tmp_path / f"c.{fingerprint}.pt"
+    broken.write_bytes(b"not a checkpoint")
+    with pytest.warns(vit.checkpoint.CheckpointWarning, match=f"kept-aside checkpoint {broken} is unreadable"):
+        vit.train_vit(settings, tiny_data, checkpoint)
+    assert not broken.exists()

@@ -23,7 +23,13 @@ from maxmargin.core.w_svm import (
 )
 from maxmargin.experiments.vit.model import build_vit, cls_attention, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
-from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, attention_inputs, head_key_query, probe_snapshots
+from maxmargin.experiments.vit.w_svm_probe import (
+    WSvmSettings,
+    attention_inputs,
+    head_key_query,
+    probe_snapshots,
+    torch_linalg,
+)
 
 
 def _tokens(seed: int = 0, n: int = 6, t: int = 5, c: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -116,7 +122,7 @@ def test_head_key_query_reproduces_timms_cls_attention():
 
 PROBE = WSvmSettings(
     images=4, soft_c=1e4, query_bias=True, null_draws=3, shuffles=2, nuclear_images=2, nuclear_every=0,
-    nuclear_draws=2, seed=0,
+    nuclear_draws=2, seed=0, device="cpu",
 )  # fmt: skip
 
 
@@ -218,6 +224,19 @@ def test_the_nuclear_norm_svm_trades_frobenius_norm_for_nuclear_norm():
     assert not np.all(w_margins(0.99 * nuc.solution, z, x, selected) >= 1.0)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_pivoting_on_a_torch_device_gives_the_numpy_solution(seed):
+    """The probe's device path (``vit.w_svm.device``: torch's float64 Cholesky) against numpy's, on the random
+    instances of the solver tests and on a planted one (a W_mm that selects its own tokens)."""
+    z, x, selected = _tokens(seed, n=8, t=6, c=5)
+    on_torch = torch_linalg(torch.device("cpu"))
+    res, dev = w_att_svm(z, x, selected), w_att_svm(z, x, selected, linalg=on_torch)
+    assert dev.hard == res.hard and dev.met == res.met and dev.support == res.support
+    np.testing.assert_allclose(dev.solution, res.solution, atol=1e-6)
+    planted = w_logits(3.0 * res.solution, z, x).argmax(axis=1)
+    np.testing.assert_allclose(w_att_svm(z, x, planted, linalg=on_torch).solution, res.solution, atol=1e-6)
+
+
 def test_the_qp_fallback_of_pivoting_gives_the_same_solution(monkeypatch):
     import maxmargin.core.w_svm as w_svm
 
@@ -255,7 +274,7 @@ def _w_svm_table(cosine: dict[int, list[float]], null: float = 0.1, null_sd: flo
         for head, c in enumerate(heads):
             rows.append({
                 "epoch": epoch, "head": head, "cosine": c, "null_rank": null, "null_rank_sd": null_sd,
-                "null_shuffled": 0.2, "null_shuffled_sd": 0.02, "span_cosine": 0.9, "ceiling": 0.6,
+                "null_shuffled": 0.2, "null_shuffled_sd": 0.02, "null_shuffled_drawn": 4, "span_cosine": 0.9, "ceiling": 0.6,
                 "ceiling_fraction": c / 0.6, "cosine_nuclear": 0.5, "cosine_frobenius_nuclear_images": 0.4,
                 "null_nuclear_gap": 0.05, "null_nuclear_gap_sd": 0.01, "hard_margin": True, "margins_met": 1.0,
                 "n_images": 256, "n_constraints": 16384, "support": 80, "w_frobenius": 1.0, "svm_frobenius": 3.0,

@@ -125,6 +125,8 @@ _HOMES = {
     ),
     "w_svm": (
         "HULL_TOL",
+        "NUMPY",
+        "LinearAlgebra",
         "W_SVM_TOL",
         "WSVMResult",
         "frobenius_cosine",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -141,18 +142,34 @@ def w_margins(
     return margins
 
 
+def _cvxopt(solve: Callable[..., dict], options: dict[str, Any], what: str, **problem: Any) -> dict:
+    """``solve`` (cvxopt's qp or sdp) on ``problem`` at ``options``; where its interior point breaks down (a zero
+    gap divides, a singular KKT system: seen on infeasible W-ATT-SVM working sets), again at tolerances 1000 times
+    looser; an ArithmeticError naming ``what`` where that breaks down too."""
+    try:
+        return solve(**problem, options=options)
+    except (ArithmeticError, ValueError):
+        looser = {k: v * 1e3 if k.endswith("tol") else v for k, v in options.items()}
+        try:
+            return solve(**problem, options=looser)
+        except (ArithmeticError, ValueError) as err:
+            raise ArithmeticError(f"cvxopt could not solve {what} ({type(err).__name__}: {err})") from err
+
+
 def _dual_qp(g: NDArray[np.float64], soft_c: float) -> NDArray[np.float64]:
     """argmin 1/2 alpha^T G alpha - 1^T alpha s.t. 0 <= alpha <= soft_c (cvxopt): the SVM's dual on a working set."""
     from cvxopt import matrix, solvers
 
     m = len(g)
     eye = np.eye(m)
-    sol = solvers.qp(
-        matrix(g),
-        matrix(-np.ones(m)),
-        matrix(np.vstack([-eye, eye])),
-        matrix(np.concatenate([np.zeros(m), np.full(m, soft_c)])),
-        options=_QP_OPTIONS,
+    sol = _cvxopt(
+        solvers.qp,
+        _QP_OPTIONS,
+        f"the soft-margin dual on {m} margins",
+        P=matrix(g),
+        q=matrix(-np.ones(m)),
+        G=matrix(np.vstack([-eye, eye])),
+        h=matrix(np.concatenate([np.zeros(m), np.full(m, soft_c)])),
     )
     return np.maximum(np.array(sol["x"]).ravel(), 0.0)
 
@@ -176,49 +193,75 @@ def _min_norm_dual(g: NDArray[np.float64]) -> NDArray[np.float64]:
     from cvxopt import matrix, solvers
 
     m = len(g)
-    sol = solvers.qp(
-        matrix(2.0 * g),
-        matrix(np.zeros(m)),
-        matrix(-np.eye(m)),
-        matrix(np.zeros(m)),
-        matrix(np.ones((1, m))),
-        matrix(1.0),
-        options=_QP_OPTIONS,
+    sol = _cvxopt(
+        solvers.qp,
+        _QP_OPTIONS,
+        f"the nearest hull point of {m} margins",
+        P=matrix(2.0 * g),
+        q=matrix(np.zeros(m)),
+        G=matrix(-np.eye(m)),
+        h=matrix(np.zeros(m)),
+        A=matrix(np.ones((1, m))),
+        b=matrix(1.0),
     )
     beta = np.maximum(np.array(sol["x"]).ravel(), 0.0)
     beta /= beta.sum()
     return beta / max(float(beta @ g @ beta), 1e-300)
 
 
-def _active_set(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> NDArray[np.float64]:
+@dataclass(frozen=True)
+class LinearAlgebra:
+    """Where the hard-margin dual's linear algebra runs: the working set's kernel and its pivoting (the cost of a
+    wide head: a Cholesky factor of the working set each step). ``array`` moves a numpy array there, ``numpy``
+    brings one back, ``spd_solve`` solves a symmetric positive definite system (None where it is singular).
+    :data:`NUMPY` is the CPU; a torch device's (the ViT probe on a GPU) lives beside the ViT."""
+
+    array: Callable[[NDArray[np.float64]], Any]
+    numpy: Callable[[Any], NDArray[np.float64]]
+    spd_solve: Callable[[Any, Any], Any]
+    lstsq: Callable[[Any, Any], Any]
+
+
+def _cho(sub: NDArray[np.float64], rhs: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    try:
+        return cho_solve(cho_factor(sub), rhs)
+    except np.linalg.LinAlgError:
+        return None
+
+
+NUMPY = LinearAlgebra(np.asarray, np.asarray, _cho, lambda sub, rhs: np.linalg.lstsq(sub, rhs, rcond=None)[0])
+
+
+def _active_set(g: Any, alpha: Any, linalg: LinearAlgebra) -> Any:
     """min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0 by block principal pivoting (Judice & Pires 1994; Kim &
     Park 2011): exact on the final passive set. ``alpha`` (the previous round's) gives the first passive set. Where
     pivoting has not settled in ``_PIVOTING_STEPS`` steps (it cycles, or the problem has no solution),
-    :func:`_min_norm_dual` solves the round."""
-    free = alpha > 0 if np.any(alpha > 0) else np.ones(len(g), dtype=bool)
+    :func:`_min_norm_dual` solves the round. ``g`` and ``alpha`` are arrays of ``linalg`` (numpy or torch: only
+    the operators both share are used)."""
+    free = alpha > 0
+    if not free.any():
+        free = alpha == alpha
     best, backup = len(g) + 1, 3
-    out = np.zeros(len(g))
     for _ in range(_PIVOTING_STEPS):
-        out[:] = 0.0
+        out = g[0] * 0.0
         if free.any():
-            sub = g[np.ix_(free, free)]
-            try:
-                out[free] = cho_solve(cho_factor(sub), np.ones(int(free.sum())))
-            except np.linalg.LinAlgError:
-                out[free] = np.linalg.lstsq(sub, np.ones(int(free.sum())), rcond=None)[0]
+            sub, rhs = g[free][:, free], out[free] + 1.0
+            solved = linalg.spd_solve(sub, rhs)
+            out[free] = solved if solved is not None else linalg.lstsq(sub, rhs)
         gradient = g @ out - 1.0
         wrong = (free & (out < 0)) | (~free & (gradient < -1e-12))
         if not wrong.any():
             return out
-        if wrong.sum() < best:
+        if int(wrong.sum()) < best:
             best, backup = int(wrong.sum()), 3
-            free ^= wrong
+            free = free ^ wrong
         elif backup > 0:
             backup -= 1
-            free ^= wrong
+            free = free ^ wrong
         else:
-            free[np.flatnonzero(wrong)[-1]] ^= True
-    return _min_norm_dual(g)
+            last = int(linalg.numpy(wrong).nonzero()[0][-1])
+            free[last] = ~free[last]
+    return linalg.array(_min_norm_dual(linalg.numpy(g)))
 
 
 def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -270,15 +313,18 @@ def _cutting_planes(
     return w, margins, alpha, rounds
 
 
-def _frobenius_solve(boxed: bool, soft_c: float) -> Solve:
-    """The Frobenius dual on a working set: block principal pivoting (hard margin; the features' nearest hull point
-    for a round where it cycles) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin); W = sum_k
-    alpha_k a_k d_k^T."""
+def _frobenius_solve(boxed: bool, soft_c: float, linalg: LinearAlgebra = NUMPY) -> Solve:
+    """The Frobenius dual on a working set: block principal pivoting on ``linalg`` (hard margin; the features'
+    nearest hull point for a round where it cycles) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft
+    margin); W = sum_k alpha_k a_k d_k^T."""
 
     def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray]:
-        g = (ak @ ak.T) * (dk @ dk.T)
-        alpha = _dual_qp(g, soft_c) if boxed else _active_set(g, alpha)
-        return alpha, ak.T @ (alpha[:, None] * dk)
+        if boxed:
+            alpha = _dual_qp((ak @ ak.T) * (dk @ dk.T), soft_c)
+            return alpha, ak.T @ (alpha[:, None] * dk)
+        ak, dk = linalg.array(ak), linalg.array(dk)
+        alpha = _active_set((ak @ ak.T) * (dk @ dk.T), linalg.array(alpha), linalg)
+        return linalg.numpy(alpha), linalg.numpy(ak.T @ (alpha[:, None] * dk))
 
     return solve
 
@@ -311,6 +357,8 @@ def w_att_svm(
     tol: float = W_SVM_TOL,
     max_rounds: int = 100,
     query_bias: bool = True,
+    linalg: LinearAlgebra = NUMPY,
+    soft: bool = True,
 ) -> WSVMResult:
     """The Frobenius-norm (W-ATT-SVM) of one head: min ||W||_F s.t. a_i^T W (x_{i,o_i} - x_it) >= 1, t != o_i.
 
@@ -339,6 +387,11 @@ def w_att_svm(
         Cutting-plane rounds at most.
     query_bias : bool
         W with the query-bias row (a_i = [z_i; 1]), else a_i = z_i.
+    linalg : LinearAlgebra
+        Where the hard-margin pivoting runs (:data:`NUMPY`, or a torch device's for a wide head).
+    soft : bool
+        Solve the soft-margin problem where no W meets every margin; False: return the hard attempt (``hard``
+        False), which costs a fraction of the soft solve on a large working set.
 
     Returns
     -------
@@ -355,17 +408,17 @@ def w_att_svm(
     (True, 1.0)
     """
     a, d, other = _differences(z, x, selected, query_bias)
-    hard = bool(np.all(np.linalg.norm(d, axis=-1)[other] > 0))  # a copy of the selected token cannot be separated
-    if hard:
+    if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):  # a copy of the selected token cannot be separated
+        planes: tuple | None = None
+    else:
         typical = np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2)))  # f = ||a_i|| ||d_it||
-        w, margins, alpha, rounds = _cutting_planes(
-            a, d, other, _frobenius_solve(False, soft_c), per_input, tol, max_rounds, 1.0 / (HULL_TOL * typical)
-        )
-        hard = bool(margins.min() >= 1.0 - tol)
-    if not hard:
-        w, margins, alpha, rounds = _cutting_planes(
-            a, d, other, _frobenius_solve(True, soft_c), per_input, tol, max_rounds
-        )
+        hard_solve = _frobenius_solve(False, soft_c, linalg)
+        planes = _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, 1.0 / (HULL_TOL * typical))
+    if (planes is None or planes[1].min() < 1.0 - tol) and soft:
+        planes = _cutting_planes(a, d, other, _frobenius_solve(True, soft_c), per_input, tol, max_rounds)
+    if planes is None:
+        return WSVMResult(np.zeros((a.shape[1], d.shape[2])), False, 0.0, int(other.sum()), 0, 0)
+    w, margins, alpha, rounds = planes
     return _result(w, margins, alpha, other, rounds, tol)
 
 
@@ -404,13 +457,15 @@ def _nuclear_dual(a: NDArray[np.float64], d: NDArray[np.float64], soft_c: float)
     blocks[:, :p, p:] = a[:, :, None] * d[:, None, :]
     blocks[:, p:, :p] = blocks[:, :p, p:].transpose(0, 2, 1)
     gs = -blocks.transpose(0, 2, 1).reshape(m, -1).T  # cvxopt's column-major vec of each symmetric block
-    sol = solvers.sdp(
-        matrix(-np.ones(m)),
+    sol = _cvxopt(
+        solvers.sdp,
+        _SDP_OPTIONS,
+        f"the nuclear-norm dual on {m} margins",
+        c=matrix(-np.ones(m)),
         Gl=matrix(np.vstack([-np.eye(m), np.eye(m)])),
         hl=matrix(np.concatenate([np.zeros(m), np.full(m, soft_c)])),
         Gs=[matrix(gs)],
         hs=[matrix(np.eye(p + q))],
-        options=_SDP_OPTIONS,
     )
     if sol["x"] is None or sol["zs"][0] is None:
         raise ArithmeticError(f"cvxopt's SDP found no solution ({sol['status']})")

@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from typing import Any
 
 _CENSUS_RUN = tuple(f"census.{k}" for k in ("eta", "init_scale", "loss", "seed", "saturation_tol", "svm_tol", "chunk"))
-_VIT_RUN = ("vit.model", "vit.data", "vit.train", "vit.probe", "vit.guard.after_epochs", "vit.guard.margin")
+_VIT_RUN = (
+    "vit.model",
+    "vit.data",
+    "vit.train",
+    "vit.probe",
+    "vit.checkpoints",
+    "vit.guard.after_epochs",
+    "vit.guard.margin",
+)
 # The data keys that say where the images come from (the data manifest's; the others subset and augment them).
 SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mnist_root", "download")
 _DATA_SOURCE = tuple(f"vit.data.{k}" for k in SOURCE_KEYS)
@@ -46,7 +54,7 @@ READS: dict[str, tuple[str, ...]] = {
     "vit_train": _VIT_RUN,
     "vit_baseline": ("vit.data", "vit.train.seed", "vit.train.threads", "vit.model.num_classes", "vit.baseline"),
     "vit_metrics_table": (),
-    "vit_probe": (*_VIT_RUN, "vit.w_svm"),
+    "vit_probe": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), "vit.w_svm"),
     "plot_census": ("{options}",),
     "plot_regpath": ("{options}",),
     "plot_vit": ("{options}",),

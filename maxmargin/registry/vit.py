@@ -273,11 +273,20 @@ TABLES += (
             ),
             described(real("null_rank_sd", ge=0), "the standard deviation of null (a) over its draws"),
             described(
-                cosine("null_shuffled"),
+                cosine("null_shuffled", nullable=True),
                 "null (b): the mean over ``vit.w_svm.shuffles`` permutations of the head's selection over the images "
-                "of cos(Wt_h, W_mm(shuffled)): whether the head's alignment is specific to what it selects",
+                "of cos(Wt_h, W_mm(shuffled)): whether the head's alignment is specific to what it selects (only "
+                "permutations some W can select, which have a max-margin solution; empty where none was found)",
             ),
-            described(real("null_shuffled_sd", ge=0), "the standard deviation of null (b) over its permutations"),
+            described(
+                real("null_shuffled_sd", ge=0, nullable=True),
+                "the standard deviation of null (b) over its permutations",
+            ),
+            described(
+                positive("null_shuffled_drawn"),
+                "the permutations drawn to find those (at most 3 x ``vit.w_svm.shuffles``): the others have no W "
+                "that selects them",
+            ),
             described(
                 cosine("span_cosine"),
                 "null (c): cos(Wt_h, P Wt_h), P the projection onto span{[z_i; 1]} x span{x_it - x_is}, where every "

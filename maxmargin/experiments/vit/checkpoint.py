@@ -7,19 +7,19 @@ taken back when the run's fingerprint is its own again (the edit undone), so tha
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import logging
 import os
 import pickle
 import re
 import shutil
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from maxmargin.files import atomic_path, remove_stale_temporaries
 
 log = logging.getLogger("maxmargin")
 
@@ -60,24 +60,11 @@ def remove_checkpoint(checkpoint: str | os.PathLike[str]) -> None:
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
-    """Write a checkpoint atomically (a kill during the write leaves the previous one intact, and the next write
-    removes what it left).
-
-    A temporary file beside it replaces it once written (the experiments layer writes no table: nobody else
-    reads a checkpoint).
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # what a write killed (kill -9) before its rename left
-    for stale in target.parent.glob(glob.escape(f".{target.name}.") + "*"):
-        stale.unlink(missing_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.close(fd)
-    try:
+    """Write a checkpoint atomically (:func:`maxmargin.files.atomic_path`: a kill during the write leaves the
+    previous one intact), first removing what a write killed before its rename (kill -9) left beside it."""
+    remove_stale_temporaries(path)
+    with atomic_path(path) as tmp:
         torch.save(state, tmp)
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 class CheckpointWarning(UserWarning):
@@ -106,6 +93,25 @@ def _kept_aside_of(path: Path, fingerprint: str) -> list[Path]:
     return sorted(p for p in path.parent.glob(glob.escape(path.stem) + ".*") if pattern.fullmatch(p.name))
 
 
+def kept_aside(path: str | os.PathLike[str]) -> list[Path]:
+    """Every checkpoint kept aside beside ``path`` (``<stem>.<tag>[-n]<suffix>``), the newest first."""
+    path = Path(path)
+    pattern = re.compile(rf"{re.escape(path.stem)}\.[\w-]+{re.escape(path.suffix)}")
+    found = [p for p in path.parent.glob(glob.escape(path.stem) + ".*") if pattern.fullmatch(p.name)]
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def prune_kept_aside(path: str | os.PathLike[str], keep: int) -> list[Path]:
+    """Remove the kept-aside checkpoints beside ``path`` but the ``keep`` newest (``vit.checkpoints.keep_aside``),
+    with their companions; the ones removed. Each edit of the training code keeps one aside: without a bound they
+    pile up (a ViT-B/2 checkpoint with Adam's state is about 1 GB)."""
+    removed = kept_aside(path)[keep:]
+    for old in removed:
+        remove_checkpoint(old)
+        log.info("removed the kept-aside checkpoint %s (vit.checkpoints.keep_aside keeps the %d newest)", old, keep)
+    return removed
+
+
 def _read(path: Path) -> dict[str, Any]:
     return torch.load(path, map_location="cpu", weights_only=True)
 
@@ -119,10 +125,14 @@ def _take_back(path: Path, fingerprint: str) -> dict[str, Any] | None:
     """
     found = []
     for aside in _kept_aside_of(path, fingerprint):
-        with contextlib.suppress(RuntimeError, OSError, EOFError, pickle.UnpicklingError):
+        try:
             state = _read(aside)
-            if state.get("format") == CHECKPOINT_FORMAT and state.get("fingerprint") == fingerprint:
-                found.append((bool(state.get("finished")), int(state.get("epoch", -1)), aside, state))
+        except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
+            _warn(f"kept-aside checkpoint {aside} is unreadable ({err}): removed")
+            remove_checkpoint(aside)
+            continue
+        if state.get("format") == CHECKPOINT_FORMAT and state.get("fingerprint") == fingerprint:
+            found.append((bool(state.get("finished")), int(state.get("epoch", -1)), aside, state))
     if not found:
         return None
     *_, aside, state = max(found, key=lambda f: f[:2])

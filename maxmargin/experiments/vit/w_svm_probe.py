@@ -18,6 +18,7 @@ inputs. cos(Wt_h, W_mm,h) alone does not say whether training turned the head: e
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -28,7 +29,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from maxmargin.core.progress import Progress
 from maxmargin.core.w_svm import (
+    NUMPY,
+    LinearAlgebra,
+    WSVMResult,
     frobenius_cosine,
     random_rank_matrix,
     rank_ceiling,
@@ -44,7 +49,8 @@ from maxmargin.experiments.vit.settings import ModelSettings
 @dataclass(frozen=True)
 class WSvmSettings:
     """The config's ``vit.w_svm``: the probe images, the soft margin, the query-bias row, the nulls' draws, the
-    nuclear-norm measurement (its images, its epochs, its null draws) and the seed of the draws."""
+    nuclear-norm measurement (its images, its epochs, its null draws), the seed of the draws and where the
+    Frobenius solves' pivoting runs (``device``: auto, cpu or cuda)."""
 
     images: int
     soft_c: float
@@ -55,10 +61,17 @@ class WSvmSettings:
     nuclear_every: int
     nuclear_draws: int
     seed: int
+    device: str
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> WSvmSettings:
         return cls(**cfg)
+
+    def frobenius(self, z: np.ndarray, x: np.ndarray, selected: np.ndarray, soft: bool = True) -> WSVMResult:
+        """The Frobenius W-ATT-SVM of ``selected`` on these inputs, by these settings (its pivoting on ``device``;
+        ``soft`` False: no soft-margin solve where no W meets every margin)."""
+        linalg = _device_linalg(self.device)
+        return w_att_svm(z, x, selected, soft_c=self.soft_c, query_bias=self.query_bias, linalg=linalg, soft=soft)
 
     def nuclear_due(self, epoch: int, epochs: list[int]) -> bool:
         """Whether ``epoch`` (of the snapshot ``epochs``) gets the nuclear-norm measurement: the first and the last
@@ -66,6 +79,33 @@ class WSvmSettings:
         if self.nuclear_images == 0:
             return False
         return epoch in (epochs[0], epochs[-1]) or (self.nuclear_every > 0 and epoch % self.nuclear_every == 0)
+
+
+def torch_linalg(device: torch.device) -> LinearAlgebra:
+    """The hard-margin pivoting of :func:`~maxmargin.core.w_svm.w_att_svm` on a torch device, in float64: at width
+    768 a head's working set holds thousands of margins, and each pivoting step factorises it (a GPU does it in
+    milliseconds, two CPU cores in seconds)."""
+
+    def spd_solve(sub: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor | None:
+        factor, info = torch.linalg.cholesky_ex(sub)
+        return None if int(info) else torch.cholesky_solve(rhs[:, None], factor)[:, 0]
+
+    return LinearAlgebra(
+        array=lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64, device=device),
+        numpy=lambda t: t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t),
+        spd_solve=spd_solve,
+        lstsq=lambda sub, rhs: torch.linalg.pinv(sub) @ rhs,
+    )
+
+
+def device_linalg(name: str) -> LinearAlgebra:
+    """Where ``vit.w_svm.device`` puts the pivoting: numpy on cpu; torch on cuda (auto: cuda when available)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return NUMPY if name == "cpu" else torch_linalg(torch.device(name))
+
+
+_device_linalg = functools.cache(device_linalg)
 
 
 def head_key_query(attn: nn.Module, query_bias: bool = True) -> np.ndarray:
@@ -110,8 +150,9 @@ def attention_inputs(model: nn.Module, images: torch.Tensor, batch_size: int) ->
 
 
 def _spread(values: list[float]) -> tuple[float, float]:
-    """Mean and standard deviation (ddof 1) of the draws."""
-    return float(np.mean(values)), float(np.std(values, ddof=1))
+    """Mean and standard deviation (ddof 1) of the draws (NaN where there are too few)."""
+    mean = float(np.mean(values)) if len(values) else math.nan
+    return mean, float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
 
 
 def _null_rank(z: np.ndarray, x: np.ndarray, shape: tuple[int, int], rank: int, s: WSvmSettings, rng) -> list:
@@ -120,24 +161,29 @@ def _null_rank(z: np.ndarray, x: np.ndarray, shape: tuple[int, int], rank: int, 
     for _ in range(s.null_draws):
         m = random_rank_matrix(rng, shape, rank)
         sel = w_logits(m, z, x, s.query_bias).argmax(axis=1)
-        out.append((m, frobenius_cosine(m, w_att_svm(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias).solution)))
+        out.append((m, frobenius_cosine(m, s.frobenius(z, x, sel).solution)))
     return out
 
 
-def _null_shuffled(w: np.ndarray, z: np.ndarray, x: np.ndarray, selected, s: WSvmSettings, rng) -> list[float]:
-    """Null (b): the head against the W-SVM of its selection permuted over the images (same marginal)."""
-    out = []
-    for _ in range(s.shuffles):
-        shuffled = selected[rng.permutation(len(selected))]
-        out.append(frobenius_cosine(w, w_att_svm(z, x, shuffled, soft_c=s.soft_c, query_bias=s.query_bias).solution))
-    return out
+def _null_shuffled(w: np.ndarray, z: np.ndarray, x: np.ndarray, selected, s: WSvmSettings, rng) -> tuple:
+    """Null (b): the head against the W-SVM of its selection permuted over the images (the same share of each token
+    position), for ``s.shuffles`` permutations that some W can select (no W selects a token inside the hull of its
+    image's others: such a permutation has no max-margin solution, and its soft-margin one costs 100 times more);
+    at most 3 x ``s.shuffles`` drawn. The cosines, and how many permutations were drawn."""
+    out, drawn = [], 0
+    while len(out) < s.shuffles and drawn < 3 * s.shuffles:
+        drawn += 1
+        res = s.frobenius(z, x, selected[rng.permutation(len(selected))], soft=False)
+        if res.hard:
+            out.append(frobenius_cosine(w, res.solution))
+    return out, drawn
 
 
 def nuclear_gap(w: np.ndarray, z: np.ndarray, x: np.ndarray, s: WSvmSettings) -> tuple[float, float]:
     """cos(W, W_nuc) and cos(W, W_fro) for the tokens ``w`` selects, both on the same inputs."""
     sel = w_logits(w, z, x, s.query_bias).argmax(axis=1)
     nuc = w_att_svm_nuclear(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias).solution
-    fro = w_att_svm(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias).solution
+    fro = s.frobenius(z, x, sel).solution
     return frobenius_cosine(w, nuc), frobenius_cosine(w, fro)
 
 
@@ -147,16 +193,17 @@ def probe_head(
     """One head at one epoch: the columns of table ``vit_w_svm`` but epoch, head, selection_kept and dataset."""
     t0 = time.perf_counter()
     selected = w_logits(w, z, x, s.query_bias).argmax(axis=1)
-    res = w_att_svm(z, x, selected, soft_c=s.soft_c, query_bias=s.query_bias)
+    res = s.frobenius(z, x, selected)
     cosine, ceiling = frobenius_cosine(w, res.solution), rank_ceiling(res.solution, rank)
     nulls = _null_rank(z, x, w.shape, rank, s, rng)
-    shuffled = _null_shuffled(w, z, x, selected, s, rng)
+    shuffled, drawn = _null_shuffled(w, z, x, selected, s, rng)
     row = {
         "cosine": cosine,
         "null_rank": _spread([c for _, c in nulls])[0],
         "null_rank_sd": _spread([c for _, c in nulls])[1],
         "null_shuffled": _spread(shuffled)[0],
         "null_shuffled_sd": _spread(shuffled)[1],
+        "null_shuffled_drawn": drawn,
         "span_cosine": span_cosine(w, z, x, s.query_bias),
         "ceiling": ceiling,
         "ceiling_fraction": cosine / ceiling,
@@ -194,6 +241,7 @@ def probe_snapshots(
     net, rows, previous = build_vit(model), [], {}
     rng = np.random.default_rng(s.seed)
     epochs = [int(e) for e in snapshots["epochs"]]
+    bar = Progress("W-ATT-SVM probe: heads", len(epochs) * model.num_heads)
     for epoch in epochs:
         net.load_state_dict(snapshots["states"][epoch])
         z, x = attention_inputs(net, images[: s.images], batch_size)
@@ -204,4 +252,5 @@ def probe_snapshots(
             kept = float(np.mean(selected == previous[head])) if head in previous else math.nan
             previous[head] = selected
             rows.append({"epoch": epoch, "head": head, **row, "selection_kept": kept})
+            bar.update(len(rows), f"epoch {epoch} head {head}: cosine {row['cosine']:.3f} ({row['seconds']:.1f} s)")
     return rows
