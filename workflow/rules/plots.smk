@@ -1,6 +1,9 @@
 # The panels drawn from registered tables (census, regularization paths, ViT, basins): one rule per family, each
 # derived from the registry (maxmargin/registry/: Panel.tables, .files, .options), one script for all. One rule per
 # family keeps each at one level of the DAG (one node of the report's rule graph). Synthetic panels: synthetic.smk.
+# A rule's `code` param hashes the shared drawing code and its family's module only: a new census panel redraws the
+# census panels, no others (maxmargin/files.py: family_drawing_code).
+from maxmargin.files import family_drawing_code
 
 TABLE_FAMILIES = list(
     dict.fromkeys(p.family for p in registry.PANELS if p.family != "synthetic")
@@ -33,6 +36,6 @@ for family in TABLE_FAMILIES:
             "../envs/core.yaml"
         params:
             reads=reads(f"plot_{family}"),
-            code=drawing_code(),
+            code=family_drawing_code(family),
         script:
             "../../scripts/plot_panel.py"
