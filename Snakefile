@@ -8,7 +8,7 @@ from snakemake.utils import min_version, validate
 # sys.path to every Python script it runs, also in a conda env of workflow/envs/ (which holds only the library's
 # dependencies: tests/test_packaging.py checks that a job imports this copy).
 from maxmargin.cluster import check_slurm_status_command
-from maxmargin.config import check_config_beyond_schema
+from maxmargin.config import check_config_beyond_schema, follow_yaml_merges
 
 min_version("9.0")
 
@@ -16,6 +16,15 @@ min_version("9.0")
 # Resolved beside this Snakefile, so `-s path/to/Snakefile --directory elsewhere` finds it too.
 configfile: Path(workflow.basedir) / "workflow/config/default.yaml"
 
+
+# A block that default.yaml builds by YAML merge (synthetic.fig1c: <<: *fig1) follows its source as this run's
+# config files set it (a CI config's shorter synthetic.fig1.n_iter reaches fig1c too), its own keys over it.
+follow_yaml_merges(
+    config,
+    Path(workflow.basedir) / "workflow/config/default.yaml",
+    workflow.configfiles,
+    workflow.config_settings.config,
+)
 
 validate(config, "workflow/schemas/config.schema.yaml")
 # What the schema cannot say (every number finite, integers, indices inside the data, no duplicate YAML key).

@@ -8,6 +8,7 @@ YAML keys, finite numbers, integers where the schema says integer, indices insid
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -93,6 +94,73 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     """Load a YAML file (config, profile), refusing duplicate keys."""
     with open(path, encoding="utf-8") as f:
         return yaml.load(f, Loader=StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
+# --- blocks built by YAML merge (`fig1c: {<<: *fig1, ...}`) follow their source under every config -----------------
+
+ConfigPath = tuple[str, ...]
+
+
+def yaml_merges(path: str | os.PathLike[str]) -> dict[ConfigPath, tuple[list[ConfigPath], set[str]]]:
+    """The mappings of a YAML file built by a merge key: their path -> (the paths of the mappings merged in, first
+    first, and the keys the mapping sets itself)."""
+    with open(path, encoding="utf-8") as f:
+        root = yaml.compose(f, Loader=StrictLoader)
+    where: dict[int, ConfigPath] = {}
+    merges: dict[ConfigPath, tuple[list[ConfigPath], set[str]]] = {}
+
+    def walk(node: yaml.Node, at: ConfigPath) -> None:
+        where.setdefault(id(node), at)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.tag != MERGE_TAG:
+                    walk(value, (*at, key.value))
+
+    def find(node: yaml.Node, at: ConfigPath) -> None:
+        if not isinstance(node, yaml.MappingNode):
+            return
+        own = {key.value for key, _ in node.value if key.tag != MERGE_TAG}
+        for key, value in node.value:
+            if key.tag == MERGE_TAG:
+                sources = value.value if isinstance(value, yaml.SequenceNode) else [value]
+                merges[at] = ([where[id(source)] for source in sources], own)
+            else:
+                find(value, (*at, key.value))
+
+    walk(root, ())
+    find(root, ())
+    return merges
+
+
+def _at(config: Any, path: ConfigPath) -> Any:
+    for part in path:
+        config = config.get(part, {}) if isinstance(config, Mapping) else {}
+    return config
+
+
+def follow_yaml_merges(
+    config: dict[str, Any],
+    default: str | os.PathLike[str],
+    files: Sequence[str | os.PathLike[str]] = (),
+    overrides: Mapping[str, Any] | None = None,
+) -> None:
+    """Rebuild, in place, each block that ``default`` (default.yaml) builds by YAML merge from the config this run
+    reads: the block merged in (``synthetic.fig1``) as the run's config ``files`` and ``overrides`` (``--config``) set
+    it, with the block's own keys over it (those it sets in ``default`` or in any of them).
+
+    YAML resolves a merge when it reads the one file: a CI config's ``synthetic.fig1.n_iter: 200`` would otherwise
+    leave ``synthetic.fig1c``, built by ``<<: *fig1``, at default.yaml's 1000."""
+    default = os.path.abspath(default)
+    layers = [load_yaml(f) for f in files if os.path.abspath(f) != default] + [overrides or {}]
+    for path, (sources, own) in yaml_merges(default).items():
+        given = set(own).union(*(_at(layer, path) for layer in layers if isinstance(_at(layer, path), Mapping)))
+        block = _at(config, path)
+        merged: dict[str, Any] = {}
+        for source in reversed(sources):  # the first source wins, as in YAML
+            merged |= copy.deepcopy(dict(_at(config, source)))
+        merged |= {key: block[key] for key in given if key in block}
+        block.clear()
+        block.update(merged)
 
 
 def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -246,6 +314,8 @@ def check_config_beyond_schema(
     """Everything the Snakefile checks before any job, after schema validation, naming the key at fault."""
     check_config_files(files)
     check_config(config)
+    for experiment in registry.EXPERIMENTS:  # a registered experiment without its block: the message says what to add
+        registry.experiment_settings(experiment.name, config)
     schema = load_yaml(schema_path)
     for key in _typed_integers(config, schema, schema, ""):
         value = _get_indexed(config, key)

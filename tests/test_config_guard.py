@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import shutil
+import subprocess
 
 import pytest
-from conftest import snakemake
+import yaml
+from conftest import CI_CONFIG, DEFAULT_CONFIG, REPO, SNAKEMAKE, snakemake
 
-from maxmargin.config import check_config
+from maxmargin import registry
+from maxmargin.config import check_config, check_config_beyond_schema, follow_yaml_merges, yaml_merges
 from maxmargin.pipeline import run_experiment
+
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+DEFAULT = REPO / "workflow/config/default.yaml"
+
+
+def _over(base: dict, over: dict) -> dict:
+    """``over`` deep-merged over ``base``, as Snakemake merges a --configfile over default.yaml."""
+    return base | {k: _over(base.get(k, {}), v) if isinstance(v, dict) else v for k, v in over.items()}
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1.0e300])
@@ -30,3 +43,54 @@ def test_a_nan_step_size_stops_the_workflow_before_any_job(workflow_dir, value):
     proc = snakemake(workflow_dir, "-n", "--configfile", "bad.yaml", "--", "fig1", check=False)
     assert proc.returncode != 0
     assert "config key 'synthetic.fig1.eta'" in proc.stdout + proc.stderr
+
+
+def test_a_registered_experiment_without_its_block_says_which_block_to_add() -> None:
+    block = registry.EXPERIMENTS[-1].config
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    del config["synthetic"][block]
+    with pytest.raises(registry.MissingBlock) as raised:
+        check_config_beyond_schema(config, SCHEMA)
+    message = str(raised.value)
+    assert f"reads the config block 'synthetic.{block}', which this config lacks" in message
+    assert f"add `{block}:` at the end of the `synthetic:` section of workflow/config/default.yaml" in message
+
+
+def test_a_new_experiment_without_its_block_stops_the_run_with_what_to_add(workflow_dir) -> None:
+    """CONTRIBUTING.md's first step alone (the registry's entry, not yet the config's block): the run stops at once,
+    naming the block, not with a KeyError inside a rule file."""
+    shutil.copytree(REPO / "maxmargin", workflow_dir / "maxmargin", ignore=shutil.ignore_patterns("__pycache__"))
+    with (workflow_dir / "maxmargin/registry/synthetic.py").open("a") as module:  # imported beside the Snakefile
+        module.write('\nEXPERIMENTS = (*EXPERIMENTS, Experiment("circle", "fig1a", "gd_on_p", "circle"))\n')
+    command = [str(SNAKEMAKE), "-n", "--cores", "1", "--", "fig1"]
+    proc = subprocess.run(command, cwd=workflow_dir, capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "reads the config block 'synthetic.circle', which this config lacks: add `circle:`" in output, output[-3000:]
+    assert "KeyError" not in output and "common.smk" not in output
+
+
+def test_a_block_built_by_yaml_merge_follows_the_config_it_runs_under(tmp_path) -> None:
+    assert yaml_merges(DEFAULT) == {("synthetic", "fig1c"): ([("synthetic", "fig1")], {"starts"})}
+    ci = yaml.safe_load((REPO / CI_CONFIG).read_text())
+    config = _over(copy.deepcopy(DEFAULT_CONFIG), ci)
+    assert config["synthetic"]["fig1c"]["n_iter"] == DEFAULT_CONFIG["synthetic"]["fig1"]["n_iter"]  # YAML's merge
+    follow_yaml_merges(config, DEFAULT, [DEFAULT, REPO / CI_CONFIG])
+    fig1c = config["synthetic"]["fig1c"]
+    own_starts = DEFAULT_CONFIG["synthetic"]["fig1c"]["starts"]  # the key fig1c sets itself
+    assert fig1c == {**DEFAULT_CONFIG["synthetic"]["fig1"], **ci["synthetic"]["fig1"], "starts": own_starts}
+    assert fig1c["n_iter"] == ci["synthetic"]["fig1"]["n_iter"] < DEFAULT_CONFIG["synthetic"]["fig1"]["n_iter"]
+    assert list(fig1c) == list(DEFAULT_CONFIG["synthetic"]["fig1c"])  # the same order: the same params
+    own = tmp_path / "own.yaml"  # a key the block is given in a config file stays the block's own
+    own.write_text("synthetic:\n  fig1:\n    n_iter: 7\n    eta: 0.5\n  fig1c:\n    n_iter: 9\n")
+    given = {"synthetic": {"fig1c": {"loss": "exponential"}}}  # --config
+    config = _over(_over(copy.deepcopy(DEFAULT_CONFIG), yaml.safe_load(own.read_text())), given)
+    follow_yaml_merges(config, DEFAULT, [DEFAULT, own], given)
+    assert {k: config["synthetic"]["fig1c"][k] for k in ("n_iter", "eta", "loss")} == {
+        "n_iter": 9,
+        "eta": 0.5,
+        "loss": "exponential",
+    }
+    default = copy.deepcopy(DEFAULT_CONFIG)
+    follow_yaml_merges(default, DEFAULT, [DEFAULT])
+    assert default == DEFAULT_CONFIG  # under default.yaml alone nothing changes

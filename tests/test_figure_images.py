@@ -88,7 +88,7 @@ def test_figure_matches_its_baseline(ci_run, panel, request) -> None:
         BASELINES.mkdir(exist_ok=True)
         shutil.copyfile(png, baseline)
         pytest.skip(f"wrote {baseline.relative_to(REPO)}")
-    assert baseline.exists(), f"no baseline for {panel}: see this module's docstring"
+    assert baseline.exists(), f"no baseline for {panel}: run `python tools/gallery.py {panel}`"
     assert compare_images(str(baseline), str(png), tol=TOLERANCE) is None, f"{panel} differs from its baseline"
 
 
@@ -96,10 +96,22 @@ def test_every_figure_has_a_baseline_and_a_thumbnail() -> None:
     """Every figure of the default run, and no other, has its baseline here and its thumbnail in the README's
     gallery (docs/gallery/), and the README shows the gallery of the registry: `python tools/gallery.py PANEL`
     writes all three for a new panel (`make gallery`: for every panel)."""
-    assert {p.stem for p in BASELINES.glob("*.png")} == set(PANELS)
-    assert {p.stem for p in (REPO / "docs" / "gallery").glob("*.png")} == set(PANELS)
+    problems = []
+    for what, folder in (("baseline image", BASELINES), ("thumbnail", REPO / "docs" / "gallery")):
+        found = {p.stem for p in folder.glob("*.png")}
+        problems += [
+            f"{panel}: no {what} in {folder.relative_to(REPO)}/: run `python tools/gallery.py {panel}`"
+            for panel in sorted(set(PANELS) - found)
+        ]
+        problems += [
+            f"{folder.relative_to(REPO)}/{stem}.png: no panel of the default run is named {stem} (remove it)"
+            for stem in sorted(found - set(PANELS))
+        ]
+    assert not problems, "\n".join(problems)
     gallery = load_tool("gallery")
-    assert gallery.readme_block() in (REPO / "README.md").read_text(), "README's gallery: python tools/gallery.py"
+    assert gallery.readme_block() in (REPO / "README.md").read_text(), (
+        "the README's gallery is not the registry's: run `python tools/gallery.py` (a new panel: its name)"
+    )
 
 
 @pytest.mark.slow

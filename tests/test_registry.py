@@ -123,6 +123,18 @@ def test_report_categories_are_derived():
     assert registry.category("basin") == "6 Beyond the paper"
 
 
+def test_a_label_groups_a_panel_under_the_papers_figure_only_for_that_figures_target(monkeypatch):
+    """ "Figure 1(a)" and "Figure 1(b)" of target fig1 form "Figure 1"; a panel beyond the paper whose label starts
+    "Figure 1" (target `circle`) is a group of its own and adds no figure number to its category."""
+    assert {p.figure_label for p in registry.panels_of("synthetic") if p.figure == "fig1"} == {"Figure 1"}
+    beyond = registry.Panel("circle", "circle", "synthetic", "Figure 1(a) data, starts on a circle", "key_plane_gd")
+    assert beyond.paper_figure is None and beyond.figure_label == "Figure 1(a) data, starts on a circle"
+    assert registry.Panel("x", "x", "synthetic", "Figure 11", "f").figure_label == "Figure 11"
+    assert dataclasses.replace(beyond, subcategory="Starts").figure_label == "Starts"
+    monkeypatch.setattr(registry, "PANELS", (*registry.PANELS, dataclasses.replace(beyond, label="Figure 12")))
+    assert registry.category("synthetic") == "2 Synthetic (Figures 1-5, 8)"
+
+
 def test_starts_are_data_of_the_experiments_block():
     """Figure 1(c) starts on a circle because its block says so, not because a list names it."""
     assert registry.experiment_settings("fig1c", DEFAULT_CONFIG)["starts"] == {"circle": {"n": 6, "radius": 2.0}}

@@ -238,7 +238,7 @@ def row_count(entry: Table, config: Mapping[str, Any]) -> int | None:
 
 def _figure_numbers(family: str) -> str:
     """The paper's figure numbers a family draws, as ranges: "Figures 1-5, 8" (empty when none)."""
-    numbers = sorted({int(m.group(1)) for p in panels_of(family) if (m := re.match(r"Figure (\d+)", p.label))})
+    numbers = sorted({p.paper_figure for p in panels_of(family) if p.paper_figure is not None})
     spans: list[list[int]] = []
     for n in numbers:
         if spans and n == spans[-1][-1] + 1:
@@ -279,7 +279,7 @@ def caption(entry: Panel | Table, config: Mapping[str, Any], run: Mapping[str, s
     """
     fields: dict[str, Any] = dict(config) | {"run": _RunSentences(run or {})}
     if isinstance(entry, Panel) and entry.experiment:
-        fields |= config["synthetic"][experiment(entry.experiment).config] | config["plots"]
+        fields |= experiment_settings(entry.experiment, config) | config["plots"]
     for block in entry.caption_blocks:
         fields |= lookup(config, block)
     text = entry.caption.format(**fields)
@@ -303,9 +303,25 @@ def options(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
     return {key.rsplit(".", 1)[-1]: lookup(config, key) for key in panel(name).options}
 
 
+class MissingBlock(KeyError):
+    """A config block that a registered entry reads and the config lacks; its message says what to add."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # a KeyError would print its message quoted
+
+
 def experiment_settings(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of a synthetic experiment's function: its config block."""
-    return dict(config["synthetic"][experiment(name).config])
+    """The keyword arguments of a synthetic experiment's function: its config block (a missing block: a
+    :class:`MissingBlock` that names it and says what to add)."""
+    block = experiment(name).config
+    if block not in config.get("synthetic", {}):
+        raise MissingBlock(
+            f"synthetic experiment {name!r} (maxmargin/registry/) reads the config block 'synthetic.{block}', "
+            f"which this config lacks: add `{block}:` at the end of the `synthetic:` section of "
+            "workflow/config/default.yaml, every value commented (eta, n_iter, loss, starts: CONTRIBUTING.md, "
+            "'Add a synthetic figure')"
+        )
+    return dict(config["synthetic"][block])
 
 
 def experiment_data(name: str, config: Mapping[str, Any]) -> dict[str, Any]:

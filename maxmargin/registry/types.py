@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,7 +134,7 @@ class Panel:
     takes as keyword arguments (their last part is the argument's name): a job gets only the keys it reads.
     ``caption``: its report caption, whose ``{key}`` fields are filled from the config blocks ``caption_blocks``
     (and the whole config by its top-level names; :func:`maxmargin.registry.caption`). ``subcategory``: its group in
-    the report (default: the figure's name, "Figure 1"). A panel of the default run is in the README gallery
+    the report (default: :attr:`figure_label`). A panel of the default run is in the README gallery
     (:data:`maxmargin.registry.GALLERY`).
     """
 
@@ -152,6 +153,18 @@ class Panel:
     subcategory: str = ""
 
     @property
+    def paper_figure(self) -> int | None:
+        """The number N of the paper's figure this is a panel of: a label "Figure N..." with the target ``figN``;
+        None for a panel beyond the paper, whatever its label says ("Figure 1(a) data, new starts" of target
+        ``circle``)."""
+        number = re.match(r"Figure (\d+)\b", self.label)
+        return int(number[1]) if number and self.figure == f"fig{number[1]}" else None
+
+    @property
     def figure_label(self) -> str:
-        """Its report subcategory: ``subcategory``, else the figure's name without the panel letter."""
-        return self.subcategory or self.label.split("(")[0].rstrip()
+        """Its report subcategory: ``subcategory``, else its label up to the first "(" ("Figure 1(a)" and "Figure
+        1(b)" form "Figure 1"); a label starting "Figure" of a panel beyond the paper forms a group of its own."""
+        if self.subcategory:
+            return self.subcategory
+        name = self.label.split("(")[0].rstrip()
+        return self.label if name.startswith("Figure") and self.paper_figure is None else name
