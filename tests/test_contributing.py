@@ -209,6 +209,21 @@ def test_the_timings_page_has_a_row_for_the_cacheable_vit_run(tmp_path):
     assert "| **all** | 2 | 8.2 | | |" in page
 
 
+def test_the_timings_page_keeps_what_was_measured_by_hand(tmp_path):
+    """tools/timings.py writes the table of the last run again and keeps the sections measured by hand below it."""
+    timings = load_tool("timings")
+    (tmp_path / "benchmarks" / "plot_vit").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "plot_vit" / "fig7.tsv").write_text("s\th:m:s\tmax_rss\n1.5\t0:00:01\t200.4\n")
+    page = tmp_path / "timings.md"
+    page.write_text(f"# an old table\n\n{timings.BY_HAND}\n\n## The test tiers\n\nmeasured so\n")
+    timings.main([str(tmp_path / "benchmarks"), str(page)])
+    text = page.read_text()
+    assert "an old table" not in text and "| `plot_vit` | 1 | 1.5 |" in text
+    assert text.endswith(f"\n{timings.BY_HAND}\n\n## The test tiers\n\nmeasured so\n")
+    timings.main([str(tmp_path / "benchmarks"), str(page)])
+    assert page.read_text() == text
+
+
 def test_a_test_that_starts_a_program_is_put_in_the_slow_tier(tmp_path):
     """The tier of a test (tests/conftest.py): from its body, the functions of its module it calls and the fixtures it
     uses, whatever their depth; a name in a decorator or a docstring does not count."""

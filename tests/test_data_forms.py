@@ -14,19 +14,46 @@ import json
 import os
 import tarfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
 from conftest import CI_CONFIG, REPO, snakemake
-from test_vit import write_cifar10
-from test_vit_data import write_fashion
-from torchvision.datasets import CIFAR10, FashionMNIST
 
-from maxmargin.experiments.vit import data_plan, fashion, resolve_data
+from maxmargin.experiments import vit
 from maxmargin.files import write_json
+
+
+def datasets() -> ModuleType:
+    """torchvision's data sets (torchvision imports torch: imported by the tests that ask, not by collection)."""
+    import torchvision.datasets
+
+    return torchvision.datasets
+
+
+def fashion() -> ModuleType:
+    """The ViT's Fashion-MNIST module (it imports torch: imported as :func:`datasets`)."""
+    from maxmargin.experiments.vit import fashion
+
+    return fashion
+
 
 FORMS = ("cifar10_archive", "cifar10_extracted", "fashion_mnist_gz", "fashion_mnist_raw")
 DEFAULT_DATA = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]["data"]
+
+
+def write_cifar10(root: Path) -> None:
+    """tests/test_vit.py's tiny CIFAR-10 (that module imports torch: imported here when a test needs it)."""
+    from test_vit import write_cifar10 as write
+
+    write(root)
+
+
+def write_fashion(folder: Path, monkeypatch: pytest.MonkeyPatch, gz: bool) -> None:
+    """tests/test_vit_data.py's tiny Fashion-MNIST (imported when a test needs it, as :func:`write_cifar10`)."""
+    from test_vit_data import write_fashion as write
+
+    write(folder, monkeypatch, gz=gz)
 
 
 def _md5(path: Path) -> str:
@@ -48,10 +75,10 @@ def write_form(form: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
         raw = form.endswith("raw")
         folder = root / "fashion_mnist" / "FashionMNIST" / "raw" if raw else root / "debian"
         write_fashion(folder, monkeypatch, gz=not raw)
-        return {**data, "dataset": "fashion_mnist"}, {"idx": dict(fashion.IDX_MD5)}
+        return {**data, "dataset": "fashion_mnist"}, {"idx": dict(fashion().IDX_MD5)}
     source = root / ("cifar10" if form.endswith("extracted") else "cifar_src")
     write_cifar10(source)
-    folder = source / CIFAR10.base_folder
+    folder = source / datasets().CIFAR10.base_folder
     checksums = {
         "train_list": [[f"data_batch_{i}", _md5(folder / f"data_batch_{i}")] for i in range(1, 6)],
         "test_list": [["test_batch", _md5(folder / "test_batch")]],
@@ -59,10 +86,10 @@ def write_form(form: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
         "tgz_md5": "",
     }
     if form.endswith("archive"):
-        archive = root / "cifar10" / CIFAR10.filename
+        archive = root / "cifar10" / datasets().CIFAR10.filename
         archive.parent.mkdir(parents=True)
         with tarfile.open(archive, "w:gz") as tar:
-            tar.add(folder, arcname=CIFAR10.base_folder)
+            tar.add(folder, arcname=datasets().CIFAR10.base_folder)
         checksums["tgz_md5"] = _md5(archive)
     return {**data, "dataset": "cifar10"}, checksums
 
@@ -70,12 +97,13 @@ def write_form(form: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
 def set_checksums(checksums: dict, setattr_=setattr) -> None:
     """Point torchvision's CIFAR-10 md5s, or Fashion-MNIST's :data:`fashion.IDX_MD5`, at the tiny files."""
     if "idx" in checksums:
-        setattr_(fashion, "IDX_MD5", checksums["idx"])
+        setattr_(fashion(), "IDX_MD5", checksums["idx"])
         return
-    setattr_(CIFAR10, "train_list", checksums["train_list"])
-    setattr_(CIFAR10, "test_list", checksums["test_list"])
-    setattr_(CIFAR10, "meta", {**CIFAR10.meta, "md5": checksums["meta_md5"]})
-    setattr_(CIFAR10, "tgz_md5", checksums["tgz_md5"])
+    cifar10 = datasets().CIFAR10
+    setattr_(cifar10, "train_list", checksums["train_list"])
+    setattr_(cifar10, "test_list", checksums["test_list"])
+    setattr_(cifar10, "meta", {**cifar10.meta, "md5": checksums["meta_md5"]})
+    setattr_(cifar10, "tgz_md5", checksums["tgz_md5"])
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -84,12 +112,12 @@ def test_the_plan_after_the_manifest_is_the_plan_before(form: str, tmp_path: Pat
     data, checksums = write_form(form, tmp_path, monkeypatch)
     set_checksums(checksums, monkeypatch.setattr)
     manifest = tmp_path / "runs" / "data" / "vit.json"
-    before = data_plan(data, manifest)
-    write_json(resolve_data(data, before), manifest)
+    before = vit.data_plan(data, manifest)
+    write_json(vit.resolve_data(data, before), manifest)
     changed_form = {"cifar10_archive": "cifar-10-batches-py", "fashion_mnist_gz": "FashionMNIST"}.get(form)
     if changed_form:  # the job extracted / decompressed: the files' own description changed
-        assert changed_form in json.dumps(data_plan(data)) and changed_form not in json.dumps(before)
-    assert repr(data_plan(data, manifest)) == repr(before)
+        assert changed_form in json.dumps(vit.data_plan(data)) and changed_form not in json.dumps(before)
+    assert repr(vit.data_plan(data, manifest)) == repr(before)
 
 
 def test_a_data_set_its_own_job_downloaded_stands_as_planned(tmp_path: Path, monkeypatch) -> None:
@@ -98,14 +126,14 @@ def test_a_data_set_its_own_job_downloaded_stands_as_planned(tmp_path: Path, mon
     for gz in (tmp_path / "debian").iterdir():
         gz.unlink()
     raw = tmp_path / "fashion_mnist" / "FashionMNIST" / "raw"
-    monkeypatch.setattr(FashionMNIST, "download", lambda _self: write_fashion(raw, monkeypatch, gz=False))
+    monkeypatch.setattr(datasets().FashionMNIST, "download", lambda _self: write_fashion(raw, monkeypatch, gz=False))
     data = {**data, "download": True}
     manifest = tmp_path / "manifest.json"
-    before = data_plan(data, manifest)
-    written = resolve_data(data, before)
+    before = vit.data_plan(data, manifest)
+    written = vit.resolve_data(data, before)
     assert written["downloaded"] and before["candidates"][0]["files"] is None
     write_json(written, manifest)
-    assert repr(data_plan(data, manifest)) == repr(before)
+    assert repr(vit.data_plan(data, manifest)) == repr(before)
 
 
 def test_a_data_set_that_appears_or_changes_still_reruns_the_manifest(tmp_path: Path, monkeypatch) -> None:
@@ -113,17 +141,17 @@ def test_a_data_set_that_appears_or_changes_still_reruns_the_manifest(tmp_path: 
     set_checksums(checksums, monkeypatch.setattr)
     manifest = tmp_path / "manifest.json"
     data = {**data, "fallback": ["digits"]}
-    before = data_plan(data, manifest)
-    write_json(resolve_data(data, before), manifest)
+    before = vit.data_plan(data, manifest)
+    write_json(vit.resolve_data(data, before), manifest)
     raw = tmp_path / "fashion_mnist" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte"
     raw.write_bytes(raw.read_bytes() + b"\0")  # the decompressed file changed after the manifest
-    assert data_plan(data, manifest) != before
+    assert vit.data_plan(data, manifest) != before
     raw.write_bytes(raw.read_bytes()[:-1])
-    assert data_plan(data, manifest) == before
+    assert vit.data_plan(data, manifest) == before
     cifar = {**data, "dataset": "cifar10", "fallback": ["fashion_mnist", "digits"]}
-    before = data_plan(cifar, manifest)
+    before = vit.data_plan(cifar, manifest)
     write_cifar10(tmp_path / "cifar10")  # CIFAR-10 dropped in later: the configured data set now is there
-    assert data_plan(cifar, manifest) != before
+    assert vit.data_plan(cifar, manifest) != before
 
 
 SITECUSTOMIZE = '''"""Tests only (tests/test_data_forms.py): tiny data sets' checksums in Snakemake's jobs."""

@@ -5,16 +5,9 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
-import torch
 
 from maxmargin.core.loss import LOSSES, log_neg_loss_derivative, loss_value
 from maxmargin.core.model import grad_p, grad_v, keys, log_non_selected_mass, model_output, risk, token_scores
-
-TORCH_LOSS = {
-    "logistic": lambda u: torch.nn.functional.softplus(-u),
-    "exponential": lambda u: torch.exp(-u),
-    "correlation": lambda u: -u,
-}
 
 
 def random_problem(seed: int, n: int = 3, T: int = 5, d: int = 4, B: int = 6):
@@ -28,14 +21,20 @@ def random_problem(seed: int, n: int = 3, T: int = 5, d: int = 4, B: int = 6):
 
 
 def torch_risk(X, Y, W, v, p, loss):
+    """The risk in torch, whose autograd is the reference (torch imported here: collecting this module imports none)."""
+    import torch
+
     Xt, Wt = torch.tensor(X), torch.tensor(W)
     s = torch.softmax(torch.einsum("ntd,ed,...e->...nt", Xt, Wt, p), dim=-1)
-    f = torch.einsum("...nt,ntd,...d->...n", s, Xt, v)
-    return TORCH_LOSS[loss](torch.tensor(Y) * f).mean(-1)
+    u = torch.tensor(Y) * torch.einsum("...nt,ntd,...d->...n", s, Xt, v)
+    of_minus_u = {"logistic": torch.nn.functional.softplus, "exponential": torch.exp, "correlation": lambda m: m}
+    return of_minus_u[loss](-u).mean(-1)  # l(u): log(1 + e^-u), e^-u, -u
 
 
 @pytest.mark.parametrize("loss", LOSSES)
 def test_risk_and_gradients_match_autograd(loss):
+    import torch
+
     X, Y, W, v, p = random_problem(1)
     K, gamma = keys(X, W), token_scores(X, Y, v)
     pt = torch.tensor(p, requires_grad=True)
@@ -92,6 +91,8 @@ def test_gradient_direction_exact_in_saturation(scale, loss):
 
 def test_naive_softmax_backward_loses_the_direction():
     # The failure the exact gradient exists for: torch's softmax backward at large ||p||.
+    import torch
+
     X, Y, W, v, _ = random_problem(3, n=2, T=4, d=3, B=1)
     K, gamma = keys(X, W), token_scores(X, Y, v)
     p = 300.0 * np.array([0.6, -0.3, 0.74])

@@ -47,17 +47,17 @@ def _modules() -> list[ModuleType]:
     return [module for module in found if _public_names(module)]
 
 
-def _constants(module: ModuleType) -> list[str]:
-    """The upper-case names a module assigns at its top level (not those it imports)."""
-    tree = ast.parse(inspect.getsource(module))
-    names = [
-        target.id
-        for node in tree.body
-        if isinstance(node, ast.Assign | ast.AnnAssign)
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name)
-    ]
-    return [name for name in names if name.isupper() and name in core.__all__]
+def _constants(module: ModuleType) -> dict[str, str]:
+    """The upper-case names a module assigns at its top level (not those it imports), with the source of their value
+    (not its repr, which may hold memory addresses)."""
+    source = inspect.getsource(module)
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name) and target.id.isupper() and target.id in core.__all__:
+                    found[target.id] = " ".join(ast.get_source_segment(source, node.value).split())
+    return found
 
 
 def _public_names(module: ModuleType) -> list[str]:
@@ -69,7 +69,7 @@ def _public_names(module: ModuleType) -> list[str]:
         and (inspect.isfunction(obj) or inspect.isclass(obj))
         and obj.__module__ == module.__name__
     ]
-    return _constants(module) + sorted(defined, key=lambda name: inspect.getsourcelines(getattr(module, name))[1])
+    return [*_constants(module)] + sorted(defined, key=lambda name: inspect.getsourcelines(getattr(module, name))[1])
 
 
 def _signature(obj: object, name: str) -> str:
@@ -103,14 +103,14 @@ def _members(cls: type) -> str:
         if isinstance(member, property) or inspect.isfunction(target):
             doc = (inspect.getdoc(member) or "").split("\n\n")[0].replace("\n", " ")
             call = "" if isinstance(member, property) else "()"
-            lines.append(f"- `{name}{call}`: {doc}")
+            lines.append(f"- `{name}{call}`" + (f": {doc}" if doc else ""))
     return "\n".join(lines) + "\n" if lines else ""
 
 
 def _entry(module: ModuleType, name: str) -> str:
     obj = getattr(module, name)
     if name.isupper():
-        return f"- `{name} = {obj!r}`\n"
+        return f"- `{name} = {_constants(module)[name]}`\n"
     if inspect.isclass(obj):
         return f"### class `{name}`\n\n{_docstring(obj)}\n{_members(obj)}"
     return f"### `{_signature(obj, name)}`\n\n{_docstring(obj)}"

@@ -5,6 +5,9 @@ one (Snakemake forbids its `benchmark:`): that rule's run records its epochs' wa
 tables whose record is that JSON: ``sidecar=False``), read instead. Run by ``make gallery`` after a full default run,
 so the numbers in the docs are measured, never typed.
 Usage: python tools/timings.py [BENCHMARKS] [OUTPUT]   (defaults: results/benchmarks, docs/results/timings.md)
+
+The page's sections after :data:`BY_HAND` (the test tiers, the training under contention) are measured by hand, each
+saying how; they are kept as they are when the table is written again.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import pandas as pd
 from maxmargin import registry
 
 REPO = Path(__file__).resolve().parents[1]
+# What follows this line in the page was measured by hand and is kept when the table is written again.
+BY_HAND = "<!-- measured by hand below: kept by tools/timings.py -->"
 
 
 def run_records(results: Path) -> list[dict[str, object]]:
@@ -77,7 +82,9 @@ def main(argv: list[str]) -> None:
     benchmarks = Path(argv[0]) if argv else REPO / "results" / "benchmarks"
     output = Path(argv[1]) if len(argv) > 1 else REPO / "docs" / "results" / "timings.md"
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(timings_markdown(rule_timings(benchmarks)))
+    page = output.read_text() if output.exists() else ""
+    by_hand = "\n" + page[page.index(BY_HAND) :] if BY_HAND in page else ""
+    output.write_text(timings_markdown(rule_timings(benchmarks)) + by_hand)
 
 
 if __name__ == "__main__":

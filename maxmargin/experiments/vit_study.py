@@ -10,14 +10,16 @@ a few epochs of whatever scale the config says, projected to the full run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import torch
 
 from maxmargin import registry
 from maxmargin.experiments.vit import TrainResult, VitSettings
 from maxmargin.experiments.vit.settings import recipe_config
+
+if TYPE_CHECKING:
+    import torch
 
 RECIPE_COLUMNS = registry.columns("vit_recipes")
 PILOT_COLUMNS = registry.columns("vit_pilot")
@@ -114,4 +116,6 @@ def pilot_row(settings: VitSettings, pilot: TrainResult, full_epochs: int) -> pd
 def reset_peak_memory(device: torch.device) -> None:
     """Start the pilot's memory count afresh on a GPU (the CPU's high-water mark cannot be reset)."""
     if device.type == "cuda":
+        import torch  # here: the study's tables and settings need no torch
+
         torch.cuda.reset_peak_memory_stats(device)
