@@ -1,8 +1,15 @@
 # Max-Margin Token Selection in Attention Mechanism (Tarzanagh et al., NeurIPS 2023): every figure and table.
 # Thin entry point: config + schema validation, rule files, and the default target.
+import os
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
+
+# Torch's OpenMP threads spin while they wait (libgomp's default): beside one busy core a ViT epoch takes several
+# times as long (docs/results/timings.md). Waiting threads that sleep lose nothing on a free core. Set before any job
+# starts and before any job imports torch: every job inherits it (local jobs; SLURM's sbatch --export=ALL, and a job
+# on a node parses this file again). A value already in the environment is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Found beside this Snakefile, installed or not: Snakemake puts the Snakefile's folder on sys.path, and hands its
 # sys.path to every Python script it runs, also in a conda env of workflow/envs/ (which holds only the library's

@@ -5,6 +5,7 @@ The runs on a real (one-node) SLURM are .ci/slurm_check.sh.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -198,3 +199,20 @@ def test_sacct_without_accounting_is_stopped_with_the_fix() -> None:
     assert status_command_problem("squeue", SCONTROL_NO_ACCOUNTING, 120) is not None
     with_db = SCONTROL_NO_ACCOUNTING.replace("accounting_storage/none", "accounting_storage/slurmdbd")
     assert status_command_problem("sacct", with_db, 5) is None
+
+
+def test_every_job_waits_passively_unless_told_otherwise(tmp_path: Path) -> None:
+    """The Snakefile sets OMP_WAIT_POLICY=PASSIVE before any job starts (torch's OpenMP threads then sleep while they
+    wait instead of spinning on the cores other jobs need); a job sees it, unless the environment already says
+    otherwise. A SLURM job gets the submitting environment (sbatch --export=ALL) and parses the Snakefile again."""
+    workdir = copy_workflow(tmp_path)
+    with (workdir / "Snakefile").open("a") as snakefile:
+        snakefile.write('\n\nrule omp_probe:\n    output:\n        "omp-{name}.txt",\n    localrule: True\n')
+        snakefile.write('    shell:\n        "echo ${{OMP_WAIT_POLICY:-unset}} > {output}"\n')
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    for name, given, seen in (("unset", None, "PASSIVE"), ("active", "ACTIVE", "ACTIVE")):
+        job_env = env if given is None else env | {"OMP_WAIT_POLICY": given}
+        command = [str(SNAKEMAKE), "--cores", "1", "--", f"omp-{name}.txt"]
+        proc = subprocess.run(command, cwd=workdir, env=job_env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert (workdir / f"omp-{name}.txt").read_text().strip() == seen
