@@ -1,9 +1,10 @@
-"""The docs' numbers of the default run, written from its committed tables (docs/results/default/, rule docs_tables).
+"""The docs' numbers of the committed runs, written from their tables: the default run's (docs/results/default/, rule
+docs_tables), the ViT runs' (docs/results/<run>_*.csv, rule docs_vit) and the GPU sessions' (docs/gpu/<session>/).
 
 A page holds each generated passage between ``<!-- run: NAME ARG ... -->`` and ``<!-- /run -->``; this script
-rewrites every passage from the tables (:data:`PASSAGES`: NAME -> function), so that no number about the committed
-run is typed into the prose of docs/figures.md, docs/census.md and docs/regpath.md. Run by ``make gallery`` after the
-tables are copied; tests/test_docs_numbers.py checks that the pages are what the tables give.
+rewrites every passage from the tables (:data:`PASSAGES`: NAME -> function), so that no number about a committed
+run is typed into the prose of docs/figures.md, docs/census.md, docs/regpath.md and docs/vit.md. Run by ``make
+gallery`` after the tables are copied; tests/test_docs_numbers.py checks that the pages are what the tables give.
 
     python tools/run_docs.py           # rewrite the passages of the pages
     python tools/run_docs.py --check   # exit 1 where a page is not what the tables give
@@ -12,6 +13,7 @@ tables are copied; tests/test_docs_numbers.py checks that the pages are what the
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -22,7 +24,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 TABLES = REPO / "docs" / "results" / "default"
-PAGES = [REPO / "docs" / name for name in ("figures.md", "census.md", "regpath.md")]
+PAGES = [REPO / "docs" / name for name in ("figures.md", "census.md", "regpath.md", "vit.md")]
 BLOCK = re.compile(r"(<!-- run: ([\w ]+?) -->\n)(.*?)(<!-- /run -->)", re.DOTALL)
 
 
@@ -31,9 +33,10 @@ def table(name: str, folder: Path = TABLES) -> pd.DataFrame:
     return pd.read_csv(folder / f"{name}.csv")
 
 
-def claims_list(folder: Path, *ids: str) -> str:
-    """Each claim's verdict and measurement (and, where it does not hold, its note: the reason first)."""
-    claims = table("claims", folder).set_index("claim_id")
+def claims_list(folder: Path, *ids: str, name: str = "claims") -> str:
+    """Each claim's verdict and measurement (and, where it does not hold, its note: the reason first), from the
+    claims table ``name`` in ``folder``."""
+    claims = table(name, folder).set_index("claim_id")
     lines = []
     for claim_id in ids:
         row = claims.loc[claim_id]
@@ -167,7 +170,77 @@ def lemma1(folder: Path) -> str:
     return f"- **Lemma 1.** `max_deviation` {per}.\n"
 
 
+RESULTS = REPO / "docs" / "results"  # the committed ViT runs' files (rule docs_vit): <run>_{metrics,claims,w_svm}.csv
+GPU = REPO / "docs" / "gpu"  # what the GPU sessions brought back
+
+
+def vit_claims(_folder: Path, run: str, *ids: str) -> str:
+    """The verdict, measurement and (where it does not hold) reason of each claim of a committed ViT run."""
+    return claims_list(RESULTS, *ids, name=f"{run}_claims")
+
+
+def vit_run(_folder: Path, run: str) -> str:
+    """A committed ViT run in one line: data, epochs, optimiser steps and time, from its generated page."""
+    page = (RESULTS / f"{run}.md").read_text()
+    data = re.search(r"- Data: (.*?)\.\n", page)[1]
+    recipe = re.search(r"- Recipe: (.*?)\.\n", page)[1]
+    took = re.search(r"Training took ([\d.]+ min)", page)[1]
+    machine = re.search(r"- Machine: (.*?), \d+ torch threads", page)[1]
+    return f"The run: {data}; {recipe}; {took} of training on {machine} ([its page](results/{run}.md)).\n"
+
+
+def vit_w_svm(_folder: Path, run: str) -> str:
+    """Each committed run's heads against their W-ATT-SVM solutions, head means per measured epoch: the cosine, the
+    matched nulls, the span share, the ceiling, the nuclear-norm cosine, the selections kept."""
+    t = table(f"{run}_w_svm", RESULTS)
+    m = t.groupby("epoch").mean(numeric_only=True).sort_index()
+    columns = {
+        "cosine": "cos(Wt_h, W_mm,h)",
+        "null_rank": "null: random rank d_h",
+        "null_shuffled": "null: shuffled selection",
+        "span_cosine": "span share",
+        "ceiling": "rank ceiling",
+        "ceiling_fraction": "cos / ceiling",
+        "cosine_nuclear": "cos with W_nuc",
+        "cosine_frobenius_nuclear_images": "cos with W_fro (same images)",
+        "selection_kept": "selections kept",
+    }
+    head = "| epoch | " + " | ".join(columns.values()) + " |"
+    rows = [
+        f"| {int(e)} | " + " | ".join("" if np.isnan(r[c]) else f"{r[c]:.3f}" for c in columns) + " |"
+        for e, r in m.iterrows()
+    ]
+    soft = int((~t["hard_margin"].astype(bool)).sum())
+    note = (
+        f"Head means over the {t['head'].nunique()} heads of the last layer, {int(t['n_constraints'].iloc[0])} margins "
+        f"per head on {int(t['n_images'].iloc[0])} probe images; {soft} of {len(t)} solutions soft-margin "
+        f"([{run}_w_svm.csv](results/{run}_w_svm.csv) has every head)."
+    )
+    return "\n".join([note, "", head, "|" + " --- |" * (len(columns) + 1), *rows]) + "\n"
+
+
+def vit_gpu(_folder: Path, pilot: str, run: str) -> str:
+    """The GPU sessions: the pilot's speed and memory, and the run's ViT claims (docs/gpu/<session>/)."""
+    p = pd.read_csv(GPU / pilot / "vit_pilot.csv").iloc[0]
+    session = json.loads((GPU / run / "session.json").read_text())
+    device = session["device"]
+    mfu = p.images_per_s * device["gflops_per_image_train"] / (1e3 * device["peak_tflops"])
+    claims = claims_list(GPU / run, "vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates",
+                         name="vit_gpu_claims")  # fmt: skip
+    return (
+        f"- Speed and memory ({pilot}'s pilot, {int(p.epochs)} epochs on {p.device}, {p.dtype}, compiled "
+        f"{p.compiled}): {p.images_per_s:,.0f} training images/s, {100 * mfu:.1f} % MFU against "
+        f"{device['peak_tflops']:g} TFLOP/s ({device['peak_source']}), a steady epoch of {p.epoch_seconds:.1f} s, "
+        f"{p.peak_memory_mb / 1024:.1f} GiB of GPU memory at its peak.\n"
+        f"- The run ({run}): {session['run']['epochs_done']} epochs of the paper's 400.\n" + claims
+    )
+
+
 PASSAGES: dict[str, Callable[..., str]] = {
+    "vit_claims": vit_claims,
+    "vit_run": vit_run,
+    "vit_w_svm": vit_w_svm,
+    "vit_gpu": vit_gpu,
     "claims": claims_list,
     "census_verdicts": census_verdicts,
     "final_angles": final_angles,

@@ -287,9 +287,11 @@ def _means(ax: Axes, table: pd.DataFrame, min_w_svm_gain: float) -> None:
     ax.plot(e, m["null_shuffled"], color="C1", ls="--", lw=1.0, label="null: shuffled selection")
     ax.plot(e, m["span_cosine"], color="C0", ls="-.", lw=1.0, label="share in the constraints' span")
     ax.plot(e, m["ceiling"], color="k", ls=":", lw=1.0, label="rank ceiling")
-    nuclear = m["cosine_nuclear"].dropna()
+    nuclear = m[["cosine_nuclear", "cosine_frobenius_nuclear_images"]].dropna()
     if len(nuclear):
-        ax.plot(nuclear.index, nuclear, "D", color="C4", ms=4, label="cos with nuclear-norm SVM")
+        ax.plot(nuclear.index, nuclear["cosine_nuclear"], "D", color="C4", ms=4, label="nuclear-norm SVM (few images)")
+        ax.plot(nuclear.index, nuclear["cosine_frobenius_nuclear_images"], "s", mfc="none", color="C4", ms=5,
+                label="Frobenius SVM (the same images)")  # fmt: skip
     ax.plot(e[-1:], m["null_rank"].iloc[-1:] + min_w_svm_gain, "_", color=WARNING_COLOR, ms=14, mew=2,
             label=f"claim bar (null + {min_w_svm_gain:g})")  # fmt: skip
 
@@ -313,7 +315,7 @@ def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
             ax.set_xlabel("Epoch")
             ax.set_title(title, fontsize=9)
             ax.set_ylim(0.0, 1.05)
-            ax.legend(loc="upper left", fontsize=6.5, ncols=2 if ax is axes[0] else 1)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.94), fontsize=6.5, ncols=2, frameon=False)
         axes[0].set_ylabel("Cosine with the W-ATT-SVM solution")
         warnings = [(w, WARNING_COLOR) for w in map(stand_in_warning, sorted(set(table["dataset"]))) if w]
         if warnings:
