@@ -93,6 +93,8 @@ def test_the_direction_of_an_infeasible_gmm_is_refused_where_it_is_used() -> Non
     assert not gmm.feasible and gmm.direction is None
     with pytest.raises(ValueError, match=r"b is None.*no solution.*SVMResult.feasible is False"):
         core.cosine(np.ones(2), gmm.direction)
+    with pytest.raises(ValueError, match=r"p_mm is None.*no solution.*SVMResult.feasible is False"):
+        core.svm_neighbors(K, np.array([0]), gmm.solution)
 
 
 def _third_party(path: Path) -> set[str]:

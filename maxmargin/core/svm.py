@@ -227,6 +227,11 @@ def svm_neighbors(
     >>> svm_neighbors(K, np.array([0]), att_svm(K, np.array([0])).solution)
     array([[False, False,  True]])
     """
+    if p_mm is None:
+        raise ValueError(
+            "svm_neighbors: p_mm is None: the (ATT-SVM) problem at alpha has no solution (its SVMResult.feasible is "
+            "False: the selected tokens cannot be separated from the others), so no token is on its margin"
+        )
     diff, mask = _constraints(K, alpha)
     p = np.asarray(p_mm, dtype=np.float64)
     scale = np.maximum(1.0, np.linalg.norm(diff, axis=2) * np.linalg.norm(p))
