@@ -122,7 +122,7 @@ def test_head_key_query_reproduces_timms_cls_attention():
 
 PROBE = WSvmSettings(
     images=4, soft_c=1e4, query_bias=True, null_draws=3, shuffles=2, nuclear_images=2, nuclear_every=0,
-    nuclear_draws=2, seed=0, device="cpu",
+    nuclear_draws=2, seed=0, device="cpu", runtime=1,
 )  # fmt: skip
 
 

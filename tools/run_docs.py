@@ -213,26 +213,64 @@ def vit_w_svm(_folder: Path, run: str) -> str:
     soft = int((~t["hard_margin"].astype(bool)).sum())
     note = (
         f"Head means over the {t['head'].nunique()} heads of the last layer, {int(t['n_constraints'].iloc[0])} margins "
-        f"per head on {int(t['n_images'].iloc[0])} probe images; {soft} of {len(t)} solutions soft-margin "
-        f"([{run}_w_svm.csv](results/{run}_w_svm.csv) has every head)."
+        f"per head on {int(t['n_images'].iloc[0])} probe images; {soft} of {len(t)} solutions soft-margin; rule "
+        f"vit_probe took {t['seconds'].sum():.0f} s ([{run}_w_svm.csv](results/{run}_w_svm.csv) has every head)."
     )
     return "\n".join([note, "", head, "|" + " --- |" * (len(columns) + 1), *rows]) + "\n"
 
 
+def gpu_run_claims(run: str) -> pd.DataFrame:
+    """The ViT claims of a GPU session's run measured again by today's claims code from the files it brought back
+    (its metrics, and the linear baseline computed again on a CPU where the node's stayed there), under the configs
+    the session ran: paper.yaml, gpu_session.yaml and the epochs it planned."""
+    from maxmargin.claims import evaluate_claims
+    from maxmargin.gpu import merged_config
+    from maxmargin.gpu_plan import fig6_epochs
+    from maxmargin.registry import columns
+
+    folder = GPU / run
+    epochs = json.loads((folder / "session.json").read_text())["run"]["epochs_planned"]
+    config = merged_config(
+        [REPO / "workflow/config/paper.yaml", REPO / "workflow/config/gpu_session.yaml"],
+        REPO / "workflow/config/default.yaml",
+    )
+    config["vit"]["train"]["epochs"], config["vit"]["plots"]["fig6_epochs"] = epochs, fig6_epochs(epochs)
+    baseline = next(p for p in (folder / "vit_gpu_baseline.csv", folder / "vit_gpu_baseline_cpu.csv") if p.is_file())
+    tables = {
+        "vit_metrics": pd.read_csv(folder / "vit_gpu_metrics.csv"),
+        "vit_baseline": pd.read_csv(baseline),
+        "vit_w_svm": pd.DataFrame(columns=columns("vit_w_svm")),
+    }
+    return evaluate_claims(tables, config)
+
+
 def vit_gpu(_folder: Path, pilot: str, run: str) -> str:
-    """The GPU sessions: the pilot's speed and memory, and the run's ViT claims (docs/gpu/<session>/)."""
+    """The GPU sessions: the pilot's speed and memory, and the run's ViT claims measured again by today's code."""
     p = pd.read_csv(GPU / pilot / "vit_pilot.csv").iloc[0]
     session = json.loads((GPU / run / "session.json").read_text())
     device = session["device"]
-    mfu = p.images_per_s * device["gflops_per_image_train"] / (1e3 * device["peak_tflops"])
-    claims = claims_list(GPU / run, "vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates",
-                         name="vit_gpu_claims")  # fmt: skip
+    mfu = p["images_per_s"] * device["gflops_per_image_train"] / (1e3 * device["peak_tflops"])
+    ids = ["vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates"]
+    claims = gpu_run_claims(run).set_index("claim_id").loc[ids]
+    lines = [
+        f"- `{c}` (**{r.verdict}**): {r.measured}"
+        + (f". Why: {str(r.note).removeprefix(r.verdict + ': ')}" if r.verdict in ("differs", "inconclusive") else "")
+        for c, r in claims.iterrows()
+    ]
     return (
-        f"- Speed and memory ({pilot}'s pilot, {int(p.epochs)} epochs on {p.device}, {p.dtype}, compiled "
-        f"{p.compiled}): {p.images_per_s:,.0f} training images/s, {100 * mfu:.1f} % MFU against "
-        f"{device['peak_tflops']:g} TFLOP/s ({device['peak_source']}), a steady epoch of {p.epoch_seconds:.1f} s, "
-        f"{p.peak_memory_mb / 1024:.1f} GiB of GPU memory at its peak.\n"
-        f"- The run ({run}): {session['run']['epochs_done']} epochs of the paper's 400.\n" + claims
+        "\n".join(
+            [
+                f"- Speed and memory ({pilot}'s pilot, {int(p['epochs'])} epochs on {p['device']}, {p['dtype']}, "
+                f"compiled {p['compiled']}): {p['images_per_s']:,.0f} training images/s, {100 * mfu:.1f} % MFU against "
+                f"{device['peak_tflops']:g} TFLOP/s ({device['peak_source']}), a steady epoch of "
+                f"{p['epoch_seconds']:.1f} s, {p['peak_memory_mb'] / 1024:.1f} GiB of GPU memory at its peak.",
+                f"- The run ({run}): {session['run']['epochs_done']} epochs of the paper's 400; its ViT claims, "
+                "measured again by today's claims code from the files it brought back (the node's own verdicts are in "
+                f"[{run}/vit_gpu_claims.csv](gpu/{run}/vit_gpu_claims.csv)):",
+                *(f"  {line}" for line in lines),
+            ]
+        )
+        + "\n"
     )
 
 

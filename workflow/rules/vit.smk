@@ -303,6 +303,10 @@ rule vit_probe:
     conda:
         "../envs/torch.yaml"
     threads: VIT["train"]["threads"]
+    resources:
+        gpu=VIT["resources"]["gpu"] if VIT["w_svm"]["device"] == "cuda" else 0,
+        runtime=VIT["w_svm"]["runtime"],
+        mem_mb=VIT["resources"]["mem_mb"],
     params:
         reads=reads("vit_probe"),
         code=analysis_fingerprint(),

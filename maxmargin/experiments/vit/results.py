@@ -161,7 +161,8 @@ def w_svm_section(table: pd.DataFrame) -> list[str]:
         f"cos(Wt_h, W_mm,h) of each last-layer head with the Frobenius W-ATT-SVM solution of the tokens it selects "
         f"({n} constraints), beside the head means of its matched rank-d_head null, its rank ceiling, its cosine "
         "with the nuclear-norm solution and the share of probe images whose selection is unchanged since the "
-        "previous measured epoch (docs/vit.md; every column: table `vit_w_svm`).",
+        f"previous measured epoch (docs/vit.md; every column: table `vit_w_svm`). Rule vit_probe took "
+        f"{table['seconds'].sum():.0f} s for these rows (the sum of their `seconds`).",
         "",
         markdown_table(wide.reset_index()),
     ]

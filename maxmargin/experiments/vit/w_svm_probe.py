@@ -62,6 +62,7 @@ class WSvmSettings:
     nuclear_draws: int
     seed: int
     device: str
+    runtime: int
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> WSvmSettings:
