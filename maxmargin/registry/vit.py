@@ -146,6 +146,10 @@ TABLES: tuple[Table, ...] = (
         METRICS,
         "vit_metrics_table",
         restates={"epoch": _EVALUATED},
+        label="ViT metrics",
+        caption="The ViT run of Figures 6-7 (Section 4), one row per measured epoch (epoch 0, every "
+        "{train[eval_every]} and the last of {train[epochs]}): what the figures draw, on the data set it names.",
+        caption_blocks=("vit",),
         claims=("vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates"),
         extensions=("csv", "json"),
     ),
@@ -167,6 +171,10 @@ TABLES: tuple[Table, ...] = (
         ),
         "vit_baseline",
         rows=("1",),
+        label="ViT linear baseline",
+        caption="The learning bar of claim ``vit_learns``: logistic regression on the pixels of the ViT's own "
+        "training images ({baseline[max_iter]} lbfgs iterations at C = {baseline[C]:g}).",
+        caption_blocks=("vit",),
         claims=("vit_sparsity", "vit_learns"),
     ),
     Table(
@@ -336,6 +344,11 @@ TABLES += (
             DATASET,
         ),
         "vit_probe",
+        label="ViT heads against their W-ATT-SVM",
+        caption="Beyond the paper: each head of the ViT's last layer against its W-ATT-SVM solution at every snapshot "
+        "of the run, on the first {w_svm[images]} probe images, with its matched nulls, its rank ceiling, the "
+        "nuclear-norm solution and the stability of its selections (rule vit_probe; docs/vit.md).",
+        caption_blocks=("vit",),
         claims=("vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear"),
     ),
 )
