@@ -42,6 +42,15 @@ def test_every_file_the_page_links_is_committed() -> None:
     assert local and all((gpu_report.GPU_DOCS / link).is_file() for link in local), local
 
 
+def test_every_file_a_session_page_links_is_committed() -> None:
+    """The pages the sessions brought back (docs/gpu/<session>/*.md) link only files that came back: one it names
+    that stayed on the node is named without a link, and says so."""
+    for page in gpu_report.GPU_DOCS.glob("*/*.md"):
+        links = [part.split(")")[0].split("#")[0] for part in page.read_text().split("](")[1:]]
+        missing = [link for link in links if not link.startswith("http") and not (page.parent / link).is_file()]
+        assert not missing, f"{page}: {missing}"
+
+
 def test_the_paper_scale_slurm_request_covers_the_measured_run() -> None:
     """paper.yaml's runtime holds its epochs at the slowest pilot's steady epoch, with a margin of a fifth."""
     vit = yaml.safe_load((REPO / "workflow/config/paper.yaml").read_text())["vit"]

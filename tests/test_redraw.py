@@ -49,8 +49,7 @@ def test_every_rule_that_draws_reruns_when_the_drawing_code_changes():
             script = re.search(r"scripts/(\w+\.py)", block)
             if script and script.group(1) in DRAWING_SCRIPTS:
                 drawing.append((path.name, script.group(1)))
-                # docs_vit (vit.smk) still hashes every family's module: common.smk's drawing_code()
-                assert re.search(r"code=(family_drawing_code\((family|\"\w+\")\)|drawing_code\(\))", block), (
+                assert re.search(r"code=family_drawing_code\((family|\"\w+\")\)", block), (
                     f"{path.name}: a rule running {script.group(1)} has no code param"
                 )
     assert {s for _, s in drawing} == set(DRAWING_SCRIPTS)

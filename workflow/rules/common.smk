@@ -7,23 +7,12 @@ import sys
 
 import maxmargin
 from maxmargin import registry
-from maxmargin.files import source_fingerprint
 from maxmargin.provenance import RUN_ARGS_ENV
 from maxmargin.registry.reads import read_keys, subset
 
 # Every output lives under one results root chosen by the config (`results`), so a paper-scale run
 # (workflow/config/paper.yaml: results/paper) never overwrites the quick-scale results.
 RESULTS = config["results"]
-
-
-def drawing_code():
-    """Hash of the code that draws the panels (maxmargin/figures/, the shared style and save_figure in
-    maxmargin/pipeline.py): a plot rule's rerun trigger, so that a changed drawing redraws its panels.
-    """
-    package = Path(maxmargin.__file__).parent
-    return source_fingerprint(
-        [*sorted((package / "figures").glob("*.py")), package / "pipeline.py"]
-    )
 
 
 def results_path(path):

@@ -8,6 +8,7 @@ from maxmargin.experiments.vit.settings import (
     recipe_config,
 )
 from maxmargin.experiments.vit.sources import data_plan
+from maxmargin.files import family_drawing_code
 from maxmargin.registry.reads import SOURCE_KEYS
 
 VIT = config["vit"]
@@ -282,7 +283,7 @@ rule docs_vit:
         "../envs/core.yaml"
     params:
         reads=reads("docs_vit"),
-        code=drawing_code(),
+        code=family_drawing_code("vit"),
     script:
         "../../scripts/docs_vit.py"
 
