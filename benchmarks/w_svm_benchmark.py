@@ -21,7 +21,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from maxmargin.core.w_svm import random_rank_matrix, rank_ceiling, span_cosine, w_att_svm, w_logits
+from maxmargin.core.w_svm import w_att_svm, w_logits
+from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_cosine
 
 
 def _peak_mb() -> float:

@@ -13,14 +13,12 @@ from maxmargin.core.svm import att_svm
 from maxmargin.core.w_svm import (
     frobenius_cosine,
     query_inputs,
-    random_rank_matrix,
-    rank_ceiling,
-    span_cosine,
     w_att_svm,
     w_att_svm_nuclear,
     w_logits,
     w_margins,
 )
+from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_cosine
 from maxmargin.experiments.vit.model import build_vit, cls_attention, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
 from maxmargin.experiments.vit.w_svm_probe import (
@@ -238,11 +236,11 @@ def test_the_pivoting_on_a_torch_device_gives_the_numpy_solution(seed):
 
 
 def test_the_qp_fallback_of_pivoting_gives_the_same_solution(monkeypatch):
-    import maxmargin.core.w_svm as w_svm
+    import maxmargin.core.w_svm_dual as w_svm_dual
 
     z, x, selected = _tokens(6, n=8, t=6, c=4)
     exact = w_att_svm(z, x, selected).solution
-    monkeypatch.setattr(w_svm, "_PIVOTING_STEPS", 0)  # every round by cvxopt's QP
+    monkeypatch.setattr(w_svm_dual, "_PIVOTING_STEPS", 0)  # every round by cvxopt's QP
     res = w_att_svm(z, x, selected)
     assert res.hard
     np.testing.assert_allclose(res.solution, exact, atol=1e-6)
@@ -274,7 +272,8 @@ def _w_svm_table(cosine: dict[int, list[float]], null: float = 0.1, null_sd: flo
         for head, c in enumerate(heads):
             rows.append({
                 "epoch": epoch, "head": head, "cosine": c, "null_rank": null, "null_rank_sd": null_sd,
-                "null_shuffled": 0.2, "null_shuffled_sd": 0.02, "null_shuffled_drawn": 4, "span_cosine": 0.9, "ceiling": 0.6,
+                "null_shuffled": 0.2, "null_shuffled_sd": 0.02, "null_shuffled_drawn": 4, "span_cosine": 0.9,
+                "ceiling": 0.6,
                 "ceiling_fraction": c / 0.6, "cosine_nuclear": 0.5, "cosine_frobenius_nuclear_images": 0.4,
                 "null_nuclear_gap": 0.05, "null_nuclear_gap_sd": 0.01, "hard_margin": True, "margins_met": 1.0,
                 "n_images": 256, "n_constraints": 16384, "support": 80, "w_frobenius": 1.0, "svm_frobenius": 3.0,

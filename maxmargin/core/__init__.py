@@ -125,19 +125,23 @@ _HOMES = {
     ),
     "w_svm": (
         "HULL_TOL",
-        "NUMPY",
-        "LinearAlgebra",
         "W_SVM_TOL",
         "WSVMResult",
         "frobenius_cosine",
         "query_inputs",
-        "random_rank_matrix",
-        "rank_ceiling",
-        "span_cosine",
         "w_att_svm",
         "w_att_svm_nuclear",
         "w_logits",
         "w_margins",
+    ),
+    "w_svm_dual": (
+        "NUMPY",
+        "LinearAlgebra",
+    ),
+    "w_svm_nulls": (
+        "random_rank_matrix",
+        "rank_ceiling",
+        "span_cosine",
     ),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

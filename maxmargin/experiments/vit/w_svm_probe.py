@@ -9,8 +9,8 @@ inputs. cos(Wt_h, W_mm,h) alone does not say whether training turned the head: e
 - matched nulls on the same epoch's inputs: (a) random matrices of rank d_head, each against the W-SVM of its own
   selection (what a head that merely selects gets); (b) the trained head against the W-SVM of a shuffled selection
   (whether its alignment is specific to what it selects); (c) the cosine of the head with its projection onto the
-  span the constraints live in (:func:`~maxmargin.core.w_svm.span_cosine`);
-- the ceiling: a rank-d_head matrix has cosine at most :func:`~maxmargin.core.w_svm.rank_ceiling` with W_mm,h;
+  span the constraints live in (:func:`~maxmargin.core.w_svm_nulls.span_cosine`);
+- the ceiling: a rank-d_head matrix has cosine at most :func:`~maxmargin.core.w_svm_nulls.rank_ceiling` with W_mm,h;
 - the nuclear-norm solution (the implicit bias of W trained as W_Q^T W_K), against the Frobenius one on the same
   images, with the same difference for the rank-d_head nulls;
 - selection stability: the share of images whose selected token is unchanged since the previous measured epoch.
@@ -30,18 +30,9 @@ import torch
 from torch import nn
 
 from maxmargin.core.progress import Progress
-from maxmargin.core.w_svm import (
-    NUMPY,
-    LinearAlgebra,
-    WSVMResult,
-    frobenius_cosine,
-    random_rank_matrix,
-    rank_ceiling,
-    span_cosine,
-    w_att_svm,
-    w_att_svm_nuclear,
-    w_logits,
-)
+from maxmargin.core.w_svm import WSVMResult, frobenius_cosine, w_att_svm, w_att_svm_nuclear, w_logits
+from maxmargin.core.w_svm_dual import NUMPY, LinearAlgebra
+from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_cosine
 from maxmargin.experiments.vit.model import build_vit, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
 
