@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import fcntl
 import functools
+import importlib
 import importlib.util
 import os
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import snakemake_forks
@@ -44,6 +46,34 @@ def load_tool(name: str, folder: str = "tools") -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+class Lazy:
+    """A module imported on first use: a unit-tier test module that names torch (or timm, torchvision, Snakemake) at
+    its top through this costs nothing at collection; attributes are read from, set on and deleted from the module
+    (so monkeypatch works through it)."""
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "_name", name)
+
+    def _module(self) -> Any:
+        return importlib.import_module(object.__getattribute__(self, "_name"))
+
+    @property
+    def __dict__(self) -> dict[str, Any]:  # monkeypatch's undo reads the old value from it
+        return vars(self._module())
+
+    def __getattr__(self, attr: str) -> Any:
+        # pytest's collection looks up markers and dunders on every module-level object: those import nothing
+        if attr.startswith("_") and object.__getattribute__(self, "_name") not in sys.modules:
+            raise AttributeError(attr)
+        return getattr(self._module(), attr)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        setattr(self._module(), attr, value)
+
+    def __delattr__(self, attr: str) -> None:
+        delattr(self._module(), attr)
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -115,11 +145,9 @@ def ci_copy(ci_run: Path, tmp_path: Path) -> Path:
 
 def ci_config(**blocks: dict) -> dict:
     """The CI config with ``blocks`` deep-merged over it (for ``snakemake(..., config=)`` in a copy of the CI run)."""
+    from maxmargin.config import deep_merge, load_yaml
 
-    def merge(base: dict, over: dict) -> dict:
-        return base | {k: merge(base.get(k, {}), v) if isinstance(v, dict) else v for k, v in over.items()}
-
-    return merge(yaml.safe_load((REPO / CI_CONFIG).read_text()), blocks)
+    return deep_merge(load_yaml(REPO / CI_CONFIG), blocks)
 
 
 # The modules that take minutes, in the order `make test` starts them (its workers take a module each as they free

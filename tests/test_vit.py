@@ -14,23 +14,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 import yaml
-from conftest import CI_RESULTS, REPO, ci_config, copy_workflow, snakemake
-from snakemake.utils import validate
-from timm.models.vision_transformer import VisionTransformer
-from torchvision.datasets import CIFAR10
+from conftest import CI_RESULTS, REPO, Lazy, ci_config, copy_workflow, snakemake
 
+from maxmargin.config import merged_config
 from maxmargin.experiments import vit
-from maxmargin.experiments.vit import (
-    DataSettings,
-    DataUnavailableError,
-    ImageData,
-    VitSettings,
-)
 from maxmargin.experiments.vit.results import save_result
+from maxmargin.experiments.vit.settings import DataSettings, VitSettings
 from maxmargin.files import file_sha256
 from maxmargin.logs import rule_logging
+
+# imported by the tests that use them: collection imports no torch, timm, torchvision or Snakemake
+torch, timm_vit = Lazy("torch"), Lazy("timm.models.vision_transformer")
+tv_datasets, smk_utils, vit_images = (
+    Lazy("torchvision.datasets"),
+    Lazy("snakemake.utils"),
+    Lazy("maxmargin.experiments.vit.images"),
+)
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 TINY_MODEL = {"patch_size": 8, "embed_dim": 16, "depth": 2, "num_heads": 2, "mlp_ratio": 2.0}
@@ -81,11 +81,11 @@ def tiny_cifar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, d
     """The tiny archive, with torchvision's md5 table pointed at its files (its integrity check still runs)."""
     root = tmp_path / "cifar10"
     arrays = write_cifar10(root)
-    folder = root / CIFAR10.base_folder
+    folder = root / tv_datasets.CIFAR10.base_folder
     train = [[f"data_batch_{i}", md5(folder / f"data_batch_{i}")] for i in range(1, 6)]
-    monkeypatch.setattr(CIFAR10, "train_list", train)
-    monkeypatch.setattr(CIFAR10, "test_list", [["test_batch", md5(folder / "test_batch")]])
-    monkeypatch.setattr(CIFAR10, "meta", {**CIFAR10.meta, "md5": md5(folder / "batches.meta")})
+    monkeypatch.setattr(tv_datasets.CIFAR10, "train_list", train)
+    monkeypatch.setattr(tv_datasets.CIFAR10, "test_list", [["test_batch", md5(folder / "test_batch")]])
+    monkeypatch.setattr(tv_datasets.CIFAR10, "meta", {**tv_datasets.CIFAR10.meta, "md5": md5(folder / "batches.meta")})
     return root, arrays
 
 
@@ -107,10 +107,10 @@ def test_archive_placed_by_hand_is_extracted_offline(tmp_path: Path, tiny_cifar,
     src, arrays = tiny_cifar
     root = tmp_path / "fresh"
     root.mkdir()
-    archive = root / CIFAR10.filename
+    archive = root / tv_datasets.CIFAR10.filename
     with tarfile.open(archive, "w:gz") as tar:
-        tar.add(src / CIFAR10.base_folder, arcname=CIFAR10.base_folder)
-    monkeypatch.setattr(CIFAR10, "tgz_md5", md5(archive))
+        tar.add(src / tv_datasets.CIFAR10.base_folder, arcname=tv_datasets.CIFAR10.base_folder)
+    monkeypatch.setattr(tv_datasets.CIFAR10, "tgz_md5", md5(archive))
     data = vit.load_image_data(data_settings(root=str(root), download=False, fallback=[]), 0)
     assert data.name == "cifar10"
     np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
@@ -126,22 +126,22 @@ def truncated_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
     write_cifar10(src)
     root = tmp_path / "cifar10"
     root.mkdir()
-    archive = root / CIFAR10.filename
+    archive = root / tv_datasets.CIFAR10.filename
     with tarfile.open(archive, "w:gz") as tar:
-        tar.add(src / CIFAR10.base_folder, arcname=CIFAR10.base_folder)
-    monkeypatch.setattr(CIFAR10, "tgz_md5", md5(archive))
+        tar.add(src / tv_datasets.CIFAR10.base_folder, arcname=tv_datasets.CIFAR10.base_folder)
+    monkeypatch.setattr(tv_datasets.CIFAR10, "tgz_md5", md5(archive))
     archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
     monkeypatch.setattr(
         "torchvision.datasets.cifar.download_and_extract_archive",
         lambda *args, **kwargs: pytest.fail("tried to download CIFAR-10"),
     )
-    return archive, CIFAR10.tgz_md5
+    return archive, tv_datasets.CIFAR10.tgz_md5
 
 
 def test_corrupt_archive_is_reported_as_corrupt_not_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     archive, expected = truncated_archive(tmp_path, monkeypatch)
     settings = DataSettings(**{**paper_vit_config()["data"], "root": str(archive.parent), "download": False})
-    with pytest.raises(DataUnavailableError, match="corrupt") as err:
+    with pytest.raises(vit_images.DataUnavailableError, match="corrupt") as err:
         vit.load_image_data(settings, 0)
     message = str(err.value)
     assert str(archive.resolve()) in message and "md5 checksum" in message and "not available" not in message
@@ -150,10 +150,10 @@ def test_corrupt_archive_is_reported_as_corrupt_not_missing(tmp_path: Path, monk
 
 def test_corrupt_batch_is_reported_by_name(tiny_cifar: tuple[Path, dict[str, np.ndarray]]) -> None:
     root, _ = tiny_cifar
-    batch = root / CIFAR10.base_folder / "data_batch_3"
+    batch = root / tv_datasets.CIFAR10.base_folder / "data_batch_3"
     expected = md5(batch)
     batch.write_bytes(batch.read_bytes()[:-100])
-    with pytest.raises(DataUnavailableError, match="corrupt") as err:
+    with pytest.raises(vit_images.DataUnavailableError, match="corrupt") as err:
         vit.load_image_data(data_settings(root=str(root), download=False, fallback=[]), 0)
     assert f"{batch.resolve()} has md5 {md5(batch)}, expected {expected}" in str(err.value)
     assert "data_batch_1" not in str(err.value)  # the intact batches are not blamed
@@ -170,23 +170,17 @@ def test_quick_fallback_warning_reaches_stderr(
     err = capfd.readouterr().err
     assert "WARNING" in err and "stand-in" in err and str(root.resolve()) in err
     if damage == "corrupt":
-        assert "corrupt" in data.note and "corrupt" in err and str((root / CIFAR10.filename).resolve()) in err
+        assert (
+            "corrupt" in data.note and "corrupt" in err and str((root / tv_datasets.CIFAR10.filename).resolve()) in err
+        )
     else:
         assert "unavailable" in data.note and "not available" in err and "checksum" not in err
 
 
 def paper_vit_config() -> dict:
     """The ``vit`` section of default.yaml with paper.yaml merged over it, as Snakemake merges --configfile."""
-    config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
-    paper = yaml.safe_load((REPO / "workflow/config/paper.yaml").read_text())
-
-    def merge(base: dict, over: dict) -> dict:
-        for key, value in over.items():
-            base[key] = merge(base.get(key, {}), value) if isinstance(value, dict) else value
-        return base
-
-    merged = merge(config, paper)
-    validate(merged, str(REPO / "workflow/schemas/config.schema.yaml"))
+    merged = merged_config([REPO / "workflow/config/paper.yaml"], REPO / "workflow/config/default.yaml")
+    smk_utils.validate(merged, str(REPO / "workflow/schemas/config.schema.yaml"))
     return merged["vit"]
 
 
@@ -205,7 +199,7 @@ def test_paper_config_refuses_to_fall_back(tmp_path: Path) -> None:
     settings = VitSettings.from_config(cfg)
     empty = tmp_path / "no_cifar"
     data = DataSettings(**{**cfg["data"], "root": str(empty), "download": False})  # no network in tests
-    with pytest.raises(DataUnavailableError, match="cifar-10-python.tar.gz") as err:
+    with pytest.raises(vit_images.DataUnavailableError, match="cifar-10-python.tar.gz") as err:
         vit.load_image_data(data, 0)
     assert str(empty.resolve()) in str(err.value)
     assert not settings.data.fallback
@@ -224,7 +218,7 @@ def test_quick_config_falls_back_to_digits_with_a_warning(tmp_path: Path, caplog
 @pytest.mark.parametrize("qk_norm", [False, True])
 def test_probe_equals_timms_unfused_attention(qk_norm: bool) -> None:
     torch.manual_seed(0)
-    model = VisionTransformer(
+    model = timm_vit.VisionTransformer(
         img_size=32, patch_size=8, num_classes=10, embed_dim=32, depth=2, num_heads=4, qk_norm=qk_norm
     ).eval()
     with torch.no_grad():  # move the attention away from uniform so the comparison is not trivial
@@ -263,7 +257,7 @@ def test_soft_sparsity_known_vectors() -> None:
 
 def test_key_query_frobenius_by_hand() -> None:
     torch.manual_seed(1)
-    model = VisionTransformer(img_size=32, patch_size=16, num_classes=10, embed_dim=12, depth=2, num_heads=3)
+    model = timm_vit.VisionTransformer(img_size=32, patch_size=16, num_classes=10, embed_dim=12, depth=2, num_heads=3)
     attn = model.blocks[-1].attn
     w = attn.qkv.weight.detach().double().numpy()  # rows: [q (3 heads x 4), k (3 x 4), v (3 x 4)]
     W = np.zeros((12, 12))
@@ -298,11 +292,11 @@ def tiny_settings(epochs: int, **train: object) -> VitSettings:
 
 
 @pytest.fixture(scope="module")
-def tiny_data() -> ImageData:
+def tiny_data() -> vit_images.ImageData:
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 256, (72, 3, 32, 32), generator=g, dtype=torch.uint8)
     y = torch.randint(0, 10, (72,), generator=g)
-    return ImageData(x[:56], y[:56], x[56:], y[56:], "synthetic", [str(i) for i in range(10)])
+    return vit_images.ImageData(x[:56], y[:56], x[56:], y[56:], "synthetic", [str(i) for i in range(10)])
 
 
 def comparable(result: vit.TrainResult) -> pd.DataFrame:
@@ -329,7 +323,7 @@ def kill_at_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
 )
 def test_killed_and_resumed_run_equals_uninterrupted(
     tmp_path: Path,
-    tiny_data: ImageData,
+    tiny_data: vit_images.ImageData,
     optimizer: str,
     augment: bool,
     schedule: str,
@@ -367,7 +361,7 @@ def test_killed_and_resumed_run_equals_uninterrupted(
     ]
 
 
-def test_a_resumed_runs_log_tells_the_whole_run(tmp_path: Path, tiny_data: ImageData, monkeypatch) -> None:
+def test_a_resumed_runs_log_tells_the_whole_run(tmp_path: Path, tiny_data: vit_images.ImageData, monkeypatch) -> None:
     # Snakemake empties the rule log before each attempt; the resumed attempt replays the epochs it did not run
     settings = tiny_settings(3)
     kill_at_epoch(monkeypatch, 3)
@@ -382,7 +376,7 @@ def test_a_resumed_runs_log_tells_the_whole_run(tmp_path: Path, tiny_data: Image
     assert sum("(from the checkpoint)" in line for line in lines) == 3
 
 
-def test_a_finished_run_is_trained_again_not_resumed(tmp_path: Path, tiny_data: ImageData) -> None:
+def test_a_finished_run_is_trained_again_not_resumed(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
     first = vit.train_vit(tiny_settings(2), tiny_data, tmp_path / "f.pt")
     assert torch.load(tmp_path / "f.pt", weights_only=True)["finished"]
     again = vit.train_vit(tiny_settings(2), tiny_data, tmp_path / "f.pt")  # e.g. --forcerun vit_train
@@ -391,7 +385,7 @@ def test_a_finished_run_is_trained_again_not_resumed(tmp_path: Path, tiny_data: 
 
 
 def test_a_checkpoint_of_other_code_is_kept_aside_not_overwritten(
-    tmp_path: Path, tiny_data: ImageData, monkeypatch
+    tmp_path: Path, tiny_data: vit_images.ImageData, monkeypatch
 ) -> None:
     s = tiny_settings(1)
     vit.train_vit(s, tiny_data, tmp_path / "k.pt")
@@ -440,7 +434,7 @@ def test_learning_rate_schedule() -> None:
         vit.lr_factor(5, 10, 0, "linear")
 
 
-def test_learning_guard_warns_at_chance(tmp_path: Path, tiny_data: ImageData) -> None:
+def test_learning_guard_warns_at_chance(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
     rows = [{"epoch": 0, "test_acc": 0.1}, {"epoch": 2, "test_acc": 0.12}]
     message = vit.check_learning(rows, vit.GuardSettings(after_epochs=2, margin=0.05), 10)
     assert message and "after 2 epochs" in message and "0.120" in message and "chance (0.100)" in message
@@ -459,13 +453,13 @@ def test_cuda_is_never_replaced_by_the_cpu_silently(monkeypatch) -> None:
     assert vit.resolve_device("auto").type == "cpu"
 
 
-def test_soft_sparsity_of_the_figure6_image_is_logged(tmp_path: Path, tiny_data: ImageData) -> None:
+def test_soft_sparsity_of_the_figure6_image_is_logged(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
     result = vit.train_vit(tiny_settings(1), tiny_data, tmp_path / "s.pt")
     for row, fixed in zip(result.metrics, result.maps, strict=True):
         assert row["soft_sparsity_image"] == pytest.approx(float(vit.soft_sparsity(torch.from_numpy(fixed))))
 
 
-def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: ImageData) -> None:
+def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
     vit.train_vit(tiny_settings(1), tiny_data, tmp_path / "c.pt")
     other = vit.train_vit(tiny_settings(1, lr=1e-3), tiny_data, tmp_path / "c.pt")
     assert other.info["resumed_from_epoch"] is None
@@ -475,7 +469,7 @@ def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: Imag
     assert vit.train_vit(tiny_settings(1, lr=1e-3), smaller, tmp_path / "c.pt").info["resumed_from_epoch"] is None
 
 
-def test_save_result_files(tmp_path: Path, tiny_data: ImageData) -> None:
+def test_save_result_files(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
     settings = tiny_settings(1)
     result = vit.train_vit(settings, tiny_data, tmp_path / "ck.pt")
     files = [tmp_path / name for name in ("m.csv", "m.json", "maps.npz", "snapshots.pt")]
@@ -577,7 +571,7 @@ def test_the_config_is_the_one_source_of_defaults() -> None:
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert schema_defaults(schema) == []
     default = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
-    validate(default, str(REPO / "workflow/schemas/config.schema.yaml"), set_default=False)
+    smk_utils.validate(default, str(REPO / "workflow/schemas/config.schema.yaml"), set_default=False)
 
 
 def test_vit_settings_take_every_value_from_the_config() -> None:
@@ -595,7 +589,7 @@ def test_vit_settings_take_every_value_from_the_config() -> None:
 
 @pytest.mark.slow
 def test_the_paper_configs_code_path_runs_on_the_cpu_at_a_tiny_width(
-    tmp_path: Path, tiny_data: ImageData, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_data: vit_images.ImageData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 28: what the GPU run turns on (bf16 autocast, torch.compile, the checkpoint cadence, the probe, resume),
     here at width 16 on the CPU, so that a GPU run fails for no reason a CPU could have shown."""
@@ -671,7 +665,7 @@ def test_undoing_an_edit_mid_run_resumes_where_the_run_stopped(tmp_path: Path, t
 
 
 def test_kept_aside_checkpoints_are_pruned_and_an_unreadable_one_is_named_and_removed(
-    tmp_path: Path, tiny_data: ImageData
+    tmp_path: Path, tiny_data: vit_images.ImageData
 ) -> None:
     """vit.checkpoints.keep_aside bounds the checkpoints that edits of the code keep aside; taking one back skips an
     unreadable one with a warning that names it, and removes it."""

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import yaml
-from conftest import REPO
-from snakemake.utils import validate
-from torchvision.datasets import FashionMNIST
+from conftest import REPO, Lazy
 
 from maxmargin.experiments import vit
-from maxmargin.experiments.vit import DataSettings, DataUnavailableError, fashion
+from maxmargin.experiments.vit.settings import DataSettings
 from maxmargin.provenance import RUN_ARGS_ENV
+
+# imported by the tests that use them: collection imports no torch, torchvision or Snakemake
+torch, smk_utils, tv_datasets = Lazy("torch"), Lazy("snakemake.utils"), Lazy("torchvision.datasets")
+fashion, vit_images = Lazy("maxmargin.experiments.vit.fashion"), Lazy("maxmargin.experiments.vit.images")
 
 DEFAULT_VIT = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
 N_TRAIN, N_TEST = 7, 5
@@ -72,7 +73,7 @@ def no_download(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("Fashion-MNIST must never be downloaded")
 
-    monkeypatch.setattr(FashionMNIST, "download", refuse)
+    monkeypatch.setattr(tv_datasets.FashionMNIST, "download", refuse)
 
 
 def test_debian_files_load_through_torchvision_as_32x32x3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,7 +103,7 @@ def test_raw_files_in_torchvisions_layout_need_no_gz(tmp_path: Path, monkeypatch
 
 
 def test_missing_files_are_named_and_the_paper_config_stops(tmp_path: Path) -> None:
-    with pytest.raises(DataUnavailableError, match="dataset-fashion-mnist") as err:
+    with pytest.raises(vit_images.DataUnavailableError, match="dataset-fashion-mnist") as err:
         vit.load_image_data(settings(tmp_path, fallback=[]), 0)
     assert "train-images-idx3-ubyte.gz" in str(err.value) and str((tmp_path / "debian").resolve()) in str(err.value)
 
@@ -126,7 +127,7 @@ def test_an_offline_download_falls_back_naming_both_failures(
     def offline(*_args: object, **_kwargs: object) -> None:
         raise urllib.error.URLError("no network")
 
-    monkeypatch.setattr(FashionMNIST, "download", offline)
+    monkeypatch.setattr(tv_datasets.FashionMNIST, "download", offline)
     source = dataclasses.asdict(settings(tmp_path, download=True, fallback=["digits"]))
     manifest = vit.resolve_data(source)
     assert manifest["dataset"] == "digits" and not manifest["downloaded"]
@@ -141,7 +142,7 @@ def test_a_damaged_file_is_reported_as_corrupt_and_removed(tmp_path: Path, monke
     raw = bytearray(gzip.decompress(labels.read_bytes()))
     raw[-1] = (raw[-1] + 1) % 10  # a valid gzip of the wrong content: only the md5 can tell
     labels.write_bytes(gzip.compress(bytes(raw)))
-    with pytest.raises(DataUnavailableError, match="corrupt") as err:
+    with pytest.raises(vit_images.DataUnavailableError, match="corrupt") as err:
         vit.load_image_data(settings(tmp_path, fallback=[]), 0)
     assert "t10k-labels-idx1-ubyte" in str(err.value) and hashlib.md5(raw).hexdigest() in str(err.value)
     assert not (tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte").exists()
@@ -173,10 +174,10 @@ def test_to_rgb32_pads_without_resampling() -> None:
 def test_the_schema_takes_fashion_mnist_and_nothing_else() -> None:
     config = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
     config["vit"]["data"]["dataset"] = "fashion_mnist"
-    validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
+    smk_utils.validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
     config["vit"]["data"]["dataset"] = "mnist"
     with pytest.raises(Exception, match="mnist"):
-        validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
+        smk_utils.validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
 
 
 def test_the_data_location_is_not_part_of_the_fingerprint(tmp_path: Path) -> None:
@@ -197,7 +198,7 @@ def test_a_truncated_gz_is_named_leaves_no_partial_and_falls_back(
     write_fashion(tmp_path / "debian", monkeypatch)
     images = tmp_path / "debian" / "train-images-idx3-ubyte.gz"
     images.write_bytes(images.read_bytes()[: images.stat().st_size // 2])
-    with pytest.raises(DataUnavailableError, match="truncated or damaged") as err:
+    with pytest.raises(vit_images.DataUnavailableError, match="truncated or damaged") as err:
         vit.load_image_data(settings(tmp_path, fallback=[]), 0)
     assert str(images.resolve()) in str(err.value) and "EOFError" in str(err.value)
     raw = tmp_path / "root" / "FashionMNIST" / "raw"
@@ -218,7 +219,7 @@ def test_a_file_changed_since_the_manifest_names_the_rebuild_of_this_runs_config
     labels = tmp_path / "root" / "FashionMNIST" / "raw" / "t10k-labels-idx1-ubyte"
     labels.write_bytes(labels.read_bytes()[:-1] + b"\x09")
     monkeypatch.setenv(RUN_ARGS_ENV, "--configfile workflow/config/paper.yaml --config results=results/paper")
-    with pytest.raises(DataUnavailableError, match="changed since the data manifest was written") as err:
+    with pytest.raises(vit_images.DataUnavailableError, match="changed since the data manifest was written") as err:
         vit.load_image_data(data, 0, manifest)
     command = (
         "snakemake --cores all --configfile workflow/config/paper.yaml --config results=results/paper "

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-from conftest import DEFAULT_CONFIG
+from conftest import DEFAULT_CONFIG, Lazy
 
 from maxmargin.claims import evaluate_claims
 from maxmargin.core.svm import att_svm
@@ -19,15 +18,11 @@ from maxmargin.core.w_svm import (
     w_margins,
 )
 from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_cosine
-from maxmargin.experiments.vit.model import build_vit, cls_attention, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
-from maxmargin.experiments.vit.w_svm_probe import (
-    WSvmSettings,
-    attention_inputs,
-    head_key_query,
-    probe_snapshots,
-    torch_linalg,
-)
+
+torch = Lazy("torch")  # imported by the tests that use it: collection imports no torch
+vit_model = Lazy("maxmargin.experiments.vit.model")
+probe = Lazy("maxmargin.experiments.vit.w_svm_probe")
 
 
 def _tokens(seed: int = 0, n: int = 6, t: int = 5, c: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -97,7 +92,7 @@ def _tiny_vit() -> tuple[torch.nn.Module, torch.Tensor]:
     settings = ModelSettings(
         patch_size=8, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0, img_size=32, num_classes=10
     )
-    model = build_vit(settings).eval()
+    model = vit_model.build_vit(settings).eval()
     with torch.no_grad():  # biases away from timm's zero init, so that the query-bias row is tested too
         model.blocks[-1].attn.qkv.bias.normal_(0.0, 0.5)
     return model, torch.randn(5, 3, 32, 32)
@@ -105,10 +100,10 @@ def _tiny_vit() -> tuple[torch.nn.Module, torch.Tensor]:
 
 def test_head_key_query_reproduces_timms_cls_attention():
     model, images = _tiny_vit()
-    z, x = attention_inputs(model, images, batch_size=2)
-    wt = head_key_query(last_attention(model))
+    z, x = probe.attention_inputs(model, images, batch_size=2)
+    wt = probe.head_key_query(vit_model.last_attention(model))
     assert wt.shape == (2, 17, 16) and z.shape == (5, 16) and x.shape == (5, 17, 16)
-    expected = cls_attention(model, images).double().numpy()  # (B, heads, 1 + T), timm's own qkv
+    expected = vit_model.cls_attention(model, images).double().numpy()  # (B, heads, 1 + T), timm's own qkv
     for h in range(2):
         logits = w_logits(wt[h], z, x)
         # Equal up to a constant per image (q_h^T b_K,h): the same softmax, the same selected token.
@@ -118,7 +113,7 @@ def test_head_key_query_reproduces_timms_cls_attention():
     assert np.abs(wt[:, -1]).max() > 1e-3  # the query-bias row is there
 
 
-PROBE = WSvmSettings(
+PROBE = dict(
     images=4, soft_c=1e4, query_bias=True, null_draws=3, shuffles=2, nuclear_images=2, nuclear_every=0,
     nuclear_draws=2, seed=0, device="cpu", runtime=1,
 )  # fmt: skip
@@ -130,7 +125,7 @@ def test_the_probe_of_snapshots_gives_every_column_with_its_nulls_and_ceiling():
     snapshots = {"epochs": [0, 3, 7], "states": {0: state, 3: state, 7: state}}
     settings = ModelSettings(patch_size=8, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0, img_size=32,
                              num_classes=10)  # fmt: skip
-    rows = probe_snapshots(snapshots, settings, images, PROBE, batch_size=2)
+    rows = probe.probe_snapshots(snapshots, settings, images, probe.WSvmSettings(**PROBE), batch_size=2)
     assert [(r["epoch"], r["head"]) for r in rows] == [(e, h) for e in (0, 3, 7) for h in (0, 1)]
     for r in rows:
         assert r["n_constraints"] == 4 * 16 and r["n_images"] == 4 and r["hard_margin"] and r["margins_met"] == 1.0
@@ -142,7 +137,7 @@ def test_the_probe_of_snapshots_gives_every_column_with_its_nulls_and_ceiling():
     assert [r["selection_kept"] for r in rows[2:]] == [1.0] * 4
     assert [np.isfinite(r["cosine_nuclear"]) for r in rows] == [True, True, False, False, True, True]
     with pytest.raises(ValueError, match="vit.w_svm.images is 4, but the run has 3 probe images"):
-        probe_snapshots(snapshots, settings, images[:3], PROBE, batch_size=2)
+        probe.probe_snapshots(snapshots, settings, images[:3], probe.WSvmSettings(**PROBE), batch_size=2)
 
 
 def test_the_authors_form_without_the_bias_row_is_the_same_svm_in_z():
@@ -152,7 +147,7 @@ def test_the_authors_form_without_the_bias_row_is_the_same_svm_in_z():
     assert res.solution.shape == (3, 3) and res.hard
     np.testing.assert_allclose(res.solution, _primal_qp(z, x, selected, query_bias=False), atol=1e-6)
     model, images = _tiny_vit()
-    assert head_key_query(last_attention(model), query_bias=False).shape == (2, 16, 16)
+    assert probe.head_key_query(vit_model.last_attention(model), query_bias=False).shape == (2, 16, 16)
 
 
 def test_feasibility_is_decided_by_the_hard_problem_whatever_the_soft_margin_weight():
@@ -227,7 +222,7 @@ def test_the_pivoting_on_a_torch_device_gives_the_numpy_solution(seed):
     """The probe's device path (``vit.w_svm.device``: torch's float64 Cholesky) against numpy's, on the random
     instances of the solver tests and on a planted one (a W_mm that selects its own tokens)."""
     z, x, selected = _tokens(seed, n=8, t=6, c=5)
-    on_torch = torch_linalg(torch.device("cpu"))
+    on_torch = probe.torch_linalg(torch.device("cpu"))
     res, dev = w_att_svm(z, x, selected), w_att_svm(z, x, selected, linalg=on_torch)
     assert dev.hard == res.hard and dev.met == res.met and dev.support == res.support
     np.testing.assert_allclose(dev.solution, res.solution, atol=1e-6)
