@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import yaml
 from torch.nn import functional
 from torch.utils.flop_counter import FlopCounterMode
 
+from maxmargin.config import merged_config
 from maxmargin.experiments.vit import ModelSettings, TrainSettings, build_vit, make_optimizer, resolve_device
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,12 +43,7 @@ ALLOCATION_MINUTES = (6.0, 7.0)  # the training time one allocation leaves (docs
 
 def paper_vit_config(*configs: Path) -> dict:
     """default.yaml's ``vit`` section with ``configs`` merged over it in order (as ``--configfile`` does)."""
-    base = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
-    for path in configs:
-        over = yaml.safe_load(path.read_text()).get("vit", {})
-        for key, value in over.items():
-            base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
-    return base
+    return merged_config(configs, REPO / "workflow/config/default.yaml")["vit"]
 
 
 def fashion_epoch_flops(cfg: dict, fwd_flops: float, train_flops: float) -> float:

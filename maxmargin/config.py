@@ -96,6 +96,43 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
         return yaml.load(f, Loader=StrictLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
+# --- a run's config: default.yaml, then each --configfile, then --config, each merged over what comes before -----
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` merged over ``base``, as Snakemake merges a --configfile over the config before it: a mapping into
+    the mapping at its key, key by key; anything else (a number, a list, a mapping over a non-mapping) replaces what
+    was there. A new config: neither argument changes, and the result shares no container with them."""
+    merged = copy.deepcopy(dict(base))
+    _merge_into(merged, over)
+    return merged
+
+
+def _merge_into(target: dict[str, Any], over: Mapping[str, Any]) -> None:
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), Mapping):
+            target[key] = dict(target[key])
+            _merge_into(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def merged_config(
+    files: Sequence[str | os.PathLike[str]],
+    default: str | os.PathLike[str],
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The config a run reads: ``default`` (default.yaml), each of ``files`` merged over it in order (``snakemake
+    --configfile A B``), then ``overrides`` (``--config``), with the blocks ``default`` builds by YAML merge following
+    their source (:func:`follow_yaml_merges`, as the Snakefile does). Each file is read refusing duplicate keys."""
+    config = load_yaml(default) or {}
+    for path in files:
+        config = deep_merge(config, load_yaml(path) or {})
+    config = deep_merge(config, overrides or {})
+    follow_yaml_merges(config, default, files, overrides)
+    return config
+
+
 # --- blocks built by YAML merge (`fig1c: {<<: *fig1, ...}`) follow their source under every config -----------------
 
 ConfigPath = tuple[str, ...]

@@ -12,16 +12,18 @@ import yaml
 from conftest import CI_CONFIG, DEFAULT_CONFIG, REPO, SNAKEMAKE, snakemake
 
 from maxmargin import registry
-from maxmargin.config import check_config, check_config_beyond_schema, follow_yaml_merges, yaml_merges
+from maxmargin.config import (
+    check_config,
+    check_config_beyond_schema,
+    deep_merge,
+    follow_yaml_merges,
+    merged_config,
+    yaml_merges,
+)
 from maxmargin.pipeline import run_experiment
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = REPO / "workflow/config/default.yaml"
-
-
-def _over(base: dict, over: dict) -> dict:
-    """``over`` deep-merged over ``base``, as Snakemake merges a --configfile over default.yaml."""
-    return base | {k: _over(base.get(k, {}), v) if isinstance(v, dict) else v for k, v in over.items()}
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1.0e300])
@@ -73,7 +75,7 @@ def test_a_new_experiment_without_its_block_stops_the_run_with_what_to_add(workf
 def test_a_block_built_by_yaml_merge_follows_the_config_it_runs_under(tmp_path) -> None:
     assert yaml_merges(DEFAULT) == {("synthetic", "fig1c"): ([("synthetic", "fig1")], {"starts"})}
     ci = yaml.safe_load((REPO / CI_CONFIG).read_text())
-    config = _over(copy.deepcopy(DEFAULT_CONFIG), ci)
+    config = deep_merge(DEFAULT_CONFIG, ci)
     assert config["synthetic"]["fig1c"]["n_iter"] == DEFAULT_CONFIG["synthetic"]["fig1"]["n_iter"]  # YAML's merge
     follow_yaml_merges(config, DEFAULT, [DEFAULT, REPO / CI_CONFIG])
     fig1c = config["synthetic"]["fig1c"]
@@ -84,7 +86,7 @@ def test_a_block_built_by_yaml_merge_follows_the_config_it_runs_under(tmp_path) 
     own = tmp_path / "own.yaml"  # a key the block is given in a config file stays the block's own
     own.write_text("synthetic:\n  fig1:\n    n_iter: 7\n    eta: 0.5\n  fig1c:\n    n_iter: 9\n")
     given = {"synthetic": {"fig1c": {"loss": "exponential"}}}  # --config
-    config = _over(_over(copy.deepcopy(DEFAULT_CONFIG), yaml.safe_load(own.read_text())), given)
+    config = deep_merge(deep_merge(DEFAULT_CONFIG, yaml.safe_load(own.read_text())), given)
     follow_yaml_merges(config, DEFAULT, [DEFAULT, own], given)
     assert {k: config["synthetic"]["fig1c"][k] for k in ("n_iter", "eta", "loss")} == {
         "n_iter": 9,
@@ -94,3 +96,14 @@ def test_a_block_built_by_yaml_merge_follows_the_config_it_runs_under(tmp_path) 
     default = copy.deepcopy(DEFAULT_CONFIG)
     follow_yaml_merges(default, DEFAULT, [DEFAULT])
     assert default == DEFAULT_CONFIG  # under default.yaml alone nothing changes
+    assert merged_config([DEFAULT, own], DEFAULT, given) == config  # the config a run with those files reads
+
+
+def test_deep_merge_merges_mappings_and_replaces_everything_else() -> None:
+    base = {"a": {"b": 1, "c": [1, 2]}, "d": None, "e": 1}
+    over = {"a": {"c": [3], "f": {"g": 2}}, "d": {"h": 3}, "e": {"i": 4}}
+    merged = deep_merge(base, over)
+    assert merged == {"a": {"b": 1, "c": [3], "f": {"g": 2}}, "d": {"h": 3}, "e": {"i": 4}}
+    assert base == {"a": {"b": 1, "c": [1, 2]}, "d": None, "e": 1}  # neither argument changes
+    merged["a"]["f"]["g"], merged["a"]["c"][0] = 0, 0  # nor shares a container with the result
+    assert over == {"a": {"c": [3], "f": {"g": 2}}, "d": {"h": 3}, "e": {"i": 4}}

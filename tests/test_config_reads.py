@@ -20,6 +20,7 @@ import yaml
 from conftest import CI_CONFIG, DEFAULT_CONFIG, REPO, SNAKEMAKE
 from snakemake_forks import run_many
 
+from maxmargin.config import deep_merge, load_yaml
 from maxmargin.registry.reads import readers
 
 pytestmark = pytest.mark.slow
@@ -59,12 +60,6 @@ CHANGES: dict[str, Any] = {
     "census.budget.dims": lambda v: v[:-1],
     "census.budget.n_iter": lambda v: v[:-1],
 }
-
-
-def merge(base: dict, over: Mapping) -> dict:
-    for key, value in over.items():
-        base[key] = merge(dict(base.get(key, {})), value) if isinstance(value, Mapping) else value
-    return base
 
 
 def leaves(config: Mapping, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -117,10 +112,10 @@ def finished(tmp_path_factory, ci_run: Path) -> tuple[Path, dict]:
     work = tmp_path_factory.mktemp("reads") / "work"
     # times and Snakemake's records kept: `all` stays complete (as conftest's ci_copy, once for the module)
     shutil.copytree(ci_run, work, symlinks=True, ignore=shutil.ignore_patterns("locks"))
-    base = merge(copy.deepcopy(yaml.safe_load((REPO / CI_CONFIG).read_text())), SMALL)
+    base = deep_merge(load_yaml(REPO / CI_CONFIG), SMALL)
     (work / "base.yaml").write_text(yaml.safe_dump(base))
     snakemake(work, "--configfile", "base.yaml")
-    return work, merge(copy.deepcopy(DEFAULT_CONFIG), base)
+    return work, deep_merge(DEFAULT_CONFIG, base)
 
 
 def change_file(work: Path, base: dict, key: str, value: Any, name: str) -> Path:

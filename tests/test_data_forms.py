@@ -20,6 +20,7 @@ import pytest
 import yaml
 from conftest import CI_CONFIG, REPO, snakemake
 
+from maxmargin.config import deep_merge
 from maxmargin.experiments import vit
 from maxmargin.files import write_json
 
@@ -189,13 +190,6 @@ sys.meta_path.insert(0, Hook())
 '''
 
 
-def _deep_merge(base: dict, over: dict) -> dict:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("form", FORMS)
 def test_a_second_run_has_nothing_to_do(form: str, workflow_dir: Path, monkeypatch) -> None:
@@ -207,7 +201,7 @@ def test_a_second_run_has_nothing_to_do(form: str, workflow_dir: Path, monkeypat
     monkeypatch.setenv("MAXMARGIN_TEST_CHECKSUMS", json.dumps(checksums))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
     ci = yaml.safe_load((REPO / CI_CONFIG).read_text())
-    config = _deep_merge(ci, {"vit": {"data": data}})
+    config = deep_merge(ci, {"vit": {"data": data}})
     targets = ["--", f"{ci['results']}/runs/vit/vit_metrics.csv"]
     snakemake(workflow_dir, *targets, config=config)
     manifest = json.loads((workflow_dir / ci["results"] / "runs" / "data" / "vit.json").read_text())

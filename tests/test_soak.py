@@ -22,6 +22,8 @@ import pytest
 import yaml
 from conftest import DEFAULT_CONFIG, REPO
 
+from maxmargin.config import deep_merge
+
 DRIVER = Path(__file__).with_name("vit_soak_driver.py")
 # (signal, moment): each kind of interruption at least once; which moment of the attempt is drawn (seeded).
 SCHEDULE = (
@@ -40,16 +42,9 @@ SMALL = {
 }
 
 
-def _merge(base: dict, over: dict) -> dict:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 def soak_config(path: Path) -> Path:
     depth12 = yaml.safe_load((REPO / "workflow/config/cpu_depth12.yaml").read_text())["vit"]
-    vit = _merge(_merge(DEFAULT_CONFIG["vit"], depth12), SMALL)
+    vit = deep_merge(deep_merge(DEFAULT_CONFIG["vit"], depth12), SMALL)
     assert vit["model"]["depth"] == 12
     path.write_text(json.dumps({"vit": vit}))
     return path

@@ -14,7 +14,7 @@ import pytest
 from conftest import DEFAULT_CONFIG, REPO, load_tool, snakemake
 
 from maxmargin.claims import evaluate_claims
-from maxmargin.config import load_yaml
+from maxmargin.config import merged_config
 from maxmargin.figures.vit import WARNING_COLOR, draw_figure6, draw_figure7, draw_recipes
 from maxmargin.registry import columns
 
@@ -271,14 +271,7 @@ W_SVM_CLAIMS = ["vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear"
 
 def merged(files: list[str], settings: dict | None = None) -> dict:
     """default.yaml with ``files``, then ``settings``, deep-merged over it, as Snakemake's --configfile does."""
-
-    def merge(base: dict, over: dict) -> dict:
-        return base | {k: merge(base.get(k, {}), v) if isinstance(v, dict) else v for k, v in over.items()}
-
-    config = copy.deepcopy(DEFAULT_CONFIG)
-    for over in [*(load_yaml(REPO / name) for name in files), settings or {}]:
-        config = merge(config, over)
-    return config
+    return merged_config([REPO / name for name in files], REPO / "workflow/config/default.yaml", settings)
 
 
 @pytest.mark.parametrize("run", sorted(COMMITTED))

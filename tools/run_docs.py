@@ -224,7 +224,7 @@ def gpu_run_claims(run: str) -> pd.DataFrame:
     (its metrics, and the linear baseline computed again on a CPU where the node's stayed there), under the configs
     the session ran: paper.yaml, gpu_session.yaml and the epochs it planned."""
     from maxmargin.claims import evaluate_claims
-    from maxmargin.gpu import merged_config
+    from maxmargin.config import merged_config
     from maxmargin.gpu_plan import fig6_epochs
     from maxmargin.registry import columns
 
