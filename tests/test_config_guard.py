@@ -15,6 +15,8 @@ from maxmargin import registry
 from maxmargin.config import (
     check_config,
     check_config_beyond_schema,
+    check_cross_keys,
+    check_data_indices,
     deep_merge,
     follow_yaml_merges,
     merged_config,
@@ -107,3 +109,22 @@ def test_deep_merge_merges_mappings_and_replaces_everything_else() -> None:
     assert base == {"a": {"b": 1, "c": [1, 2]}, "d": None, "e": 1}  # neither argument changes
     merged["a"]["f"]["g"], merged["a"]["c"][0] = 0, 0  # nor shares a container with the result
     assert over == {"a": {"c": [3], "f": {"g": 2}}, "d": {"h": 3}, "e": {"i": 4}}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"probe": {"n_images": 500}}, r"'vit.probe.n_images' is 500, more than the 128 test images of the vit run"),
+        ({"w_svm": {"images": 64}}, r"'vit.w_svm.images' is 64, more than the 'vit.probe.n_images' = 32"),
+        ({"w_svm": {"nuclear_images": 40}}, r"'vit.w_svm.nuclear_images' is 40, more than 'vit.w_svm.images' = 32"),
+        ({"plots": {"fig6_epochs": [0, 1, 2]}, "train": {"eval_every": 2}}, r"epochs without a metrics row \(\[1\]\)"),
+    ],
+)
+def test_a_probe_that_asks_for_more_images_or_epochs_than_the_run_has_is_refused(change, message) -> None:
+    """The probes measure what their captions say: a config asking for more probe images than the run's test images,
+    more W-ATT-SVM images than probe images, or Figure 6 maps of epochs without a row is refused, naming the key."""
+    config = deep_merge(copy.deepcopy(DEFAULT_CONFIG), yaml.safe_load((REPO / CI_CONFIG).read_text()))
+    config = deep_merge(config, {"vit": change})
+    with pytest.raises(ValueError, match=message):
+        check_data_indices(config)
+        check_cross_keys(config)
