@@ -19,9 +19,12 @@ with rule_logging(snakemake) as log:
         "soft-sparsity and `||W||_F` from epoch 0 to the last epoch, and the cosine of the last layer's W at the "
         "last epoch with the epoch before. docs/vit.md says what they show.\n\n"
         f"![recipe study]({out.png.rsplit('/', 1)[-1]})\n\n"
+        f"Every epoch of every recipe: [{out.csv.rsplit('/', 1)[-1]}]({out.csv.rsplit('/', 1)[-1]}) (the figure is "
+        "redrawn from it without training: `snakemake --forcerun plot_vit`).\n\n"
     )
     with atomic_path(out.md) as tmp:
         tmp.write_text(header + recipes_markdown(table))
-    with atomic_path(out.png) as tmp:
-        shutil.copyfile(snakemake.input.png, tmp)
+    for key, source in (("png", snakemake.input.png), ("csv", snakemake.input.table)):
+        with atomic_path(out[key]) as tmp:
+            shutil.copyfile(source, tmp)
     log.info("%s -> %s, %s", snakemake.input.table, out.md, out.png)
