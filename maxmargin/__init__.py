@@ -21,11 +21,11 @@ unless a ViT function is asked for).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from maxmargin.lazy import lazy_exports
 
+# Submodule -> the names it exports here.
 _HOMES = {
-    "maxmargin.core.model": [
+    "core.model": [
         "token_scores",
         "attention",
         "selected_tokens",
@@ -35,9 +35,9 @@ _HOMES = {
         "grad_v",
         "Gradient",
     ],
-    "maxmargin.core.gd": ["gradient_descent", "joint_normalized_gd", "Trajectory", "cosine"],
-    "maxmargin.core.svm": ["att_svm", "p_relax", "v_svm", "svm_neighbors", "SVMResult"],
-    "maxmargin.core.directions": [
+    "core.gd": ["gradient_descent", "joint_normalized_gd", "Trajectory", "cosine"],
+    "core.svm": ["att_svm", "p_relax", "v_svm", "svm_neighbors", "SVMResult"],
+    "core.directions": [
         "is_locally_optimal",
         "is_globally_optimal",
         "optimal_tokens",
@@ -45,24 +45,12 @@ _HOMES = {
         "classify_direction",
         "max_margin_directions",
     ],
-    "maxmargin.pipeline": ["run_experiment"],
-    "maxmargin.experiments.census": ["CensusSettings", "run_trials"],
-    "maxmargin.core.regpath": ["regularization_path_p", "regularization_path_joint"],
-    "maxmargin.experiments.regpath": ["regpath_table"],
-    "maxmargin.experiments.lemma1": ["lemma1_check", "lemma1_table"],
-    "maxmargin.experiments.vit": ["VitSettings", "train_vit", "soft_sparsity", "key_query_frobenius"],
-    "maxmargin.claims": ["evaluate_claims", "CLAIMS"],
+    "pipeline": ["run_experiment"],
+    "experiments.census": ["CensusSettings", "run_trials"],
+    "core.regpath": ["regularization_path_p", "regularization_path_joint"],
+    "experiments.regpath": ["regpath_table"],
+    "experiments.lemma1": ["lemma1_check", "lemma1_table"],
+    "experiments.vit": ["VitSettings", "train_vit", "soft_sparsity", "key_query_frobenius"],
+    "claims": ["evaluate_claims", "CLAIMS"],
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-__all__ = sorted(_HOME_OF)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME_OF:
-        raise AttributeError(f"module 'maxmargin' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOME_OF[name]), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES)

@@ -1,7 +1,9 @@
 """The library's layers, enforced: every import points down, dynamic imports included. This is the one statement of
 them (the docs point here):
 
-- ``core`` (the maths) imports nothing of the package (its ``__init__`` its own modules, on first use);
+- ``lazy`` (a package's names imported from their modules on first use) imports the standard library only; ``core``
+  and ``experiments`` use it in their ``__init__``, for their own modules (``lazy_exports(__name__, ...)``);
+- ``core`` (the maths) imports nothing of the package but ``lazy`` (its ``__init__`` its own modules, on first use);
 - ``registry`` (plain data: panels, tables and their columns, files, experiments, the config keys each rule reads)
   imports nothing at all of it;
 - ``io`` (``files``: atomic writes; ``provenance``: sidecars and the checks of every read; ``tables``: contracts
@@ -33,17 +35,22 @@ HEAVY = {"numpy", "scipy", "pandas", "torch", "torchvision", "timm", "matplotlib
 # Layer -> (maxmargin modules it may import, third-party packages it must not import).
 IO = {"maxmargin.files", "maxmargin.provenance", "maxmargin.tables"}
 LAYERS: dict[str, tuple[set[str], set[str]]] = {
-    # core's importlib: its __init__ imports its own submodules on first use (f"{__name__}.{module}", checked)
-    "core": ({"maxmargin.core"}, {"pandas", "torch", "torchvision", "timm", "matplotlib", "snakemake"}),
+    # core's __init__ imports its own submodules on first use (lazy_exports(__name__, ...), checked)
+    "core": (
+        {"maxmargin.core", "maxmargin.lazy"},
+        {"pandas", "torch", "torchvision", "timm", "matplotlib", "snakemake"},
+    ),
     "registry": ({"maxmargin.registry"}, HEAVY | {"snakemake", "importlib"}),
     "io": ({"maxmargin.registry", *IO}, {"torch", "torchvision", "timm", "matplotlib", "snakemake", "scipy"}),
     "experiments": (
-        {"maxmargin.core", "maxmargin.registry", "maxmargin.experiments", *IO},
+        {"maxmargin.core", "maxmargin.registry", "maxmargin.experiments", "maxmargin.lazy", *IO},
         {"matplotlib", "snakemake"},
     ),
     "figures": ({"maxmargin.core", "maxmargin.registry", "maxmargin.figures"}, {"torch", "torchvision", "timm"}),
 }
 DYNAMIC = {"import_module", "__import__"}
+# maxmargin.lazy: a package's names imported from ``<first argument>.<module>`` on first use
+LAZY = "lazy_exports"
 
 
 def _resolve(name: str, package: str, level: int) -> str:
@@ -83,6 +90,9 @@ def imported_modules(source: str, package: str) -> set[str]:
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if called in DYNAMIC:
                 names.add(_dynamic_target(node, package))
+            elif called == LAZY:  # its own modules when handed its own name, else not knowable
+                own = node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "__name__"
+                names.add(package + ".*" if own else "?")
     return names
 
 
@@ -133,6 +143,7 @@ COUNTEREXAMPLES = [
     ("core", "maxmargin.core.model", "import importlib\nm = importlib.import_module(name)\n"),
     ("core", "maxmargin.core.model", "x = __import__('maxmargin.experiments.synthetic')\n"),
     ("core", "maxmargin.core.model", "import importlib as il\nm = il.import_module('maxmargin.files')\n"),
+    ("core", "maxmargin.core.__init__", "g, d, a = lazy_exports('maxmargin', {'files': ('atomic_path',)})\n"),
     ("experiments", "maxmargin.experiments.census", "m = __import__(name)\n"),
     (
         "experiments",
@@ -154,10 +165,21 @@ def test_every_forbidden_import_is_caught(layer: str, module: str, line: str) ->
 
 def test_lazy_imports_of_own_submodules_are_allowed() -> None:
     """``maxmargin.experiments.vit`` and ``maxmargin.core`` import their submodules on first use (torch, scipy,
-    scikit-learn and cvxopt only when asked for)."""
+    scikit-learn and cvxopt only when asked for), through the one loader, :mod:`maxmargin.lazy`."""
     for layer, folder in (("experiments", "experiments/vit"), ("core", "core")):
         module = f"maxmargin.{folder.replace('/', '.')}.__init__"
-        assert not violations(layer, (PACKAGE / folder / "__init__.py").read_text(), module)
+        source = (PACKAGE / folder / "__init__.py").read_text()
+        assert not violations(layer, source, module)
+        assert f"maxmargin.{folder.replace('/', '.')}.*" in imported_modules(source, module.removesuffix(".__init__"))
+
+
+def test_the_lazy_loader_imports_the_standard_library_only() -> None:
+    """Below every layer: it imports nothing of the package itself, only the modules its caller names (a caller
+    passes its own ``__name__``: checked above); every package's public names come through it."""
+    imported = imported_modules((PACKAGE / "lazy.py").read_text(), "maxmargin")
+    assert {name.split(".")[0] for name in imported - {"?"}} <= set(sys.stdlib_module_names)
+    loaders = [p for p in PACKAGE.rglob("__init__.py") if "def __getattr__" in p.read_text()]
+    assert not loaders, f"a module __getattr__ of its own: {loaders} (use maxmargin.lazy.lazy_exports)"
 
 
 def imports_under(importtime: str, prefix: str) -> set[str]:
@@ -292,3 +314,12 @@ def test_an_import_cycle_is_found(tmp_path: Path) -> None:
     assert import_cycles(import_graph(pkg)) == [["maxmargin.sub.a", "maxmargin.sub.b"]]
     (pkg / "sub" / "b.py").write_text("import maxmargin.c\n")
     assert import_cycles(import_graph(pkg)) == [["maxmargin.c", "maxmargin.sub.a", "maxmargin.sub.b"]]
+
+
+def test_a_lazy_name_has_one_home() -> None:
+    from maxmargin.lazy import lazy_exports
+
+    with pytest.raises(ValueError, match=r"\['x'\] listed twice"):
+        lazy_exports("maxmargin", {"core.gd": ("x",), "core.svm": ("x",)})
+    with pytest.raises(ValueError, match=r"\['y'\] listed twice"):
+        lazy_exports("maxmargin", {"core.gd": ("y",)}, eager=("y",))

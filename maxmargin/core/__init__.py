@@ -13,11 +13,15 @@ every rule's log, say) does not import scipy, scikit-learn and cvxopt for the ot
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-# Eager: light (logging and time only), and its function `progress` must not be shadowed by its module's name.
-from maxmargin.core.progress import PROGRESS_LOGGER, TERMINAL_GRACE, TERMINAL_INTERVAL, Progress, duration, progress
+# Eager (re-exported): light (logging and time only), and its function `progress` must not be shadowed by its
+# module's name.
+from maxmargin.core.progress import PROGRESS_LOGGER as PROGRESS_LOGGER
+from maxmargin.core.progress import TERMINAL_GRACE as TERMINAL_GRACE
+from maxmargin.core.progress import TERMINAL_INTERVAL as TERMINAL_INTERVAL
+from maxmargin.core.progress import Progress as Progress
+from maxmargin.core.progress import duration as duration
+from maxmargin.core.progress import progress as progress
+from maxmargin.lazy import lazy_exports
 
 # module of maxmargin.core -> the public names it defines
 _HOMES = {
@@ -144,19 +148,5 @@ _HOMES = {
         "span_cosine",
     ),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-__all__ = sorted(_HOME_OF)
-__all__ += ["PROGRESS_LOGGER", "TERMINAL_GRACE", "TERMINAL_INTERVAL", "Progress", "duration", "progress"]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME_OF:
-        raise AttributeError(f"module 'maxmargin.core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
-    globals()[name] = value  # found here from now on, without this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+_EAGER = ("PROGRESS_LOGGER", "TERMINAL_GRACE", "TERMINAL_INTERVAL", "Progress", "duration", "progress")
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES, eager=_EAGER)

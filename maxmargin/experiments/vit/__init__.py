@@ -17,8 +17,7 @@ rule files read while building the DAG) does not import torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from maxmargin.lazy import lazy_exports
 
 # Submodule -> the names it exports here.
 _HOMES: dict[str, tuple[str, ...]] = {
@@ -105,18 +104,4 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "train_vit",
     ),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-__all__ = sorted(_HOME_OF)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES)
