@@ -4,10 +4,12 @@ The node (docs/gpu.md, "The node") has Python 3.12 with torch, torchvision, timm
 matplotlib and the common libraries (:data:`NODE_PACKAGES`), no package index and no network. What the ViT rules
 import beyond that is Snakemake and pandera (maxmargin/tables.py checks every table with it): this takes their
 dependency closure as installed in this environment (the versions the tests ran), minus what the node has and
-what the session never imports (:data:`NOT_CARRIED`), as CPython 3.12 manylinux x86-64 wheels. cvxopt is not
-among them: only the SVM solvers import it, inside their functions, and the one the ViT run calls (the W-ATT-SVM
-probe) is off in workflow/config/gpu_session.yaml. This package itself is not a wheel: the
-session puts the repository on PYTHONPATH (installed without dependencies, as the node's torch must serve).
+what the session never imports (:data:`NOT_CARRIED`), as CPython 3.12 manylinux x86-64 wheels. Then, where they
+keep what travels under its limit, the wheels of :data:`OPTIONAL`: cvxopt (21 MB), whose QP the W-ATT-SVM probe
+(rule vit_probe) calls only in its fallbacks (a round whose pivoting cycles, the soft margin where no W meets every
+margin): its hard-margin pivoting needs none of it, and a fallback without it fails the probe, which the session
+reports (docs/gpu.md). This package itself is not a wheel: the session puts the repository on PYTHONPATH (installed
+without dependencies, as the node's torch must serve).
 
     .venv/bin/python tools/gpu_kit.py                     # make gpu-kit
     .venv/bin/python tools/gpu_kit.py --have node.txt     # another node: its `pip list --format freeze`
@@ -37,7 +39,10 @@ ROOTS = {
 }
 NOT_CARRIED = {
     "pulp": "the ILP scheduler's solver: the session runs --scheduler greedy, which never imports it",
-    "cvxopt": "the SVM solvers import it inside their functions; the ViT run's (W-ATT-SVM probe) is off there",
+}
+# Carried where what travels stays under its limit with them, in this order; else left out, and said.
+OPTIONAL = {
+    "cvxopt": "the W-ATT-SVM probe's fallbacks (its hard-margin pivoting needs none of it)",
 }
 # The node's own packages (the workplace's GPU image, as listed on 2026-11-17): a wheel for one of these never travels.
 NODE_PACKAGES = """
@@ -78,7 +83,7 @@ def closure(roots: dict[str, str], have: set[str], python: str = PYTHON_VERSION)
     todo = [(canonicalize_name(name), why) for name, why in roots.items()]
     while todo:
         name, why = todo.pop(0)
-        if name in found or name in have or name in NOT_CARRIED:
+        if name in found or name in have or name in NOT_CARRIED or (name in OPTIONAL and name not in roots):
             continue
         dist = md.distribution(name)
         found[name] = (dist.version, why)
@@ -134,8 +139,9 @@ def fashion_files(dest: Path) -> list[Path]:
     return [Path(shutil.copy2(f, dest / f.name)) for f in files]
 
 
-def travel_bytes(kit: Path) -> tuple[int, int]:
-    """(bytes of the repository's files that travel: tracked and untracked-not-ignored, bytes of the kit)."""
+def travel_bytes(kit: Path, leaving: list[Path] = ()) -> tuple[int, int]:
+    """(bytes of the repository's files that travel: tracked and untracked-not-ignored, bytes of the kit less the
+    files ``leaving`` it)."""
     out = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -144,7 +150,8 @@ def travel_bytes(kit: Path) -> tuple[int, int]:
     ).stdout
     paths = {REPO / p.decode() for p in out.split(b"\0") if p}
     repo = sum(p.stat().st_size for p in paths if p.is_file() and not p.is_symlink())
-    return repo, sum(p.stat().st_size for p in kit.rglob("*") if p.is_file())
+    gone = {p.resolve() for p in leaving}
+    return repo, sum(p.stat().st_size for p in kit.rglob("*") if p.is_file() and p.resolve() not in gone)
 
 
 def read_have(path: Path | None) -> set[str]:
@@ -162,7 +169,7 @@ def print_limits(python: str, minutes: float) -> None:
         ("this package not installed", "the repository goes on PYTHONPATH; the node's torch serves"),
         ("64 MiB of files", "the travel size above"),
         ("one command of 10 minutes", f"the session stops itself {minutes:g} minutes after it started"),
-        ("8 files of 16 MiB, 2 folders deep", "the session writes 8 files, flat, each when its stage ends"),
+        ("8 files of 16 MiB, 2 folders deep", "the session writes at most 8, flat, each when its stage ends"),
         ("a bare machine every time", "the session installs the wheels into a temporary prefix first"),
     ):
         print(f"  {limit:<36} {how}")
@@ -184,12 +191,26 @@ def main() -> None:
         path = download(name, version, wheels, args.python_version)
         kept.add(path)
         print(f"  {path.name:<70} {path.stat().st_size / 2**20:6.2f} MiB  {why}")
-    for path in set(wheels.glob("*.whl")) - kept:  # one version of each: two stop the node's install
-        path.unlink()
     for name, why in NOT_CARRIED.items():
         print(f"  not carried: {name} ({why})")
     data = fashion_files(args.kit / "fashion-mnist")
     print(f"gpu-kit: Fashion-MNIST: {', '.join(p.name for p in data)}")
+    have = read_have(args.have) | set(needed)
+    for name, why in OPTIONAL.items():
+        extra = closure({name: why}, have, args.python_version)
+        paths = [download(n, version, wheels, args.python_version) for n, (version, _) in sorted(extra.items())]
+        repo, kit = travel_bytes(args.kit, [p for p in wheels.glob("*.whl") if p not in kept and p not in paths])
+        size = sum(p.stat().st_size for p in paths)
+        if repo + kit < TRAVEL_LIMIT:
+            kept.update(paths)
+            for path in paths:
+                print(f"  {path.name:<70} {path.stat().st_size / 2**20:6.2f} MiB  {why}")
+        else:
+            print(
+                f"  not carried: {name} ({size / 2**20:.1f} MiB: it would make {(repo + kit) / 2**20:.1f} MiB; {why})"
+            )
+    for path in set(wheels.glob("*.whl")) - kept:  # one version of each: two stop the node's install
+        path.unlink()
     repo, kit = travel_bytes(args.kit)
     total = repo + kit
     verdict = "fits" if total < TRAVEL_LIMIT else "DOES NOT FIT"
