@@ -1,18 +1,23 @@
 """docs/gpu/index.md: the GPU sessions committed under docs/gpu/<session>/ (the files that came back, docs/gpu.md);
 and the sentence that says what of the paper-scale ViT has run, in the README and on the report's landing page.
 
-    .venv/bin/python tools/gpu_report.py           # writes docs/gpu/index.md and the status sentences from the files
-    .venv/bin/python tools/gpu_report.py --check   # exit 1 where a page is not what the sessions' files give
+    .venv/bin/python tools/gpu_report.py           # unpacks each session's archive, writes the page and sentences
+    .venv/bin/python tools/gpu_report.py --check   # exit 1 where a file is not what the sessions' files give
 
-Every number on the page and in the sentences is read from those files and from workflow/config/paper.yaml; what the
-run means is said in docs/vit.md.
+A session brings its page back packed (<docs>.tar.gz: the page and every file it links, each listed with its sha256
+in session.json's ``files``): this unpacks it beside it, each member checked against that list, so that the page's
+links and images work where the session's files are committed. Every number on the page and in the sentences is read
+from those files and from workflow/config/paper.yaml; what the run means is said in docs/vit.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
+import tarfile
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +26,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 GPU_DOCS = REPO / "docs" / "gpu"
 PAGE = GPU_DOCS / "index.md"
-METRICS = "vit_gpu_metrics.csv"
+DOCS = "vit_gpu"  # the run's page name (vit.docs) of the sessions that did not record it
+MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # an archive's member: a plain file name, nothing above it
 COMPARED = ["test_acc", "soft_sparsity", "w_frobenius"]
 PAPER_CONFIG = REPO / "workflow" / "config" / "paper.yaml"
 DATASETS = {"cifar10": "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
@@ -38,9 +44,57 @@ STATUS_PAGES = {
 THREADS_AGAIN = 2  # vit.train.threads of the CPU rerun of vit_baseline for a session that did not bring it back
 
 
-def sessions(folder: Path = GPU_DOCS) -> dict[str, dict]:
+def sessions(folder: Path | None = None) -> dict[str, dict]:
     """Each session folder's session.json, by folder name, in name order."""
+    folder = GPU_DOCS if folder is None else folder
     return {p.parent.name: json.loads(p.read_text()) for p in sorted(folder.glob("*/session.json"))}
+
+
+def docs_name(session: dict) -> str:
+    """The name of the session's run page (vit.docs): its files are <docs>.md, <docs>_metrics.csv, ..."""
+    return session.get("docs", DOCS)
+
+
+def metrics_file(name: str, session: dict) -> Path:
+    return GPU_DOCS / name / f"{docs_name(session)}_metrics.csv"
+
+
+def page_file(name: str, session: dict) -> Path:
+    return GPU_DOCS / name / f"{docs_name(session)}.md"
+
+
+def unpack(folder: Path, session: dict, check: bool) -> list[str]:
+    """The members of each archive the session brought back (session.json's ``files``: those with ``members``),
+    written beside it (``check``: only compared); what is wrong or stale, one line each. A member whose bytes are
+    not the sha256 the session recorded, or whose name is not a plain file name, is never written."""
+    problems = []
+    for archive, record in session.get("files", {}).items():
+        if "members" not in record:
+            continue
+        path = folder / archive
+        if not path.is_file():
+            problems.append(f"{path}: missing (session.json lists it)")
+            continue
+        with tarfile.open(path, "r:gz") as tar:
+            found = {m.name: m for m in tar.getmembers()}
+            for name, digest in record["members"].items():
+                member = found.get(name)
+                if member is None or not member.isfile() or not MEMBER.match(name) or name in ("session.json",):
+                    problems.append(f"{path}: no plain member {name!r}")
+                    continue
+                data = tar.extractfile(member).read()
+                if hashlib.sha256(data).hexdigest() != digest:
+                    problems.append(f"{path}: {name} is not the file the session recorded (sha256)")
+                    continue
+                target = folder / name
+                if target.is_file() and target.read_bytes() == data:
+                    continue
+                if check:
+                    problems.append(f"{target} is not {archive}'s member: run tools/gpu_report.py")
+                else:
+                    target.write_bytes(data)
+                    print(f"unpacked {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
+    return problems
 
 
 def table(rows: list[list[object]], header: list[str]) -> list[str]:
@@ -98,11 +152,18 @@ def pilot_rows(found: dict[str, dict], paper_epochs: int) -> list[str]:
 
 def comparison_rows(found: dict[str, dict]) -> list[str]:
     """The epochs every session's run shares, side by side: same settings and schedule, the GPU's own variation."""
-    runs = {name: pd.read_csv(GPU_DOCS / name / METRICS) for name in found if (GPU_DOCS / name / METRICS).is_file()}
+    runs = {  # a run a session found made by an earlier one (nothing trained) is no second training
+        name: pd.read_csv(metrics_file(name, s))
+        for name, s in found.items()
+        if metrics_file(name, s).is_file() and s.get("run", {}).get("made_here", True)
+    }
     if len(runs) < 2:
         return []
     shared = min(len(m) for m in runs.values())
-    rows = [[e, *(f"{m[col][e]:.4g}" for col in COMPARED for m in runs.values())] for e in range(shared)]
+    first = next(iter(runs.values()))
+    rows = [
+        [first["epoch"][e], *(f"{m[col][e]:.4g}" for col in COMPARED for m in runs.values())] for e in range(shared)
+    ]
     header = ["epoch", *(f"{col} ({name})" for col in COMPARED for name in runs)]
     same_lr = all(m["lr"][:shared].tolist() == next(iter(runs.values()))["lr"][:shared].tolist() for m in runs.values())
     gap = max(
@@ -115,9 +176,9 @@ def comparison_rows(found: dict[str, dict]) -> list[str]:
     return [*table(rows, header), "", note]
 
 
-def claims_rows(name: str) -> list[str]:
+def claims_rows(name: str, session: dict) -> list[str]:
     """The ViT claims the session's page measured."""
-    claims = pd.read_csv(GPU_DOCS / name / "vit_gpu_claims.csv")
+    claims = pd.read_csv(GPU_DOCS / name / f"{docs_name(session)}_claims.csv")
     return table(claims[["claim_id", "measured", "verdict"]].values.tolist(), ["claim", "measured", "verdict"])
 
 
@@ -146,9 +207,9 @@ def status(found: dict[str, dict], style: str) -> str:
     ``md`` or ``rst`` links."""
     vit = yaml.safe_load(PAPER_CONFIG.read_text())["vit"]
     model, epochs = vit["model"], vit["train"]["epochs"]
-    run = [name for name in found if (GPU_DOCS / name / "vit_gpu.md").is_file()][-1]
-    dataset = str(pd.read_csv(GPU_DOCS / run / METRICS)["dataset"].iloc[-1])
-    done, device = found[run]["run"]["epochs_done"], found[run]["device"]["name"]
+    run = [name for name, s in found.items() if page_file(name, s).is_file()][-1]
+    dataset = str(pd.read_csv(metrics_file(run, found[run]))["dataset"].iloc[-1])
+    done, device = found[run]["run"]["epochs_done"], found[run]["device"].get("name", "CPU")
     steady = max(float(s["pilot"]["steady_epoch_seconds"]) for s in found.values() if "pilot" in s)
     page = "[docs/gpu/index.md](docs/gpu/index.md)" if style == "md" else "``docs/gpu/index.md``"
     config = "`workflow/config/paper.yaml`" if style == "md" else "``workflow/config/paper.yaml``"
@@ -168,10 +229,55 @@ def with_status(text: str, marks: tuple[str, str, str], found: dict[str, dict]) 
     return head + start + status(found, style) + end + rest.split(end, 1)[1]
 
 
+def probe_line(name: str, session: dict) -> str:
+    """What became of the session's W-ATT-SVM probe (session.json's ``probe``; sessions without one had it off)."""
+    probe = session.get("probe")
+    if probe is None:
+        return (
+            "The W-ATT-SVM table and panel the page names stayed on the node too: the probe was off there "
+            "(`vit.probe.w_svm_every: 0`), so both only say so."
+        )
+    heads = f", {probe['heads_done']} of {probe['heads']} heads done" if "heads" in probe else ""
+    cvxopt = "" if probe.get("cvxopt", True) else " (cvxopt was not on the node: its fallbacks need it)"
+    if probe["status"] == "done":
+        table = f"{docs_name(session)}_w_svm.csv"
+        return (
+            f"The W-ATT-SVM probe ran on the node in {probe['seconds']:.0f} s{heads}: every head against its "
+            f"max-margin solution is on the page and in [{name}/{table}]({name}/{table})."
+        )
+    if probe["status"] == "not started":
+        return f"The W-ATT-SVM probe was not started: {probe['reason']}; the page, which reads its table, was not made."
+    return (
+        f"The W-ATT-SVM probe was {probe['status']} after {probe['seconds']:.0f} s{heads}{cvxopt}: the page, which "
+        "reads its table, was not made, and Figures 6-7 came back alone."
+    )
+
+
+def figures_only_rows(found: dict[str, dict]) -> list[str]:
+    """The sessions whose run came back with Figures 6-7 but no page (the probe did not finish)."""
+    lines = []
+    for name, s in found.items():
+        fig6 = GPU_DOCS / name / f"{docs_name(s)}_fig6.png"
+        if page_file(name, s).is_file() or not fig6.is_file():
+            continue
+        run = s.get("run", {})
+        lines += [
+            f"### {name}: {run.get('epochs_done', '-')} epochs, Figures 6-7 without the page",
+            "",
+            probe_line(name, s),
+            "",
+            f"![Figure 6]({name}/{fig6.name})",
+            "",
+            f"![Figure 7]({name}/{docs_name(s)}_fig7.png)",
+            "",
+        ]
+    return ["## Runs without a page", "", *lines[:-1]] if lines else []
+
+
 def render(found: dict[str, dict]) -> str:
     """The page: sessions, pilots, the run with the page (the last such session), the runs compared."""
     paper_epochs = yaml.safe_load((REPO / "workflow/config/paper.yaml").read_text())["vit"]["train"]["epochs"]
-    run = [name for name in found if (GPU_DOCS / name / "vit_gpu.md").is_file()][-1]
+    runs = [name for name, s in found.items() if page_file(name, s).is_file()]
     lines = [
         "# Figures 6-7 at ViT-B/2 on one GPU, measured",
         "",
@@ -186,32 +292,45 @@ def render(found: dict[str, dict]) -> str:
         "## Pilot",
         "",
         *pilot_rows(found, paper_epochs),
-        "",
-        f"## The run ({run})",
-        "",
-        f"Its page, with every epoch: [{run}/vit_gpu.md]({run}/vit_gpu.md).",
-        "",
-        f"![Figure 6]({run}/vit_gpu_fig6.png)",
-        "",
-        f"![Figure 7]({run}/vit_gpu_fig7.png)",
-        "",
-        *claims_rows(run),
-        "",
-        baseline_line(run, found[run])
-        + " The W-ATT-SVM table and panel the page names stayed on the node too: the probe "
-        "was off there (`vit.probe.w_svm_every: 0`), so both only say so.",
     ]
-    compared = comparison_rows(found)
-    if compared:
-        lines += ["", "## The same settings trained twice", "", *compared]
+    if runs:
+        run, docs = runs[-1], docs_name(found[runs[-1]])
+        lines += [
+            "",
+            f"## The run ({run})",
+            "",
+            f"Its page, with every epoch: [{run}/{docs}.md]({run}/{docs}.md).",
+            "",
+            f"![Figure 6]({run}/{docs}_fig6.png)",
+            "",
+            f"![Figure 7]({run}/{docs}_fig7.png)",
+            "",
+            *claims_rows(run, found[run]),
+            "",
+            baseline_line(run, found[run]) + " " + probe_line(run, found[run]),
+        ]
+    alone = figures_only_rows(found)
+    if alone:
+        lines += ["", *alone]
+    groups: dict[str, dict[str, dict]] = {}
+    for name, s in found.items():
+        groups.setdefault(docs_name(s), {})[name] = s
+    for docs, group in groups.items():
+        compared = comparison_rows(group)
+        if compared:
+            title = "The same settings trained twice" + ("" if docs == DOCS else f" ({docs})")
+            lines += ["", f"## {title}", "", *compared]
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with the committed page instead of writing it")
+    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing them")
     args = ap.parse_args()
     found = sessions()
+    problems = [line for name, s in found.items() for line in unpack(GPU_DOCS / name, s, args.check)]
+    for line in problems:
+        print(line)
     pages = {PAGE: render(found)} | {
         path: with_status(path.read_text(), marks, found) for path, marks in STATUS_PAGES.items()
     }
@@ -222,7 +341,7 @@ def main() -> int:
         else:
             path.write_text(pages[path])
             print(f"wrote {path.relative_to(REPO)}")
-    return 1 if args.check and stale else 0
+    return 1 if problems or (args.check and stale) else 0  # written, only a damaged archive is left
 
 
 if __name__ == "__main__":
