@@ -17,9 +17,11 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
+import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -27,8 +29,10 @@ from typing import IO, Any
 from maxmargin import processes
 
 MAX_FILES = 8  # what comes back from the node: 8 files of one folder
+MAX_FILE_BYTES = 16 * 2**20  # each of at most 16 MiB
 SAFETY_SECONDS = 15.0  # kept back from the wall limit: the last copies and session.json
-DEFAULT_RESERVE = 45.0  # kept for the page: Snakemake's start and five short jobs
+DEFAULT_RESERVE = 30.0  # kept for the page: its stage took 10-11 s in sessions 1-2 (docs/gpu/), a slower node more
+WATCH_SECONDS = 2.0  # how often a stage's watch reads its job's log
 SETTINGS = ("GPU_SESSION_CONFIG", "GPU_SESSION_EPOCHS", "GPU_SESSION_PILOT", "GPU_SESSION_RESERVE")
 # The session's exit statuses (an interrupt: 128 + the signal's number, as a shell reports it).
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_CUT = 0, 1, 2, 3
@@ -44,8 +48,8 @@ class Request:
 
     out: Path
     minutes: float
-    epochs: int | None  # GPU_SESSION_EPOCHS: a fixed epoch count (None: the pilot plans it)
-    pilot: bool  # GPU_SESSION_PILOT (0: no pilot; needs epochs)
+    epochs: int | None  # GPU_SESSION_EPOCHS: a fixed epoch count (None: the config's, or the pilot's plan)
+    pilot: bool | None  # GPU_SESSION_PILOT: 1 a pilot, 0 none, None (unset) a pilot where the config's run does not fit
     reserve: float  # GPU_SESSION_RESERVE: seconds kept for the page
     configs: list[Path]  # GPU_SESSION_CONFIG's files, after paper.yaml and gpu_session.yaml
     kit: Path
@@ -83,18 +87,18 @@ def parse_epochs(text: str | None) -> int | None:
     return epochs
 
 
-def parse_pilot(text: str | None, epochs: int | None) -> bool:
-    """GPU_SESSION_PILOT: unset or 1 (a pilot), 0 (none: the epochs must then be given)."""
-    if text is None or text.strip() in ("", "1"):
-        return True
-    if text.strip() != "0":
-        raise UsageError(f"GPU_SESSION_PILOT={text}: give 0 (no pilot) or 1 (a pilot, the default)")
-    if epochs is None:
+def parse_pilot(text: str | None) -> bool | None:
+    """GPU_SESSION_PILOT: 1 (a pilot), 0 (none: the run's epochs are GPU_SESSION_EPOCHS, else the config's), unset
+    (None: a pilot where GPU_SESSION_EPOCHS is given or the config's run does not fit the wall limit by the measured
+    figures, :func:`maxmargin.gpu_plan.project_run`)."""
+    if text is None or text.strip() == "":
+        return None
+    if text.strip() not in ("0", "1"):
         raise UsageError(
-            "GPU_SESSION_PILOT=0 needs GPU_SESSION_EPOCHS: without a pilot nothing plans the run's epochs "
-            "(e.g. GPU_SESSION_EPOCHS=60 GPU_SESSION_PILOT=0)"
+            f"GPU_SESSION_PILOT={text}: give 0 (no pilot), 1 (a pilot), or leave it unset (a pilot where the config's "
+            "run does not fit the wall limit)"
         )
-    return False
+    return text.strip() == "1"
 
 
 def parse_reserve(text: str | None) -> float:
@@ -127,7 +131,7 @@ def session_request(out: str, minutes: str, environ: Mapping[str, str], repo: Pa
         out=Path(out).resolve(),
         minutes=parse_minutes(minutes),
         epochs=epochs,
-        pilot=parse_pilot(environ.get("GPU_SESSION_PILOT"), epochs),
+        pilot=parse_pilot(environ.get("GPU_SESSION_PILOT")),
         reserve=parse_reserve(environ.get("GPU_SESSION_RESERVE")),
         configs=config_files(environ.get("GPU_SESSION_CONFIG"), repo),
         kit=Path(environ.get("GPU_KIT") or repo / "gpu_kit").resolve(),
@@ -261,13 +265,34 @@ class Session:
         print(line, flush=True)
         self.log_file.write(line + "\n")
 
-    def keep(self, source: Path, name: str, record: dict[str, Any]) -> None:
-        """Copy ``source`` into OUT_DIR as ``name``; session.json's ``files`` records what it is."""
+    def keep(self, source: Path, name: str, record: dict[str, Any]) -> bool:
+        """Copy ``source`` into OUT_DIR as ``name``; session.json's ``files`` records what it is. Whether it was
+        kept: not where OUT_DIR would hold more than :data:`MAX_FILES` files or the file is over
+        :data:`MAX_FILE_BYTES`."""
         if len(self.summary["files"]) + 2 >= MAX_FILES and name not in self.summary["files"]:
             self.log(f"not kept: {name} (OUT_DIR would hold more than {MAX_FILES} files)")
-            return
-        shutil.copyfile(source, self.out / name)
+            return False
+        if source.stat().st_size > MAX_FILE_BYTES:
+            self.log(f"not kept: {name} ({source.stat().st_size / 2**20:.1f} MiB, over {MAX_FILE_BYTES >> 20} MiB)")
+            return False
+        tmp = self.out / f".{name}.tmp"
+        try:
+            shutil.copyfile(source, tmp)
+            tmp.replace(self.out / name)  # whole or absent, whatever stops the session
+        finally:
+            tmp.unlink(missing_ok=True)
         self.summary["files"][name] = {**record, "sha256": sha256(self.out / name)}
+        return True
+
+    def pack(self, sources: list[Path], name: str, record: dict[str, Any]) -> bool:
+        """``sources`` as one gzipped tar ``name`` in OUT_DIR, flat (each by its file name), kept as :meth:`keep`
+        keeps a file; its record lists each member with its sha256 (tools/gpu_report.py unpacks it, checked)."""
+        with tempfile.NamedTemporaryFile(prefix="gpu_session_pack.", suffix=".tar.gz") as tmp:
+            with tarfile.open(tmp.name, "w:gz") as tar:
+                for path in sources:
+                    tar.add(path, arcname=path.name, recursive=False)
+            members = {path.name: sha256(path) for path in sources}
+            return self.keep(Path(tmp.name), name, {**record, "members": members})
 
     def save(self) -> None:
         tmp = self.out / ".session.json.tmp"
@@ -278,9 +303,10 @@ class Session:
         """A process of this session, in a session of its own (a signal to ours reaches it only through us)."""
         return subprocess.Popen(cmd, cwd=self.repo, start_new_session=True, **kwargs)
 
-    def run(self, cmd: list[str], limit: float) -> dict[str, Any]:
+    def run(self, cmd: list[str], limit: float, watch: Callable[[], None] | None = None) -> dict[str, Any]:
         """Run ``cmd`` for at most ``limit`` seconds, echoed into the log; its exit, whether it was cut, and whether
-        it said it had nothing to do. Cut or interrupted, it is stopped with everything it started."""
+        it said it had nothing to do. Cut or interrupted, it is stopped with everything it started. ``watch`` is
+        called every :data:`WATCH_SECONDS` while it runs (it reads the job's log; what it raises is logged)."""
         self.log(f"$ {' '.join(cmd)}   (at most {limit:.0f} s)")
         self.last = result = {"cut": False, "exit": None, "nothing_to_be_done": False}
         locks = set(self.locks.glob("*")) if self.locks.is_dir() else set()
@@ -289,7 +315,7 @@ class Session:
         echo = threading.Thread(target=self._echo, args=(proc, said), daemon=True)
         echo.start()
         try:
-            result["exit"] = proc.wait(timeout=max(limit, 1.0))
+            result["exit"] = self._wait(proc, time.time() + max(limit, 1.0), watch)
         except subprocess.TimeoutExpired:
             self.log(f"stopping it at the wall limit ({limit:.0f} s)")
             result.update(cut=True, exit=self.stop(proc, locks))
@@ -301,6 +327,23 @@ class Session:
             echo.join(timeout=5)
             result["nothing_to_be_done"] = any("Nothing to be done" in line for line in said)
         return result
+
+    def _wait(self, proc: subprocess.Popen, end: float, watch: Callable[[], None] | None) -> int:
+        """``proc``'s exit status, calling ``watch`` while it runs; TimeoutExpired at ``end``."""
+        while True:
+            try:
+                return proc.wait(timeout=max(min(WATCH_SECONDS, end - time.time()), 0.01))
+            except subprocess.TimeoutExpired:
+                if time.time() >= end:
+                    raise
+            if watch is not None:
+                try:
+                    watch()
+                except processes.Interrupted:
+                    raise
+                except Exception as err:  # noqa: BLE001 - a watch that fails must not stop the stage it watches
+                    self.log(f"the stage's watch failed ({type(err).__name__}: {err}); the stage goes on")
+                    watch = None
 
     def _echo(self, proc: subprocess.Popen, said: list[str]) -> None:
         for line in proc.stdout:

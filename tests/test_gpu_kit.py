@@ -3,12 +3,15 @@
 The session script runs here exactly as on the node, on workflow/config/gpu_rehearsal.yaml (tiny width, a handful
 of images, the CPU): every stage through the pipeline's rules, its files flat in OUT_DIR within the node's limits and
 each of the run it planned; a run cut at the wall limit keeps the pilot and the epochs done; a signal stops
-everything the session started; a wrong argument, setting, folder, kit or config is refused before any work.
+everything the session started; a wrong argument, setting, folder, kit or config is refused before any work. The
+paper's-epochs session (workflow/config/gpu_paper_epochs.yaml, the rehearsal's size over it) runs without a pilot,
+with rows, checkpoints and snapshots on cadences, its probe as a stage of its own, and its probe cut.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -16,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -27,7 +31,12 @@ from maxmargin import gpu, gpu_plan, processes
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")  # what the node's output folder may bring back
 REHEARSAL = "workflow/config/gpu_rehearsal.yaml"
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
-RUN_FILES = ["vit_gpu_metrics.csv", "vit_gpu.md", "vit_gpu_fig6.png", "vit_gpu_fig7.png", "vit_gpu_claims.csv"]
+PAPER_EPOCHS = "workflow/config/gpu_paper_epochs.yaml"
+RUN_FILES = ["vit_gpu_metrics.csv", "vit_gpu.tar.gz"]  # the run's metrics; its page with every file it links
+PAGE_MEMBERS = [
+    f"vit_gpu{suffix}"
+    for suffix in (".md", "_fig6.png", "_fig7.png", "_fig7_w_svm.png", "_metrics.csv", "_baseline.csv", "_w_svm.csv")
+] + ["vit_gpu_claims.csv"]
 
 
 gpu_kit, gpu_session = load_tool("gpu_kit"), load_tool("gpu_session")
@@ -39,18 +48,21 @@ def test_kit_carries_what_the_node_lacks() -> None:
     for name in ("snakemake", "pandera", "pydantic-core", "jsonschema", "rpds-py", "snakemake-interface-common"):
         assert name in needed, name
     assert not {"pulp", "torch", "numpy", "pandas", "pyyaml", "timm"} & set(needed)
-    assert "cvxopt" not in needed  # only the SVM solvers import it, inside their functions
+    assert "cvxopt" not in needed  # only the SVM solvers import it, inside their functions: carried where it fits
+    assert "cvxopt" in gpu_kit.OPTIONAL and "cvxopt" in gpu_kit.closure(gpu_kit.OPTIONAL, set(needed))
     assert needed["pydantic-core"][1] == "pydantic <- pandera"
 
 
-@pytest.mark.parametrize("extra", [[], [REHEARSAL], ["workflow/config/gpu_vitb4.yaml"]])
+@pytest.mark.parametrize(
+    "extra", [[], [REHEARSAL], ["workflow/config/gpu_vitb4.yaml"], [PAPER_EPOCHS], [PAPER_EPOCHS, REHEARSAL]]
+)
 def test_session_configs_pass_the_snakefiles_checks(extra: list[str]) -> None:
     """paper.yaml, gpu_session.yaml and the rehearsal or the second size, merged as the session merges them."""
     paths = [REPO / "workflow/config/paper.yaml", REPO / "workflow/config/gpu_session.yaml", *(REPO / e for e in extra)]
     config = gpu.merged_config(paths, REPO / "workflow/config/default.yaml")
     gpu.check_config(config, paths, SCHEMA)
-    assert config["vit"]["data"]["dataset"] == ("digits" if extra == [REHEARSAL] else "fashion_mnist")
-    assert config["vit"]["model"]["embed_dim"] == (16 if extra == [REHEARSAL] else 768)
+    assert config["vit"]["data"]["dataset"] == ("digits" if REHEARSAL in extra else "fashion_mnist")
+    assert config["vit"]["model"]["embed_dim"] == (16 if REHEARSAL in extra else 768)
 
 
 def test_a_refused_config_names_the_key_and_the_files(tmp_path: Path) -> None:
@@ -64,9 +76,70 @@ def test_a_refused_config_names_the_key_and_the_files(tmp_path: Path) -> None:
 
 
 def test_fig6_epochs_spread_over_the_run() -> None:
-    assert gpu_plan.fig6_epochs(400) == [0, 100, 200, 300, 400]  # paper.yaml's
+    """Figure 6's epochs spread over the run, each one with a metrics row (the config refuses any other)."""
+    assert gpu_plan.fig6_epochs(400) == [0, 100, 200, 300, 400] == gpu_plan.fig6_epochs(400, 10)  # paper.yaml's
     assert gpu_plan.fig6_epochs(14) == [0, 4, 7, 10, 14]
     assert gpu_plan.fig6_epochs(1) == [0, 1]
+    assert gpu_plan.fig6_epochs(8, 2) == [0, 2, 4, 6, 8]
+    assert gpu_plan.fig6_epochs(30, 10) == [0, 10, 20, 30]  # 8 and 22 have no row: the nearest rows
+    assert gpu_plan.fig6_epochs(7, 2) == [0, 2, 4, 7]
+
+
+def test_cadences_count_rows_checkpoints_and_snapshots() -> None:
+    """As the training loop keeps them: a row at 0, every k and the last; a checkpoint after epoch 0, every m before
+    the last and the finished one; a snapshot at 0, every s and the last (0: none)."""
+    assert gpu_plan.row_epochs(400, 10) == list(range(0, 401, 10)) and gpu_plan.row_epochs(7, 2) == [0, 2, 4, 6, 7]
+    assert gpu_plan.checkpoint_count(400, 50) == 9 and gpu_plan.checkpoint_count(10, 1) == 11
+    assert gpu_plan.snapshot_count(400, 400) == 2 and gpu_plan.snapshot_count(8, 3) == 4
+    assert gpu_plan.snapshot_count(400, 0) == 0
+
+
+def stamp(seconds: float) -> str:
+    """A rule log's time stamp (local time, milliseconds) for ``seconds`` since the epoch."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds)) + f",{round(seconds % 1 * 1000):03d}"
+
+
+def test_a_run_is_projected_from_its_own_epochs() -> None:
+    """The rule log's epoch lines: epoch 0 after 30 s (the evaluation's compilation), epoch 1 33 s later (the
+    training's), then one every 0.9 s: the rate over epochs 2-6 is 1/0.9 per second, and 400 epochs end 394 x 0.9 s
+    after epoch 6. Lines read back from a checkpoint and lines before ``since`` (an earlier attempt) are left out;
+    before three steady epochs there is no projection."""
+    t0 = 1_800_000_000.0
+    times = [t0 + 30, t0 + 63, *(t0 + 63 + 0.9 * k for k in range(1, 6))]
+    lines = [f"{stamp(t0 - 500)} INFO epoch 9: train loss 1.0 acc 0.5 (1.0s)"]  # an earlier attempt's
+    lines += [f"{stamp(t0 + 1)} INFO epoch 0: train loss 2.3 acc 0.1 (1.0s) (from the checkpoint)"]
+    lines += [f"{stamp(t)} INFO epoch {e}: train loss 1.0 acc 0.5 (0.9s); epochs {e}/400" for e, t in enumerate(times)]
+    p = gpu_plan.run_projection(lines, 400, since=t0)
+    assert (p.done, p.since_done) == (6, 1) and p.rate == pytest.approx(1 / 0.9, rel=1e-3)
+    assert p.end == pytest.approx(times[-1] + 394 * 0.9, abs=0.1)
+    assert p.by(times[-1] + 9.0) == 16
+    assert gpu_plan.run_projection(lines[:-2], 400, since=t0).done == 4  # epochs 2-4: three steady ones
+    assert gpu_plan.run_projection(lines[:-3], 400, since=t0) is None
+
+
+def test_a_probe_is_projected_from_its_heads() -> None:
+    t0 = 1_800_000_000.0
+    lines = [
+        f"{stamp(t0 + 12)} INFO snapshots of epochs [0, 400]; 32 probe images of fashion_mnist",
+        f"{stamp(t0 + 42)} INFO W-ATT-SVM probe: heads 6/24 (25%), 30 s so far; epoch 0 head 5: cosine 0.1 (5.0 s)",
+    ]
+    started, p = gpu_plan.probe_projection(lines, since=t0)
+    assert started == pytest.approx(t0 + 12) and (p.done, p.total) == (6, 24)
+    assert p.end == pytest.approx(t0 + 12 + 120)
+    assert gpu_plan.probe_projection(lines[:1], since=t0) == (pytest.approx(t0 + 12), None)
+
+
+def test_a_finished_runs_training_rate_leaves_out_its_compiled_first_row() -> None:
+    times = [
+        {"epoch": 0, "train_seconds": 0.0, "epochs": 0, "epoch_seconds": 30.0},
+        {"epoch": 10, "train_seconds": 40.0, "epochs": 10, "epoch_seconds": 45.0},
+        {"epoch": 20, "train_seconds": 8.0, "epochs": 10, "epoch_seconds": 9.0},
+        {"epoch": 25, "train_seconds": 4.0, "epochs": 5, "epoch_seconds": 4.5},
+    ]
+    assert gpu_plan.training_rate({"epoch_times": times, "n_train": 2000}) == (2000 * 15 / 12.0, 15)
+    assert gpu_plan.training_rate({"epoch_times": times[:2], "n_train": 2000}) is None
+    resumed = {"epoch_times": times, "n_train": 2000, "resumed_from_epoch": 10}
+    assert gpu_plan.training_rate(resumed) == (2000 * 5 / 4.0, 5)
 
 
 def test_epochs_planned_from_the_pilot() -> None:
@@ -94,8 +167,7 @@ REFUSED = [
     ("9", {"GPU_SESSION_EPOCHS": "0"}, "GPU_SESSION_EPOCHS=0: give a whole number of epochs of at least 1"),
     ("9", {"GPU_SESSION_EPOCHS": "-3"}, "GPU_SESSION_EPOCHS=-3"),
     ("9", {"GPU_SESSION_EPOCHS": "ten"}, "GPU_SESSION_EPOCHS=ten"),
-    ("9", {"GPU_SESSION_PILOT": "0"}, "GPU_SESSION_PILOT=0 needs GPU_SESSION_EPOCHS"),
-    ("9", {"GPU_SESSION_PILOT": "no"}, "GPU_SESSION_PILOT=no: give 0 (no pilot) or 1"),
+    ("9", {"GPU_SESSION_PILOT": "no"}, "GPU_SESSION_PILOT=no: give 0 (no pilot), 1 (a pilot)"),
     ("9", {"GPU_SESSION_RESERVE": "-5"}, "GPU_SESSION_RESERVE=-5"),
     ("9", {"GPU_SESSION_CONFIG": "workflow/config/nowhere.yaml"}, "names workflow/config/nowhere.yaml, which is no"),
 ]
@@ -111,7 +183,9 @@ def test_arguments_are_checked_before_any_work(tmp_path: Path, minutes: str, env
 def test_epochs_zero_is_no_unset_and_pilot_zero_is_honoured(tmp_path: Path) -> None:
     request = gpu.session_request(str(tmp_path), "9", {"GPU_SESSION_EPOCHS": "60", "GPU_SESSION_PILOT": "0"}, REPO)
     assert (request.epochs, request.pilot, request.reserve) == (60, False, gpu.DEFAULT_RESERVE)
-    assert gpu.session_request(str(tmp_path), "2.5", {}, REPO).epochs is None
+    unset = gpu.session_request(str(tmp_path), "2.5", {}, REPO)
+    assert (unset.epochs, unset.pilot) == (None, None)  # the plan decides: the config's run fits, or a pilot
+    assert gpu.session_request(str(tmp_path), "9", {"GPU_SESSION_PILOT": "0"}, REPO).pilot is False
     with pytest.raises(gpu.UsageError, match="0 does not mean unset"):
         gpu.session_request(str(tmp_path), "9", {"GPU_SESSION_EPOCHS": "0"}, REPO)
 
@@ -131,6 +205,31 @@ def test_out_dir_is_new_or_empty_and_taken_by_one_session(tmp_path: Path) -> Non
     with pytest.raises(gpu.UsageError, match=r"holds \['vit_gpu.md'\].*rm -r"):
         gpu.claim_out_dir(old)
     assert sorted(p.name for p in old.iterdir()) == ["vit_gpu.md"]
+
+
+def test_what_comes_back_is_at_most_8_files_of_at_most_16_mib(tmp_path: Path) -> None:
+    """A file over 16 MiB is not kept; beyond 6 files (session.log and session.json beside them) none is; an
+    archive lists each member with its sha256."""
+    request = gpu.session_request(str(tmp_path / "out"), "9", {}, REPO)
+    s = gpu.Session(request, time.time(), gpu.claim_out_dir(request.out), REPO)
+    big = tmp_path / "big.csv"
+    with big.open("wb") as f:
+        f.truncate(gpu.MAX_FILE_BYTES + 1)
+    assert not s.keep(big, "big.csv", {})
+    small = [tmp_path / f"page{suffix}" for suffix in (".md", "_metrics.csv", "_fig6.png")]
+    for path in small:
+        path.write_text(f"{path.name}\n")
+    assert s.pack(small, "page.tar.gz", {"stage": "figures"})
+    assert s.summary["files"]["page.tar.gz"]["members"] == {p.name: gpu.sha256(p) for p in small}
+    assert (
+        unpacked(request.out / "page.tar.gz", s.summary["files"]["page.tar.gz"]["members"])["page.md"] == b"page.md\n"
+    )
+    kept = [s.keep(small[0], f"table{i}.csv", {}) for i in range(8)]
+    assert kept == [True] * 5 + [False] * 3
+    s.save()
+    s.log_file.close()
+    check_out_dir(request.out)
+    assert len(list(request.out.iterdir())) == gpu.MAX_FILES
 
 
 def test_a_missing_kit_is_named(tmp_path: Path) -> None:
@@ -254,6 +353,15 @@ def left_behind(work: Path) -> list[str]:
     return found
 
 
+def unpacked(archive: Path, members: dict[str, str]) -> dict[str, bytes]:
+    """An archive the session packed: its members (flat plain files, each the sha256 session.json records)."""
+    with tarfile.open(archive, "r:gz") as tar:
+        found = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile() and "/" not in m.name}
+        assert len(found) == len(tar.getmembers())
+    assert {name: hashlib.sha256(data).hexdigest() for name, data in found.items()} == members
+    return found
+
+
 def rows(path: Path) -> list[dict]:
     with path.open() as f:
         return list(csv.DictReader(f))
@@ -270,10 +378,11 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     the wall limit: its own epochs. C, the same command again: B's run resumed, never A's table as its own. E, the
     same while another Snakemake holds the directory: failed, and no checkpoint of before brought back."""
     work = workspace(tmp_path)
-    out, a, seconds = rehearse(tmp_path, work, "a", 3.0, gpu.EXIT_DONE)
+    out, a, seconds = rehearse(tmp_path, work, "a", 3.0, gpu.EXIT_DONE, GPU_SESSION_PILOT="1")
     assert sorted(p.name for p in out.iterdir()) == sorted(["session.log", "session.json", "vit_pilot.csv", *RUN_FILES])
     assert seconds < 180
-    assert a["command"].endswith("GPU_SESSION_RESERVE=30 bash tools/gpu_session.sh OUT_DIR 3")
+    assert a["command"].endswith("GPU_SESSION_PILOT=1 GPU_SESSION_RESERVE=30 bash tools/gpu_session.sh OUT_DIR 3")
+    assert a["plan"]["fits"] and a["plan"]["pilot"]  # asked for: its run would fit without
     assert {k: (v["exit"], v["cut"]) for k, v in a["stages"].items()} == {
         "pilot": (0, False),
         "run": (0, False),
@@ -287,7 +396,12 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
         assert a["files"][name]["fingerprint"] == fingerprint and a["files"][name]["epochs"] == epochs, name
     assert a["files"]["vit_pilot.csv"]["epochs"] == 2 == int(rows(out / "vit_pilot.csv")[0]["epochs"])
     assert rows(out / "vit_pilot.csv")[0]["dtype"] == "float32" and 0 < a["pilot"]["mfu"] < 1
-    page = (out / "vit_gpu.md").read_text()
+    members = unpacked(out / "vit_gpu.tar.gz", a["files"]["vit_gpu.tar.gz"]["members"])
+    assert (
+        sorted(members) == sorted(PAGE_MEMBERS) and members["vit_gpu_metrics.csv"] == (out / RUN_FILES[0]).read_bytes()
+    )
+    page = members["vit_gpu.md"].decode()
+    assert all(f"({name})" in page for name in PAGE_MEMBERS[1:])  # every file the page links came with it
     assert "vit_gpu_fig6.png" in page and f", {epochs} epochs" in page
     assert f"linear baseline {float(a['baseline']['test_acc']):.3f}" in page  # its table stays, its row comes back
     # the page's rebuild command names every config file after one --configfile, the session's written ones kept
@@ -397,7 +511,7 @@ def test_a_failed_compile_runs_again_without_it_and_sigterm_stops_the_run(tmp_pa
 def test_sigint_to_the_session_group_stops_the_pilot_and_the_probe(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the session's process group) during the pilot, the device probe running beside it."""
     work = workspace(tmp_path)
-    proc, out = start(tmp_path, work)
+    proc, out = start(tmp_path, work, GPU_SESSION_PILOT="1")
     wait_for(out, "start vit_pilot_run", proc)
     os.killpg(proc.pid, signal.SIGINT)
     check_stopped(work, out, proc, signal.SIGINT, "pilot")
@@ -409,7 +523,7 @@ def test_wrong_arguments_are_refused_before_any_work(tmp_path: Path) -> None:
     work = workspace(tmp_path)
     (tmp_path / "old").mkdir()
     (tmp_path / "old/session.log").write_text("a session before\n")
-    cases = [(str(tmp_path / "new"), *REFUSED[i]) for i in (0, 1, 4, 5, 7)]
+    cases = [(str(tmp_path / "new"), *REFUSED[i]) for i in (0, 1, 4, 5, 7)]  # 7: GPU_SESSION_PILOT=no
     cases.append((str(tmp_path / "old"), "9", {}, "is not empty"))
     for out, minutes, env, message in cases:
         proc = subprocess.run(
@@ -437,6 +551,67 @@ def test_wrong_arguments_are_refused_before_any_work(tmp_path: Path) -> None:
         )
         assert proc.returncode == gpu.EXIT_USAGE and "`make gpu-kit`" in proc.stderr, proc.stderr[-2000:]
         assert "No module named" not in proc.stderr
+
+
+# The paper's-epochs session at the rehearsal's size: 8 epochs, a row every 2, a checkpoint every 3, a snapshot every
+# 4 (epochs 0, 4 and 8), the probe on few images and no nuclear norm, as gpu_paper_epochs.yaml has it.
+CADENCES = """vit:
+  train: {epochs: 8, eval_every: 2, checkpoint_every: 3, snapshot_every: 4}
+  w_svm: {images: 8, nuclear_images: 0}
+"""
+SLOW_PROBE = "vit:\n  w_svm: {images: 16, null_draws: 5000, shuffles: 5000}\n"  # minutes a head on this CPU
+
+
+@pytest.mark.slow
+def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P: gpu_paper_epochs.yaml's session at the rehearsal's size, as on the node (no GPU_SESSION_* but the config):
+    its run fits by the measured figures, so no pilot; the run's own epochs projected; the probe as a stage of its
+    own on the snapshots; the page packed with every file it links, which tools/gpu_report.py unpacks. Q: the same
+    with a probe that cannot finish: cut at its limit, Figures 6-7 come back without the page, exit 0."""
+    work, docs = workspace(tmp_path), "vit_gpu_paper_epochs"
+    (tmp_path / "cadences.yaml").write_text(CADENCES)
+    configs = f"{PAPER_EPOCHS}:{REHEARSAL}:{tmp_path / 'cadences.yaml'}"
+    out, p, _ = rehearse(tmp_path, work, "p", 2.0, gpu.EXIT_DONE, GPU_SESSION_CONFIG=configs)
+    assert p["plan"]["fits"] and not p["plan"]["pilot"] and p["plan"]["epochs"] == 8
+    assert {k: (v["exit"], v["cut"]) for k, v in p["stages"].items()} == {
+        "run": (0, False),
+        "probe": (0, False),
+        "figures": (0, False),
+    }
+    files = ["session.json", "session.log", f"{docs}.tar.gz", f"{docs}_metrics.csv", "vit_w_svm.csv"]
+    assert sorted(q.name for q in out.iterdir()) == files
+    assert epochs_of(out / f"{docs}_metrics.csv") == [0, 2, 4, 6, 8]  # a row every 2 epochs and the last
+    assert sorted({int(r["epoch"]) for r in rows(out / "vit_w_svm.csv")}) == [0, 4, 8]  # a snapshot every 4
+    assert p["probe"]["status"] == "done" and p["probe"]["heads_done"] == p["probe"]["heads"] == 3 * 2
+    assert p["run"]["projection"]["epoch"] == 8 and p["run"]["projection"]["fits"]
+    log = (out / "session.log").read_text()
+    assert "plan: no pilot (the plan)" in log and "s an epoch over epochs 2-" in log
+    members = unpacked(out / f"{docs}.tar.gz", p["files"][f"{docs}.tar.gz"]["members"])
+    assert sorted(members) == sorted(name.replace("vit_gpu", docs) for name in PAGE_MEMBERS)
+    assert "## Each head against its max-margin solution" in members[f"{docs}.md"].decode()
+
+    (tmp_path / "slow_probe.yaml").write_text(SLOW_PROBE)
+    slow = {"GPU_SESSION_CONFIG": f"{configs}:{tmp_path / 'slow_probe.yaml'}", "GPU_SESSION_RESERVE": "20"}
+    out, q, _ = rehearse(tmp_path, work, "q", 1.4, gpu.EXIT_DONE, **slow)
+    assert q["stages"]["run"]["nothing_to_be_done"] and not q["run"]["made_here"]  # P's run
+    assert q["stages"]["probe"]["cut"] and q["probe"]["status"] == "cut" and "figures" in q["stages"]
+    files = ["session.json", "session.log", f"{docs}_fig6.png", f"{docs}_fig7.png", f"{docs}_metrics.csv"]
+    assert sorted(f.name for f in out.iterdir()) == files
+    assert "the page, which reads its table, is not made" in (out / "session.log").read_text()
+
+    # what came back, as it is committed under docs/gpu/<session>/: the report unpacks P's page and reads both
+    gpu_report = load_tool("gpu_report")
+    monkeypatch.setattr(gpu_report, "GPU_DOCS", tmp_path / "docs_gpu")
+    for name in ("p", "q"):
+        shutil.copytree(tmp_path / name, tmp_path / "docs_gpu" / name)
+    found = gpu_report.sessions()
+    assert [line for n, s in found.items() for line in gpu_report.unpack(tmp_path / "docs_gpu" / n, s, False)] == []
+    assert gpu_report.unpack(tmp_path / "docs_gpu/p", found["p"], check=True) == []
+    page = gpu_report.render(found)
+    assert f"[p/{docs}.md](p/{docs}.md)" in page and "The W-ATT-SVM probe ran on the node" in page
+    assert "### q: 8 epochs, Figures 6-7 without the page" in page and "The W-ATT-SVM probe was cut after" in page
 
 
 @pytest.mark.slow

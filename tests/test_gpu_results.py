@@ -3,8 +3,12 @@ SLURM request covers what they measured, and the session's epoch plan is checked
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
+import re
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -80,3 +84,116 @@ def test_a_session_records_its_command() -> None:
     request = gpu.session_request("out", "6.4", {"GPU_SESSION_EPOCHS": "10"}, REPO)
     assert gpu_session.session_command(request) == "GPU_SESSION_EPOCHS=10 bash tools/gpu_session.sh OUT_DIR 6.4"
     assert all("command" in json.loads(p.read_text()) for p in Path(gpu_report.GPU_DOCS).glob("*/session.json"))
+
+
+SESSION1 = gpu_report.GPU_DOCS / "session1"
+PAPER_EPOCHS = REPO / "workflow/config/gpu_paper_epochs.yaml"
+
+
+def session_configs(*extra: str) -> dict:
+    paths = [REPO / "workflow/config/paper.yaml", REPO / "workflow/config/gpu_session.yaml", *(REPO / e for e in extra)]
+    return gpu.merged_config(paths, REPO / "workflow/config/default.yaml")
+
+
+def clock(text: str, pattern: str) -> int:
+    """Seconds of the day of the first session.log line matching ``pattern`` (Snakemake's HH:MM:SS)."""
+    h, m, s = re.search(rf"^(\d\d):(\d\d):(\d\d) {pattern}", text, re.MULTILINE).groups()
+    return 3600 * int(h) + 60 * int(m) + int(s)
+
+
+def test_the_measured_figures_are_the_first_sessions() -> None:
+    """gpu_plan.MEASURED, the inputs of every plan made without a pilot, read again from docs/gpu/session1/ (the
+    page's stage also from session2, the model's size from session2's page)."""
+    m, s1 = gpu_plan.MEASURED, SESSIONS["session1"]
+    log = (SESSION1 / "session.log").read_text()
+    pilot, device = s1["pilot"], s1["device"]
+    run = {int(e): float(t) for e, t in re.findall(r"\[vit_train\] epoch (\d+): .*?\(([0-9.]+)s\)", log)}
+    assert m.card == device["name"] and m.source == "docs/gpu/session1"
+    assert m.images_per_s == float(pilot["images_per_s"]) and m.gflops_per_image == device["gflops_per_image_train"]
+    assert m.train_compile_s == pilot["compile_seconds"]
+    assert m.eval_compile_s == pytest.approx(pilot["epoch_times"]["0"] - run[0], abs=0.05)
+    last = max(run)  # the last epoch writes no checkpoint: its training and its row
+    forward = 11_001 / (run[last] - 60_000 / m.images_per_s)  # 10,000 test and 1,000 + 1 probe images
+    assert m.forward_images_per_s == pytest.approx(forward, rel=0.01)
+    assert m.checkpoint_s == pytest.approx(sum(run[e] for e in range(2, last)) / (last - 2) - run[last], abs=0.005)
+    assert m.data_s == float(re.search(r"done  vit_data block=vit in (\d+) s", log)[1])
+    assert m.stage_start_s == clock(log, r"\d+ jobs to run: vit_baseline") - clock(log, "done  vit_pilot in")
+    assert m.job_start_s == pytest.approx(
+        clock(log, r"\[vit_pilot_run\] epoch 0") - clock(log, "start vit_pilot_run") - pilot["epoch_times"]["0"]
+    )
+    assert m.job_end_s == clock(log, "done  vit_train") - clock(log, rf"\[vit_train\] epoch {last}:")
+    assert m.table_s == float(re.search(r"done  vit_metrics_table in (\d+) s", log)[1])
+    assert m.page_s == round(max(s["stages"]["figures"]["seconds"] for s in SESSIONS.values()), 1)
+    assert m.session_start_s == float(re.search(r"\[gpu-session +([0-9.]+)s\] \$ ", log)[1])
+    page = (gpu_report.GPU_DOCS / "session2/vit_gpu.md").read_text()
+    assert f"{m.parameters:,} parameters" in page
+
+
+def test_the_paper_epochs_run_fits_nine_minutes_with_the_margin_its_header_states() -> None:
+    """gpu_paper_epochs.yaml's arithmetic is gpu_plan.project_run's on the measured figures, line by line, and its
+    sum leaves the margin it states before the session's own limit (9 minutes less SAFETY_SECONDS); with the page's
+    reserve it fits, so the session runs it without a pilot."""
+    plan = gpu_plan.project_run(session_configs(PAPER_EPOCHS.relative_to(REPO).as_posix())["vit"])
+    p, limit = plan.parts, 60 * 9 - gpu.SAFETY_SECONDS
+    lines = [
+        plan.session_start,
+        p["Snakemake's start"] + p["the data"] + p["the job's start"],
+        p["epoch 0"],
+        p["compilation"],
+        p["training"],
+        p["rows"],
+        p["checkpoints"],
+        p["snapshots"],
+        p["the job's end and the table"],
+        plan.page,
+    ]
+    assert sum(lines) == pytest.approx(plan.total)
+    header = "".join(line for line in PAPER_EPOCHS.read_text().splitlines(keepends=True) if line.startswith("#"))
+    stated = [int(n) for n in re.findall(r"^#   .*\s(\d+) s$", header, re.MULTILINE)]
+    assert stated == [round(x) for x in lines], "workflow/config/gpu_paper_epochs.yaml's arithmetic is stale"
+    spare = limit - plan.total
+    assert f"in all about {plan.total:.0f} s of the {limit:.0f} s the session has" in header
+    assert f"#   {spare:.0f} s to spare" in header and spare >= 45
+    assert plan.run_seconds + gpu.DEFAULT_RESERVE <= limit - plan.session_start  # no pilot: its run fits
+    assert plan.parts["training"] == pytest.approx(400 * 2000 / gpu_plan.MEASURED.images_per_s)
+
+
+@pytest.mark.parametrize("extra", [[], ["workflow/config/gpu_vitb4.yaml"]])
+def test_the_sessions_that_plan_by_a_pilot_do_not_fit_by_the_measured_figures(extra: list[str]) -> None:
+    """The 60,000-image sessions (400 epochs take an hour or more): a pilot plans the epochs that fit."""
+    plan = gpu_plan.project_run(session_configs(*extra)["vit"])
+    assert plan.run_seconds > 3000 and plan.run_seconds + gpu.DEFAULT_RESERVE > 60 * 9
+
+
+def test_the_flop_count_is_the_benchmarks() -> None:
+    """gpu_plan's analytic count (no torch at the session's start) is benchmarks/vit_benchmark.py's formula, and
+    within 0.1 % of the FLOPs the first session counted for ViT-B/2."""
+    model = session_configs()["vit"]["model"]
+    assert gpu_plan.analytic_flops(model) == pytest.approx(gpu_plan.MEASURED.gflops_per_image * 1e9, rel=1e-3)
+    assert gpu_plan.MEASURED.model == {k: model[k] for k in gpu_plan.MEASURED.model}  # paper.yaml's ViT-B/2
+
+
+def test_the_report_unpacks_a_sessions_archive_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's page comes back as <docs>.tar.gz, each member listed with its sha256 in session.json: unpacked
+    beside it, read by the page; a member whose bytes differ from the list, or whose name is a path, is refused."""
+    monkeypatch.setattr(gpu_report, "GPU_DOCS", tmp_path)
+    folder = tmp_path / "session9"
+    folder.mkdir()
+    members = {"vit_x.md": b"# page\n", "vit_x_fig6.png": b"png", "../vit_x_claims.csv": b"claim_id\n"}
+    with tarfile.open(folder / "vit_x.tar.gz", "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    record = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
+    record["vit_x_fig6.png"] = hashlib.sha256(b"another png").hexdigest()
+    session = {"docs": "vit_x", "files": {"vit_x.tar.gz": {"stage": "figures", "members": record}}}
+    (folder / "session.json").write_text(json.dumps(session))
+    problems = gpu_report.unpack(folder, session, check=True)
+    assert any("vit_x.md is not vit_x.tar.gz's member" in p for p in problems)
+    problems = gpu_report.unpack(folder, session, check=False)
+    assert (folder / "vit_x.md").read_bytes() == b"# page\n"
+    assert not (folder / "vit_x_fig6.png").exists() and not (tmp_path / "vit_x_claims.csv").exists()
+    assert any("vit_x_fig6.png is not the file the session recorded" in p for p in problems)
+    assert any("no plain member '../vit_x_claims.csv'" in p for p in problems)
+    assert gpu_report.page_file("session9", session) == folder / "vit_x.md"

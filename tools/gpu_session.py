@@ -1,4 +1,5 @@
-"""One allocation of an offline GPU node: pilot, the run that fits, Figures 6-7 and the docs page (docs/gpu.md).
+"""One allocation of an offline GPU node: the plan, the run, the W-ATT-SVM probe, Figures 6-7 and the docs page
+(docs/gpu.md).
 
 Started by tools/gpu_session.sh from the repository's root. Before any work it checks its arguments, the
 ``GPU_SESSION_*`` settings, OUT_DIR (new or empty), the kit, and the config (maxmargin/gpu.py: a refusal names the
@@ -6,28 +7,36 @@ fix, exit 2); it installs the kit's wheels into a temporary folder (removed at e
 pipeline's own rules, on workflow/config/paper.yaml, workflow/config/gpu_session.yaml, any files in GPU_SESSION_CONFIG
 (colon-separated) and two it writes (where the kit lies; the epoch count):
 
-  (a) `vit_pilot`: ``vit.pilot.epochs`` epochs; images/s, MFU against the card's dense bf16 peak, peak memory and
-      compile time (the first epoch's time less the second's);
-  (b) `vit_train`, `vit_metrics_table` and `vit_baseline`: the run, with as many epochs as the pilot says fit before
-      the wall limit, less a reserve for (c);
-  (c) the run's docs page (rule docs_vit), with Figures 6 and 7 (the paper's panels) and the ViT claims.
+  (a) the plan: the config's run priced by the figures the first session measured (maxmargin/gpu_plan.py,
+      ``MEASURED``). Where it fits the time left with the page's reserve, no pilot: the config's epochs. Else
+      `vit_pilot`: ``vit.pilot.epochs`` epochs; images/s, MFU against the card's dense bf16 peak, peak memory and
+      compile time (the first epoch's time less the second's), and the epochs that fit;
+  (b) `vit_train`, `vit_metrics_table` and `vit_baseline`: the run; its rule log is read as it trains, and after a
+      few epochs its measured rate, projected end and whether that fits are logged (session.json's ``run``);
+  (c) `vit_probe`, where the run keeps snapshots: each last-layer head against its W-ATT-SVM, started only where the
+      time left before the page's reserve covers its start, stopped at that reserve (session.json's ``probe``);
+  (d) the run's docs page (rule docs_vit), with Figures 6 and 7 (the paper's panels), the W-ATT-SVM panel and the
+      ViT claims; where the probe did not finish, Figures 6 and 7 alone (the page reads the probe's table).
 
-Environment: GPU_KIT (the kit's folder), GPU_SESSION_CONFIG, GPU_SESSION_EPOCHS (a fixed epoch count instead of the
-pilot's plan), GPU_SESSION_PILOT=0 (with GPU_SESSION_EPOCHS: no pilot, for a run resumed over several allocations),
-GPU_SESSION_RESERVE (the seconds kept for stage c).
+Environment: GPU_KIT (the kit's folder), GPU_SESSION_CONFIG, GPU_SESSION_EPOCHS (a fixed epoch count),
+GPU_SESSION_PILOT (1: a pilot; 0: none, the epochs given or the config's; unset: as the plan says),
+GPU_SESSION_RESERVE (the seconds kept for the page).
 
-OUT_DIR receives at most 8 files, flat, each written as soon as its stage ends and only when it is of the run the
-session planned (its settings, epoch count and fingerprint: session.json's ``files``); session.json is rewritten after
-every stage. A stage that would pass the wall limit is stopped with everything it started (maxmargin/processes.py),
-and the epochs a cut run finished are read back from its checkpoint. SIGTERM or SIGINT stops the stage the same way.
-Exit status: 0 the page came back, 1 a stage failed or made another run's files, 2 refused before any work, 3 cut at
-the wall limit before the page, 128 + N stopped by signal N.
+OUT_DIR receives at most 8 files of at most 16 MiB, flat, each written as soon as its stage ends and only when it is
+of the run the session planned (its settings, epoch count and fingerprint: session.json's ``files``): session.log,
+session.json, the pilot's table, the run's metrics, the probe's table, and the page with every file it links as one
+archive (<docs>.tar.gz; tools/gpu_report.py unpacks it). A stage that would pass the wall limit is stopped with
+everything it started (maxmargin/processes.py), and the epochs a cut run finished are read back from its
+checkpoint. SIGTERM or SIGINT stops the stage the same way. Exit status: 0 the run and its Figures 6-7 came back
+(with the page, or session.json's ``probe`` says why not), 1 a stage failed or made another run's files, 2 refused
+before any work, 3 cut at the wall limit before Figures 6-7, 128 + N stopped by signal N.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import json
 import math
 import os
@@ -37,10 +46,11 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from maxmargin import gpu, gpu_plan, processes
+from maxmargin import gpu, gpu_plan, processes, registry
 from maxmargin.gpu import EXIT_CUT, EXIT_DONE, EXIT_FAILED, EXIT_USAGE
 from maxmargin.gpu_plan import fig6_epochs
 
@@ -110,9 +120,16 @@ def read_probe(s: gpu.Session, proc: subprocess.Popen) -> dict:
 
 
 def stage(
-    s: gpu.Session, name: str, configs: list[Path], targets: list[str], limit: float, options: list[str] = ()
+    s: gpu.Session,
+    name: str,
+    configs: list[Path],
+    targets: list[str],
+    limit: float,
+    options: list[str] = (),
+    watch: Callable[[], None] | None = None,
 ) -> bool:
-    """One Snakemake run of ``targets``, stopped after ``limit`` seconds; whether it finished."""
+    """One Snakemake run of ``targets``, stopped after ``limit`` seconds (``watch``: called while it runs); whether
+    it finished."""
     t0 = time.time()
     cmd = snakemake_cmd(configs, targets, os.cpu_count() or 2, list(options))
     s.summary["stages"][name] = record = {"started": t0, "cut": False}
@@ -124,7 +141,7 @@ def stage(
         return False
     s.save()
     try:
-        s.run(cmd, limit)
+        s.run(cmd, limit, watch)
     finally:
         record.update(s.last, seconds=time.time() - t0)
         s.save()
@@ -177,15 +194,23 @@ def prepare(s: gpu.Session, site: Path, wheels: list[Path]) -> tuple[dict, list[
     gpu.check_config(config, configs, REPO / "workflow/schemas/config.schema.yaml")
     gpu.check_data(config, REPO)
     s.summary["configs"] = [os.path.relpath(p, REPO) for p in configs]
+    importlib.invalidate_caches()
+    s.summary["cvxopt"] = importlib.util.find_spec("cvxopt") is not None
+    s.log(
+        "cvxopt: here (the W-ATT-SVM probe's fallbacks can run)"
+        if s.summary["cvxopt"]
+        else "cvxopt: not here (the W-ATT-SVM probe's hard-margin pivoting runs; a fallback would fail, and is said)"
+    )
     return config, configs, written
 
 
 def run_session(s: gpu.Session, site: Path, wheels: list[Path]) -> int:
-    """Stage (a), the pilot, and from its numbers the epochs of the run; then (b) and (c). The exit status."""
+    """The plan (a pilot's, or the config's own run), then the run, the probe and the page. The exit status."""
     config, configs, written = prepare(s, site, wheels)
     probing = start_probe(s, config)
-    if not s.request.pilot:  # a run of fixed length resumed: no pilot needed; the probe is read after the run
-        return run_and_page(s, configs, written, s.request.epochs, probing)
+    if not wants_pilot(s, config):  # the probe is read after the run's stage
+        epochs = s.request.epochs or int(config["vit"]["train"]["epochs"])
+        return run_and_page(s, configs, written, epochs, probing)
     t0 = time.time()
     # --forcerun: a pilot always measures this machine, even where an earlier allocation left its table
     options = ["--forcerun", "vit_pilot_run"]
@@ -214,22 +239,59 @@ def run_session(s: gpu.Session, site: Path, wheels: list[Path]) -> int:
     return run_and_page(s, configs, written, epochs, None)
 
 
+def wants_pilot(s: gpu.Session, config: dict) -> bool:
+    """Whether a pilot plans the run. The run's cost by the measured figures (gpu_plan.project_run: the config's
+    epochs, or GPU_SESSION_EPOCHS) is logged and kept in session.json's ``plan``. GPU_SESSION_PILOT decides where
+    it is given; unset, a pilot runs where GPU_SESSION_EPOCHS is given (it measures this machine) or where the
+    config's run does not fit the time left with the page's reserve (it plans the epochs that fit). No pilot and
+    the config's epochs that do not fit: refused (a run that would be cut)."""
+    request, reserve, vit = s.request, s.request.reserve, config["vit"]
+    if request.epochs is not None:
+        vit = {**vit, "train": {**vit["train"], "epochs": request.epochs}}
+    plan, left = gpu_plan.project_run(vit), s.left()
+    fits = plan.n_train is not None and plan.run_seconds + reserve <= left
+    verdict = "fits" if fits else "does not fit"
+    s.log(f"plan: {plan.text()}; it {verdict} the {left:.0f} s left with the page's {reserve:.0f} s")
+    pilot = request.pilot if request.pilot is not None else request.epochs is not None or not fits
+    s.summary["plan"] = {**plan.record(), "left": round(left, 1), "reserve": reserve, "fits": fits, "pilot": pilot}
+    if not pilot and request.epochs is None and not fits:
+        raise gpu.UsageError(
+            f"GPU_SESSION_PILOT=0 trains the config's {plan.epochs} epochs, which do not fit the {left:.0f} s left "
+            "by the measured figures (session.log's plan): leave GPU_SESSION_PILOT unset so that a pilot plans the "
+            "epochs that fit, or give GPU_SESSION_EPOCHS (a run resumed over several allocations)"
+        )
+    why = "GPU_SESSION_PILOT" if request.pilot is not None else "GPU_SESSION_EPOCHS" if request.epochs else "the plan"
+    s.log(
+        f"plan: a pilot measures this machine ({why})"
+        if pilot
+        else f"plan: no pilot ({why}): the run's own epochs check the plan as they come"
+    )
+    return pilot
+
+
 def run_and_page(
     s: gpu.Session, configs: list[Path], written: Path, epochs: int, probing: subprocess.Popen | None
 ) -> int:
-    """Stages (b) and (c): the run of ``epochs`` epochs (resumed from its checkpoint where one is of the same run),
-    then the page; each file brought back only when it is of the planned run. ``probing``: the device probe, where
-    no pilot has read it (it runs beside the run's start)."""
+    """The run of ``epochs`` epochs (resumed from its checkpoint where one is of the same run), the W-ATT-SVM probe
+    of its snapshots where the time left allows, then the page (Figures 6-7 alone where the probe did not finish);
+    each file brought back only when it is of the planned run. ``probing``: the device probe, where no pilot has
+    read it (it runs beside the run's start)."""
     reserve = s.request.reserve
-    plots = {"vit": {"train": {"epochs": epochs}, "plots": {"fig6_epochs": fig6_epochs(epochs)}}}
+    config = gpu.merged_config(configs, CONFIGS / "default.yaml")
+    every = config["vit"]["train"]["eval_every"]
+    plots = {"vit": {"train": {"epochs": epochs}, "plots": {"fig6_epochs": fig6_epochs(epochs, every)}}}
     configs = [*configs, write_config(written, "epochs.yaml", plots)]
     config = gpu.merged_config(configs, CONFIGS / "default.yaml")
     planned, results, docs = gpu_plan.planned_settings(config["vit"]), REPO / config["results"], config["vit"]["docs"]
+    s.summary.update(docs=docs, results=config["results"])
     s.summary["run"] = {"epochs_planned": epochs, "reserve_seconds": reserve}
-    s.log(f"run: {epochs} epochs ({s.left():.0f} s left, {reserve:.0f} s kept for the figures)")
+    s.log(f"run: {epochs} epochs ({s.left():.0f} s left, {reserve:.0f} s kept for the page)")
     t0 = time.time()
+    watch = RunWatch(s, results / "logs/vit_train/vit.log", epochs, t0, reserve)
     # vit_train named: its outputs missing (a cut run's), Snakemake trains even where the tables of a run before stand
-    finished = stage(s, "run", configs, ["vit_train", "vit_metrics_table", "vit_baseline"], s.left() - 0.5 * reserve)
+    targets = ["vit_train", "vit_metrics_table", "vit_baseline"]
+    finished = stage(s, "run", configs, targets, s.left() - 0.5 * reserve, watch=watch)
+    watch.final()
     if probing is not None:
         s.summary["device"] = read_probe(s, probing)
     if not finished:
@@ -244,9 +306,13 @@ def run_and_page(
     if not verdict.returned:
         return EXIT_FAILED
     s.keep(table, f"{docs}_metrics.csv", {"stage": "run", **verdict.record})
-    # The page's other tables do not come back (8 files): the baseline's one row travels in session.json instead
+    measured_rate(s, results / "tables/vit_metrics.json")
+    # The baseline's one row in session.json too (its table comes back with the page)
     with (results / "tables/vit_baseline.csv").open() as f:
         s.summary["baseline"] = next(csv.DictReader(f))
+    probed = probe_stage(s, configs, config, verdict.record) if config["vit"]["train"]["snapshot_every"] else None
+    if probed is False:  # the page reads the probe's table: Figures 6-7 alone, and session.json says why
+        return figures_only(s, configs, config, verdict.record)
     # The page builds Figures 6 and 7 (their panels of the paper; the aggregate targets fig6/fig7 add panels beyond it)
     if not stage(s, "figures", configs, [f"docs/results/{docs}.md"], s.left()):
         return EXIT_CUT if s.last["cut"] else EXIT_FAILED
@@ -254,9 +320,179 @@ def run_and_page(
     if gpu.sha256(page / f"{docs}_metrics.csv") != gpu.sha256(table):
         s.log(f"not kept: the page docs/results/{docs}.md was made from another run's table")
         return EXIT_FAILED
-    for suffix in (".md", "_fig6.png", "_fig7.png", "_claims.csv"):
-        s.keep(page / f"{docs}{suffix}", f"{docs}{suffix}", {"stage": "figures", **verdict.record})
+    files = [page / f"{docs}{suffix}" for suffix in PAGE_FILES]
+    s.pack(files, f"{docs}.tar.gz", {"stage": "figures", **verdict.record})
     return EXIT_DONE
+
+
+# What rule docs_vit writes beside its page (workflow/rules/vit.smk), which the page links: one archive brings them.
+PAGE_FILES = (
+    ".md",
+    "_fig6.png",
+    "_fig7.png",
+    "_fig7_w_svm.png",
+    "_metrics.csv",
+    "_baseline.csv",
+    "_w_svm.csv",
+    "_claims.csv",
+)
+# Rule vit_probe's start (Snakemake's and its job's: imports, CUDA, the data, the snapshots): at least as long as
+# the training job's before its epoch 0 (gpu_plan.MEASURED), so the probe is not started with less time left.
+PROBE_START = gpu_plan.MEASURED.stage_start_s + gpu_plan.MEASURED.job_start_s
+
+
+def probe_stage(s: gpu.Session, configs: list[Path], config: dict, record: dict) -> bool:
+    """Rule vit_probe on the run's snapshots, where the time left before the page's reserve is at least its start
+    (:data:`PROBE_START`: a lower bound, as what a head costs on this card is known only once it runs), stopped at
+    that reserve; its table comes back. Whether it finished; session.json's ``probe`` says how it went."""
+    left, reserve = s.left(), s.request.reserve
+    s.summary["probe"] = probe = {"status": "not started", "cvxopt": s.summary.get("cvxopt")}
+    if left - reserve < PROBE_START:
+        probe["reason"] = (
+            f"{left - reserve:.0f} s left before the page's {reserve:.0f} s, less than the probe's start alone "
+            f"(about {PROBE_START:.0f} s)"
+        )
+        s.log(f"probe: not started: {probe['reason']}")
+        return False
+    results = REPO / config["results"]
+    table = results / registry.table("vit_w_svm").pattern
+    t0 = time.time()
+    watch = ProbeWatch(s, results / "logs/vit_probe/vit_w_svm.log", t0, t0 + left - reserve)
+    done = stage(s, "probe", configs, [os.path.relpath(table, REPO)], left - reserve, watch=watch)
+    watch.final()
+    probe["seconds"] = round(time.time() - t0, 1)
+    if done:
+        probe["status"] = "done"
+        s.keep(table, "vit_w_svm.csv", {"stage": "probe", **record, "made_here": table.stat().st_mtime >= t0})
+        return True
+    probe["status"] = "cut" if s.last["cut"] else "failed"
+    hint = (
+        ""
+        if s.summary.get("cvxopt") or s.last["cut"]
+        else " (cvxopt is not on this node: the probe's fallbacks need it)"
+    )
+    heads = f", {probe['heads_done']} of {probe['heads']} heads done" if "heads_done" in probe else ""
+    s.log(
+        f"probe: {probe['status']} after {probe['seconds']:.0f} s{heads}{hint}; the page, which reads its table, is "
+        "not made"
+    )
+    return False
+
+
+def figures_only(s: gpu.Session, configs: list[Path], config: dict, record: dict) -> int:
+    """Figures 6 and 7 (their panels), where the probe did not finish: the run and its figures come back (exit 0),
+    and session.json's ``probe`` says why the page did not."""
+    docs, results = config["vit"]["docs"], REPO / config["results"]
+    panels = {name: results / f"figures/{registry.panel(name).name}.png" for name in ("fig6", "fig7")}
+    if not stage(s, "figures", configs, [os.path.relpath(p, REPO) for p in panels.values()], s.left()):
+        return EXIT_CUT if s.last["cut"] else EXIT_FAILED
+    for name, path in panels.items():
+        s.keep(path, f"{docs}_{name}.png", {"stage": "figures", **record})
+    return EXIT_DONE
+
+
+def measured_rate(s: gpu.Session, sidecar: Path) -> None:
+    """The run's training images/s from its sidecar's times (the steps alone, after the compiled first rows), with
+    its MFU where the device's peak is known: what the 2,000-image epochs make of the card."""
+    rate = gpu_plan.training_rate(json.loads(sidecar.read_text()))
+    if rate is None:
+        return
+    device = s.summary.get("device", {})
+    flops = device.get("gflops_per_image_train", math.nan) / (1e3 * device.get("peak_tflops", math.nan))
+    s.summary["run"].update(images_per_s=rate[0], rate_epochs=rate[1], mfu=rate[0] * flops)
+    mfu = f", MFU {100 * rate[0] * flops:.1f}% of {device.get('peak_source')}" if math.isfinite(flops) else ""
+    s.log(f"run: {rate[0]:,.0f} training images/s over its last {rate[1]} epochs (the steps alone){mfu}")
+
+
+class RunWatch:
+    """The run's rule log read while it trains: after a few epochs, its measured rate, projected end and whether
+    that fits the stage's limit, logged then (and every minute) and kept in session.json's ``run``."""
+
+    def __init__(self, s: gpu.Session, log: Path, epochs: int, since: float, reserve: float) -> None:
+        self.s, self.log, self.epochs, self.since = s, log, epochs, since
+        self.limit = s.deadline - 0.5 * reserve  # the run's stage is cut there
+        self.after = gpu_plan.MEASURED.job_end_s + gpu_plan.MEASURED.table_s  # its last epoch to the stage's end
+        self.next, self.last = 0.0, None
+
+    def __call__(self, force: bool = False) -> None:
+        if not self.log.is_file() or (time.time() < self.next and not force):
+            return
+        lines = self.log.read_text(errors="replace").splitlines()
+        p = gpu_plan.run_projection(lines, self.epochs, since=self.since)
+        if p is None or p == self.last:
+            return
+        self.next, self.last = time.time() + 60.0, p
+        s, end = self.s, p.end + self.after
+        record = {
+            "at": round(p.at - s.start, 1),
+            "epoch": p.done,
+            "seconds_per_epoch": round(1 / p.rate, 4),
+            "over_epochs": [p.since_done + 1, p.done],
+            "end": round(end - s.start, 1),
+            "limit": round(self.limit - s.start, 1),
+            "fits": end <= self.limit,
+        }
+        s.summary["run"].setdefault("first_projection", record)
+        s.summary["run"]["projection"] = record
+        verdict = (
+            f"within the stage's limit at {self.limit - s.start:.0f} s ({self.limit - end:.0f} s to spare)"
+            if end <= self.limit
+            else f"past the stage's limit at {self.limit - s.start:.0f} s: it is cut there, at about epoch "
+            f"{p.by(self.limit - self.after)}, and its checkpoint's epochs come back"
+        )
+        s.log(
+            f"run: epoch {p.done} of {p.total} at {p.at - s.start:.0f} s, {1 / p.rate:.2f} s an epoch over epochs "
+            f"{p.since_done + 1}-{p.done} (rows and checkpoints included): it ends at about {end - s.start:.0f} s, "
+            f"{verdict}"
+        )
+        s.save()
+
+    def final(self) -> None:
+        """The last projection, once the stage has ended (its last lines read)."""
+        last_read(self.s, "run", lambda: self(force=True))
+
+
+def last_read(s: gpu.Session, what: str, read: Callable[[], None]) -> None:
+    """A watch's last reading of its log, after its stage: a note, never the session's end."""
+    try:
+        read()
+    except processes.Interrupted:
+        raise
+    except Exception as err:  # noqa: BLE001 - whatever a damaged log raises
+        s.log(f"{what}: its log could not be read ({type(err).__name__}: {err})")
+
+
+class ProbeWatch:
+    """The probe's rule log read while it runs: its start (the data and snapshots read) and, from its heads'
+    progress lines, its rate and projected end against its limit; kept in session.json's ``probe``."""
+
+    def __init__(self, s: gpu.Session, log: Path, since: float, limit: float) -> None:
+        self.s, self.log, self.since, self.limit = s, log, since, limit
+        self.started, self.last = None, None
+
+    def final(self) -> None:
+        last_read(self.s, "probe", self)
+
+    def __call__(self) -> None:
+        if not self.log.is_file():
+            return
+        started, p = gpu_plan.probe_projection(self.log.read_text(errors="replace").splitlines(), self.since)
+        s, probe = self.s, self.s.summary["probe"]
+        if started is not None and self.started is None:
+            self.started = started
+            probe["job_start"] = round(started - self.since, 1)
+            s.log(f"probe: its job read the data and the snapshots {started - self.since:.0f} s after the stage began")
+        if p is None or p == self.last:
+            return
+        self.last = p
+        probe.update(heads_done=p.done, heads=p.total, seconds_per_head=round(1 / p.rate, 2))
+        probe.update(end=round(p.end - s.start, 1), limit=round(self.limit - s.start, 1))
+        verdict = "before" if p.end <= self.limit else "after"
+        s.log(
+            f"probe: {p.done} of {p.total} heads in {p.at - started:.0f} s ({1 / p.rate:.1f} s a head): it ends at "
+            f"about {p.end - s.start:.0f} s, {verdict} its limit at {self.limit - s.start:.0f} s"
+        )
+        s.save()
 
 
 CHECKPOINT = "runs/vit/checkpoint.pt"
