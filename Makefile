@@ -57,9 +57,9 @@ figures: $(STAMP)
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) $(SMK_ARGS)
 
 # The whole suite on two workers (pytest-xdist, a test module per worker at a time, the longest first; they share one
-# built CI run: tests/conftest.py), with its 20 slowest tests listed at the end, and the unit tier: every test that starts no program (tests/conftest.py; CONTRIBUTING.md,
-# "Test tiers"), in one process (two workers each import torch and collect every module again: 81 s instead of 66 s
-# on two shared cores).
+# built CI run: tests/conftest.py), with its 20 slowest tests listed at the end; and the unit tier: every test that
+# starts no program (tests/conftest.py; CONTRIBUTING.md, "Test tiers"), in one process (two workers would each import
+# torch and collect every module again: slower than one process on two shared cores).
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20
 

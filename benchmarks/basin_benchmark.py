@@ -2,7 +2,7 @@
 
 Prints the load average (``os.getloadavg``, what ``uptime`` shows) before and after, and the wall and CPU time of
 each part: the grid runs per GD variant, the cone of Theorem 3 (its arcs and the stationary-point rays), the
-Figure 1(b) paths, the figure, and the whole. The brief of issue 22: the whole target within 30 s on 2 cores. And
+Figure 1(b) paths, the figure, and the whole. The target: the whole within 30 s on 2 cores. And
 the memory: the study's peak resident memory above what the process held before it, per start of the grid, next to
 ``maxmargin.config.BASIN_BYTES_PER_START`` (what the config check assumes before any job).
 

@@ -2,7 +2,7 @@
 
 Runs ``snakemake --cores N --forcerun vit_recipe_train -- vit_recipes`` in this checkout (results under the
 configured results root) and prints the wall time of the target and every job's time from its benchmark file.
-Target (issue 9): at most 15 minutes on 2 cores for the default CPU proxy.
+Target: at most 15 minutes on 2 cores for the default CPU proxy.
 
 Not a test: run it by hand, e.g. ``.venv/bin/python benchmarks/vit_recipes_benchmark.py --cores 2``.
 """

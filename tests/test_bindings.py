@@ -203,7 +203,7 @@ def test_a_figure_target_restores_every_file_it_promises(workflow_dir: Path) -> 
 
 @pytest.mark.slow
 def test_a_config_change_behind_mtime_triggers_is_refused(workflow_dir: Path) -> None:
-    # The case: with --rerun-triggers mtime, a changed census.n_iter reruns nothing, and a forced gather
+    # With --rerun-triggers mtime, a changed census.n_iter reruns nothing, and a forced gather
     # would rebuild the summary from the old runs: the gather refuses, naming the run and the setting.
     snakemake(workflow_dir, "fig9", config=FIG9)
     changed = copy.deepcopy(FIG9)

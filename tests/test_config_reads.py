@@ -1,4 +1,4 @@
-"""Each job gets only the keys it reads (issue 26): for every leaf key of the config, a change of it plans, first,
+"""Each job gets only the keys it reads: for every leaf key of the config, a change of it plans, first,
 exactly the rules that maxmargin/registry/reads.py says read it (what depends on their outputs follows, "input
 files updated by another job"), measured by Snakemake's own summary of a finished small run under the changed config.
 

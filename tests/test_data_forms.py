@@ -1,4 +1,4 @@
-"""A second run is a no-op whatever form the ViT's data set is stored in (issue 36, item 1).
+"""A second run is a no-op whatever form the ViT's data set is stored in.
 
 The first run extracts the CIFAR-10 archive and decompresses the Fashion-MNIST ``.gz`` files; rule ``vit_data``'s
 ``plan`` must still describe the same data set afterwards, or the next DAG rebuilds the manifest and retrains. Each

@@ -1,4 +1,4 @@
-"""Every figure of the default DAG, drawn from the small CI run, against its baseline image (issue 27): a change of
+"""Every figure of the default DAG, drawn from the small CI run, against its baseline image: a change of
 layout, legend, limits, markers or text shows up as a failed comparison with the diff image beside the figure.
 
 The baselines are tests/baseline_images/<panel>.png. After an intended change of a figure, look at the new figures
@@ -7,7 +7,7 @@ and write them as the baselines with the one command:
     .venv/bin/python -m pytest tests/test_figure_images.py --regenerate-baselines
 
 Each figure's PNG records its smallest text (pipeline.save_figure): at the gallery's scale no text may fall under
-THUMBNAIL_TEXT_PX pixels (issue 34: the README's thumbnails must stay readable).
+THUMBNAIL_TEXT_PX pixels: the README's thumbnails stay readable.
 """
 
 from __future__ import annotations

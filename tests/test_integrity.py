@@ -140,7 +140,7 @@ def test_an_edited_table_with_a_forged_sidecar_still_breaks_its_contract(tmp_pat
 
 
 def test_a_sidecar_stripped_of_reads_and_rule_fails_closed(tmp_path: Path, written: tuple[Path, dict]) -> None:
-    """A declared table whose record no longer says what made it is refused, not read unbound (issue 36, item 4)."""
+    """A declared table whose record does not say what made it is refused, not read unbound."""
     path, config = written
     record = json.loads(provenance_path(path).read_text())
     stripped = {key: value for key, value in record.items() if key not in ("reads", "rule")}

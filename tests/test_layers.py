@@ -302,8 +302,8 @@ def test_no_module_of_the_package_imports_itself_through_others() -> None:
 
 
 def test_an_import_cycle_is_found(tmp_path: Path) -> None:
-    """A cycle through a function's lazy import and a `from package import module` line, as the old ViT data
-    modules had, is caught; a package importing its own submodules by computed name is not a cycle."""
+    """A cycle through a function's lazy import and a `from package import module` line is caught; a package
+    importing its own submodules by computed name is not a cycle."""
     pkg = tmp_path / "maxmargin"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")

@@ -25,7 +25,7 @@ import maxmargin.core as core
 
 MODULES = sorted(info.name for info in pkgutil.iter_modules(core.__path__))
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
-# The functions a newcomer starts from: each shows itself at work (issue 48's front door).
+# The functions a newcomer starts from: each shows itself at work (the README's front door).
 WITH_EXAMPLES = (
     "token_scores",
     "risk",

@@ -191,7 +191,7 @@ def test_snakemake_keeps_a_running_lock_when_another_run_ends(tmp_path: Path) ->
 
 
 def test_the_lock_of_a_live_snakemake_started_by_hand_is_never_cleared(project: Path) -> None:
-    # Issue 19: `make figures` used to clear the lock of a direct `snakemake` run in the same folder as "stale".
+    # A direct `snakemake` run in the same folder holds its lock: `make figures` must not take it for a stale one.
     holder = subprocess.Popen(
         [str(project / ".venv/bin/snakemake"), "--cores", "1", "hold"],
         cwd=project,

@@ -1,4 +1,4 @@
-"""Publishable PDFs (issue 21): every figure embeds TrueType (Type 42) fonts, never Type 3 ones."""
+"""Publishable PDFs: every figure embeds TrueType (Type 42) fonts, never Type 3 ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Progress of long jobs on the terminal (issue 21): census chunks, regularization-path radii, ViT epochs.
+"""Progress of long jobs on the terminal: census chunks, regularization-path radii, ViT epochs.
 
 One helper (maxmargin.core.progress.progress) writes each step to the rule log and, prefixed with the job, to the
 job's stderr:

@@ -59,7 +59,7 @@ def test_every_panel_and_table_of_the_report_has_its_own_caption():
 
 def test_every_column_is_described_once_and_its_tables_caption_lists_it():
     """What a column measures is its ``description``, declared once: every table's report caption ends with the list
-    of its columns made from them, and its own text names none of them (issue 37); change a description and the
+    of its columns made from them, and its own text names none of them; change a description and the
     caption changes with it."""
     for table in registry.TABLES:
         text = registry.caption(table, DEFAULT_CONFIG)

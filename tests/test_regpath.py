@@ -360,7 +360,7 @@ def test_bad_regpath_config_stops_with_the_key_named(workflow_dir, config, expec
 
 
 def test_lemma1_claim_reads_the_max_deviation_column_by_name():
-    # Issue 12: the claim used to take the first column whose name contained "deviation" or "max".
+    # Three columns hold "deviation" or "max" in their names: the claim reads max_deviation by its name.
     table = pd.DataFrame(
         {"instance": ["fig1a"], "max_grad_deviation": [0.5], "relative_max_deviation": [0.5], "max_deviation": [2e-15]}
     )

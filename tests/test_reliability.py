@@ -179,7 +179,7 @@ def test_snakefile_run_from_another_directory_finds_its_config(workflow_dir: Pat
 @pytest.mark.slow
 def test_a_missing_logger_plugin_is_documented_with_what_to_install(workflow_dir: Path) -> None:
     """Without the terminal's plugin, Snakemake stops on the profile's `logger` before reading the workflow; the
-    last line it prints is quoted in docs/running.md, with the command that installs the plugin (issue 36)."""
+    last line it prints is quoted in docs/running.md, with the command that installs the plugin."""
     profile = workflow_dir / "workflow/profiles/default/config.yaml"
     text = profile.read_text()
     assert "logger: [maxmargin]" in text

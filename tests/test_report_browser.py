@@ -1,4 +1,4 @@
-"""The HTML report in a real browser (issue 27): headless Chromium (Debian's package) opens the report of the small
+"""The HTML report in a real browser: headless Chromium (Debian's package) opens the report of the small
 CI run, as a reader would: the file is small enough to open fast, the landing text starts at the top of the window,
 the claims page renders every claim as a row, and every embedded figure decodes. tools/report_browser.py drives the
 browser (and takes the screenshots of docs/report/). CI installs Chromium (.ci/run); without it this test skips.
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("playwright")
 report_browser = load_tool("report_browser")
 
-MAX_MEGABYTES = 8.0  # the goal of issue 27 (the default run's report was 25 MB, 14 MB of it one table)
+MAX_MEGABYTES = 8.0  # a report a reader opens at once (one table embedded whole can weigh several megabytes)
 
 
 @pytest.mark.skipif(report_browser.chromium() is None, reason="no Chromium (Debian: apt-get install chromium)")

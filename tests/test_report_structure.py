@@ -1,4 +1,4 @@
-"""What the HTML report shows, checked without building it (issue 21): the landing text and the claims caption as
+"""What the HTML report shows, checked without building it: the landing text and the claims caption as
 rendered from the config, figures in numeric order, a parameter panel with only the keys the claims read, and each
 rule once in the report's rule graph. (tests/test_report.py builds a whole report: slow.)"""
 

@@ -1,4 +1,4 @@
-"""A soak of the ViT's long path (issue 36, item 5): a depth-12 run interrupted five times, by SIGINT and by kill -9,
+"""A soak of the ViT's long path: a depth-12 run interrupted five times, by SIGINT and by kill -9,
 mid-epoch and mid-checkpoint-write, and resumed each time, ends with the metrics and maps of an uninterrupted run,
 bit for bit (the wall-clock times, kept apart in the sidecar, aside).
 

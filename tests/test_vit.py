@@ -575,7 +575,7 @@ def test_the_config_is_the_one_source_of_defaults() -> None:
 
 
 def test_vit_settings_take_every_value_from_the_config() -> None:
-    # Issue 12: TrainSettings() used to mean SGD for 10 epochs while the config said Adam for 60.
+    # A default in code would be a second home of a setting, free to disagree with the config's: there is none.
     classes = (vit.ModelSettings, DataSettings, vit.TrainSettings, vit.ProbeSettings, vit.GuardSettings, VitSettings)
     for cls in classes:
         for field in dataclasses.fields(cls):
@@ -622,7 +622,7 @@ def _no_training(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_undoing_a_code_edit_restores_the_finished_run(tmp_path: Path, tiny_data, monkeypatch) -> None:
     """Edit the training code (the checkpoint is kept aside under its fingerprint), run, undo the edit: the
-    finished run of the original code is taken back and restored without training (issue 36, item 2)."""
+    finished run of the original code is taken back and restored without training: undoing an edit never costs a run."""
     settings, checkpoint = tiny_settings(2), tmp_path / "checkpoint.pt"
     first = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
     with monkeypatch.context() as edit:

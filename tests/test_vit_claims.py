@@ -1,4 +1,4 @@
-"""ViT claims and figures that can fail for the right reasons (issues 17, 28): a minimum effect for ``vit_sparsity``,
+"""ViT claims and figures that can fail for the right reasons: a minimum effect for ``vit_sparsity``,
 a model that learned against a linear baseline, a direction of W that settles, and Figures 6-7 that say so on their
 face. Synthetic metrics tables, no training."""
 

@@ -194,7 +194,7 @@ def test_a_truncated_gz_is_named_leaves_no_partial_and_falls_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """A .gz cut short (an interrupted copy) is told apart like a corrupt CIFAR-10: named, no ``.partial`` left,
-    and the next stand-in taken where one is allowed (issue 36, item 4)."""
+    and the next stand-in taken where one is allowed."""
     write_fashion(tmp_path / "debian", monkeypatch)
     images = tmp_path / "debian" / "train-images-idx3-ubyte.gz"
     images.write_bytes(images.read_bytes()[: images.stat().st_size // 2])
@@ -212,7 +212,7 @@ def test_a_truncated_gz_is_named_leaves_no_partial_and_falls_back(
 def test_a_file_changed_since_the_manifest_names_the_rebuild_of_this_runs_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The rebuild command carries the run's --configfile/--config, as the tables' messages do (issue 36, item 4)."""
+    """The rebuild command carries the run's --configfile/--config, as the tables' messages do."""
     write_fashion(tmp_path / "root" / "FashionMNIST" / "raw", monkeypatch, gz=False)
     data = settings(tmp_path, fallback=[])
     manifest = vit.resolve_data(dataclasses.asdict(data))

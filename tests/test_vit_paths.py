@@ -1,5 +1,5 @@
-"""The ViT rules' files come from the registry, and every ViT rule's params carry the config keys it reads (issue 37:
-the run's paths were typed by hand in workflow/rules/vit.smk, and rule vit_data had no ``reads``)."""
+"""The ViT rules' files come from the registry, and every ViT rule's params carry the config keys it reads:
+no path of a ViT run is typed in workflow/rules/vit.smk, and rule vit_data's ``reads`` are its own."""
 
 from __future__ import annotations
 
