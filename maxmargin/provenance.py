@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -126,25 +127,30 @@ def provenance_path(path: str | os.PathLike[str]) -> Path:
     return Path(f"{path}.provenance.json")
 
 
-def table_record(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a provenance record holds of a table's bytes: its sha256 and its number of rows."""
+def bytes_record(data: bytes) -> dict[str, Any]:
+    """What a provenance record holds of a table's bytes: their sha256 and the table's number of rows."""
     import io
 
     import pandas as pd
 
-    data = Path(path).read_bytes()
     try:
         rows: int | str = len(pd.read_csv(io.BytesIO(data)))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         rows = f"unreadable ({type(err).__name__})"
-    return {"sha256": file_sha256(path), "rows": rows}
+    return {"sha256": hashlib.sha256(data).hexdigest(), "rows": rows}
 
 
-def write_provenance(path: str | os.PathLike[str]) -> None:
-    """Write the sidecar of the table at ``path``: the job's provenance, the table's sha256 and row count."""
+def table_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`bytes_record` of the table at ``path``."""
+    return bytes_record(Path(path).read_bytes())
+
+
+def write_provenance(path: str | os.PathLike[str], table: Mapping[str, Any] | None = None) -> None:
+    """Inside a rule, write the sidecar of the table at ``path``: the job's provenance and ``table``, the record of
+    the bytes written (:func:`bytes_record`; read from the file when not given). Outside a rule, nothing."""
     record = current_provenance()
     if record is not None:
-        write_json({**record, **table_record(path)}, provenance_path(path))
+        write_json({**record, **(table or table_record(path))}, provenance_path(path))
 
 
 def run_command(targets: str, cores: str = "all", options: str = "") -> str:
@@ -191,9 +197,12 @@ def verify_file(path: str | os.PathLike[str], sha256: str | None, rebuild: str) 
         )
 
 
-def verify_table(path: str | os.PathLike[str], record: Mapping[str, Any], rebuild: str) -> None:
-    """Stop unless the table at ``path`` has the sha256 and row count of its provenance record."""
-    actual = table_record(path)
+def verify_table(
+    path: str | os.PathLike[str], record: Mapping[str, Any], rebuild: str, data: bytes | None = None
+) -> None:
+    """Stop unless the table at ``path`` (its bytes ``data``, read once by the caller, or else from the file) has the
+    sha256 and row count of its provenance record."""
+    actual = bytes_record(Path(path).read_bytes() if data is None else data)
     differs = [
         f"{key} {actual[key]} (recorded {record.get(key)})"
         for key in ("rows", "sha256")

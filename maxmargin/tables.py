@@ -10,10 +10,12 @@ declarations live in the registry (:mod:`maxmargin.registry`, ``Table``), under 
 from __future__ import annotations
 
 import contextvars
+import io
 import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -24,6 +26,7 @@ from maxmargin import registry
 from maxmargin.files import atomic_path
 from maxmargin.provenance import (
     TableIntegrityError,
+    bytes_record,
     check_binding,
     current_config,
     note_reads,
@@ -134,9 +137,13 @@ def _empty_columns_as_objects(table: Table, frame: pd.DataFrame) -> pd.DataFrame
 def check_table(frame: pd.DataFrame, path: str | os.PathLike[str], config: Config | None) -> None:
     """Validate ``frame``, the table at ``path``, against its contract; TableContractError says what breaks it."""
     found = find_contract(path)
-    if found is None:
-        return
-    table, wildcards = found
+    if found is not None:
+        _check_contract(frame, path, *found, config)
+
+
+def _check_contract(
+    frame: pd.DataFrame, path: str | os.PathLike[str], table: Table, wildcards: Mapping[str, str], config: Config | None
+) -> None:
     n_rows = registry.row_count(table, config) if config else None
     frame = _empty_columns_as_objects(table, frame)
     lines = []
@@ -156,16 +163,23 @@ def check_table(frame: pd.DataFrame, path: str | os.PathLike[str], config: Confi
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Check a table against its contract, write it atomically with full float precision, in its declared column
-    order, plus, inside a rule, its provenance sidecar (with the table's sha256 and row count)."""
+    """Write a table, the one way: in its declared column order, with full float precision; its bytes checked
+    against its contract as every reader will read them, then written atomically (nothing is written when the check
+    fails); inside a rule, its provenance sidecar beside it, with the bytes' sha256 and row count.
+
+    A straight trip down the layers: the contract from the registry's declaration, this run's config from the job's
+    provenance, the write by :mod:`maxmargin.files`, the sidecar by :mod:`maxmargin.provenance`; nothing calls back.
+    """
     found = find_contract(path)
     if found is not None:
         declared = [name for name in found[0].column_names if name in frame]
         frame = frame[declared + [c for c in frame.columns if c not in declared]]
+    data = frame.to_csv(index=False, float_format="%.17g").encode()
+    if found is not None:
+        _check_contract(pd.read_csv(io.BytesIO(data)), path, *found, current_config())
     with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.17g")
-        check_table(pd.read_csv(tmp), str(path), current_config())  # as every reader will see it
-    write_provenance(path)
+        tmp.write_bytes(data)
+    write_provenance(path, bytes_record(data))
 
 
 # The tables this job has read (and checked), by path: a job verifies all its inputs before it writes anything
@@ -193,14 +207,16 @@ def read_table(path: str | os.PathLike[str], record: Mapping[str, Any] | None = 
     found = find_contract(path)
     rebuild = rebuild_command(path, found[0].rule if found else None)
     record = read_record(path, rebuild) if record is None else record
-    verify_table(path, record, rebuild)
+    data = Path(path).read_bytes()  # read once: the bytes checked are the bytes parsed
+    verify_table(path, record, rebuild, data)
     config = current_config()
     if config is not None and found is not None:  # a record that does not say what made it fails (check_binding)
         check_binding(path, record, found[1], config, rebuild)
     note_reads(record)
-    frame = pd.read_csv(path)
+    frame = pd.read_csv(io.BytesIO(data))
     try:
-        check_table(frame, str(path), config)
+        if found is not None:
+            _check_contract(frame, path, *found, config)
     except TableContractError as err:
         raise TableContractError(f"{err}\nrebuild it: {rebuild}") from None
     if cache is not None:

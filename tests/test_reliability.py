@@ -59,8 +59,9 @@ def _writes(call: ast.Call) -> bool:
     if isinstance(func, ast.Attribute):
         owner = func.value.id if isinstance(func.value, ast.Name) else None
         mode = call.args[0] if func.attr == "open" and call.args else None
+        in_memory = func.attr == "to_csv" and not call.args and "path_or_buf" not in {k.arg for k in call.keywords}
         return (
-            func.attr in WRITING_METHODS
+            (func.attr in WRITING_METHODS and not in_memory)
             or (owner, func.attr) in WRITING_FUNCTIONS
             or (isinstance(mode, ast.Constant) and bool(set(str(mode.value)) & set("wax+")))
         )
@@ -106,7 +107,7 @@ def test_the_write_finder_sees_each_kind_of_write() -> None:
         assert _unguarded_writes(ast.parse(f"def f():\n    {line}\n")) == {"f"}, line
     guarded = "def f():\n    with atomic_path(p) as tmp:\n        torch.save(s, tmp)\n"
     assert not _unguarded_writes(ast.parse(guarded))
-    assert not _unguarded_writes(ast.parse("def f():\n    open(p)\n    s.replace('a', 'b')\n"))
+    assert not _unguarded_writes(ast.parse("def f():\n    open(p)\n    s.replace('a', 'b')\n    t = frame.to_csv()\n"))
 
 
 def test_npz_is_byte_reproducible(tmp_path: Path) -> None:
