@@ -1,8 +1,11 @@
-"""Checkpoints of a ViT run: written atomically, resumed only by the same settings, data and training code.
+"""Checkpoints of a ViT run: a plain dict (the training loop's state), written atomically, resumed only by the run of
+its fingerprint (the same settings, data and training code).
 
-A checkpoint of other settings or code is never overwritten: it is kept aside under its fingerprint
-(``checkpoint.<fingerprint>.pt``, with its W history), so that editing the ViT code cannot destroy a long run, and
-taken back when the run's fingerprint is its own again (the edit undone), so that undoing an edit never costs one.
+A checkpoint and its companions (its W history, its snapshots' folder) go together. One of another fingerprint is
+never overwritten: it is kept aside as ``<stem>.<fingerprint>[-n]<suffix>`` (an unreadable one as
+``<stem>.unreadable<suffix>``), so that editing the ViT code cannot destroy a long run, and taken back when the run's
+fingerprint is its own again (the edit undone), so that undoing an edit never costs one. ``vit.checkpoints.keep_aside``
+bounds how many stay aside (:func:`prune_kept_aside`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from maxmargin.files import atomic_path, remove_stale_temporaries
 log = logging.getLogger("maxmargin")
 
 CHECKPOINT_FORMAT = 3  # 3: W history beside it, epoch times apart from the metrics
+UNREADABLE = (RuntimeError, OSError, EOFError, pickle.UnpicklingError)  # what torch.load raises on a damaged file
+
+
+class CheckpointWarning(UserWarning):
+    """A checkpoint is kept aside, not resumed (a warning reaches the terminal, not only the log)."""
 
 
 def w_history_path(checkpoint: str | os.PathLike[str]) -> Path:
@@ -32,18 +40,9 @@ def w_history_path(checkpoint: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + ".w_history")
 
 
-def companions(checkpoint: str | os.PathLike[str]) -> list[Path]:
-    """What lives beside a checkpoint and goes where it goes: its W history and its snapshots' folder."""
-    path = Path(checkpoint)
-    return [w_history_path(path), path.with_name(path.name + ".snapshots")]
-
-
-def _move_companions(source: Path, target: Path) -> None:
-    """Move the companions of checkpoint ``source`` to those of ``target`` (replacing what is there)."""
-    for old, new in zip(companions(source), companions(target), strict=True):
-        _remove(new)
-        if old.exists():
-            os.replace(old, new)
+def _with_companions(checkpoint: Path) -> list[Path]:
+    """A checkpoint and what goes where it goes: its W history and its snapshots' folder."""
+    return [checkpoint, w_history_path(checkpoint), checkpoint.with_name(checkpoint.name + ".snapshots")]
 
 
 def _remove(path: Path) -> None:
@@ -53,9 +52,17 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def _move(source: Path, target: Path) -> None:
+    """Move checkpoint ``source`` and its companions to ``target``'s places (replacing what is there)."""
+    for old, new in zip(_with_companions(source), _with_companions(target), strict=True):
+        _remove(new)
+        if old.exists():
+            os.replace(old, new)
+
+
 def remove_checkpoint(checkpoint: str | os.PathLike[str]) -> None:
     """Remove a checkpoint and its companions (a pilot's, which no run resumes)."""
-    for path in (Path(checkpoint), *companions(checkpoint)):
+    for path in _with_companions(Path(checkpoint)):
         _remove(path)
 
 
@@ -67,8 +74,8 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
         torch.save(state, tmp)
 
 
-class CheckpointWarning(UserWarning):
-    """A checkpoint is kept aside, not resumed (a warning reaches the terminal, not only the log)."""
+def _read(path: Path) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def _warn(message: str) -> None:
@@ -76,29 +83,23 @@ def _warn(message: str) -> None:
     warnings.warn(message, CheckpointWarning, stacklevel=4)
 
 
-def keep_aside(path: Path, tag: str) -> Path:
-    """Move a checkpoint (and its W history) to ``<stem>.<tag><suffix>``, never over another one; the new path."""
-    target = path.with_name(f"{path.stem}.{tag}{path.suffix}")
-    n = 1
-    while target.exists():
-        target, n = path.with_name(f"{path.stem}.{tag}-{n}{path.suffix}"), n + 1
-    os.replace(path, target)
-    _move_companions(path, target)
-    return target
-
-
-def _kept_aside_of(path: Path, fingerprint: str) -> list[Path]:
-    """The checkpoints :func:`keep_aside` moved beside ``path`` under ``fingerprint`` (``<stem>.<fp>[-n]<suffix>``)."""
-    pattern = re.compile(rf"{re.escape(path.stem)}\.{re.escape(fingerprint)}(-\d+)?{re.escape(path.suffix)}")
-    return sorted(p for p in path.parent.glob(glob.escape(path.stem) + ".*") if pattern.fullmatch(p.name))
-
-
-def kept_aside(path: str | os.PathLike[str]) -> list[Path]:
-    """Every checkpoint kept aside beside ``path`` (``<stem>.<tag>[-n]<suffix>``), the newest first."""
+def kept_aside(path: str | os.PathLike[str], tag: str = r"[\w-]+") -> list[Path]:
+    """The checkpoints kept aside beside ``path`` (``<stem>.<tag>[-n]<suffix>``, ``tag`` a regular expression),
+    the newest first."""
     path = Path(path)
-    pattern = re.compile(rf"{re.escape(path.stem)}\.[\w-]+{re.escape(path.suffix)}")
-    found = [p for p in path.parent.glob(glob.escape(path.stem) + ".*") if pattern.fullmatch(p.name)]
+    name = re.compile(rf"{re.escape(path.stem)}\.(?:{tag})(?:-\d+)?{re.escape(path.suffix)}")
+    found = [p for p in path.parent.glob(glob.escape(path.stem) + ".*") if name.fullmatch(p.name)]
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def _keep_aside(path: Path, tag: str) -> Path:
+    """Move a checkpoint (and its companions) to ``<stem>.<tag><suffix>``, never over another one; the new path."""
+    target, n = path.with_name(f"{path.stem}.{tag}{path.suffix}"), 0
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.stem}.{tag}-{n}{path.suffix}")
+    _move(path, target)
+    return target
 
 
 def prune_kept_aside(path: str | os.PathLike[str], keep: int) -> list[Path]:
@@ -112,34 +113,33 @@ def prune_kept_aside(path: str | os.PathLike[str], keep: int) -> list[Path]:
     return removed
 
 
-def _read(path: Path) -> dict[str, Any]:
-    return torch.load(path, map_location="cpu", weights_only=True)
+def _is_run(state: dict[str, Any], fingerprint: str) -> bool:
+    return state.get("format") == CHECKPOINT_FORMAT and state.get("fingerprint") == fingerprint
+
+
+def _progress(state: dict[str, Any]) -> tuple[bool, int]:
+    return bool(state.get("finished")), int(state.get("epoch", -1))
 
 
 def _take_back(path: Path, fingerprint: str) -> dict[str, Any] | None:
     """Move the furthest checkpoint kept aside under ``fingerprint`` (a finished one first, else the latest epoch)
-    back to ``path``, with its W history; its state, or None when there is none.
-
-    An edit of the training code that is undone (``git checkout``) finds its own run again: resumed or restored,
-    never trained again from epoch 0.
-    """
-    found = []
-    for aside in _kept_aside_of(path, fingerprint):
+    back to ``path``, with its companions; its state, or None when there is none. An unreadable one is named and
+    removed. One state is held at a time besides the best so far (a ViT-B/2 checkpoint is about 1 GB)."""
+    best: tuple[Path, dict[str, Any]] | None = None
+    for aside in kept_aside(path, re.escape(fingerprint)):
         try:
             state = _read(aside)
-        except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
+        except UNREADABLE as err:
             _warn(f"kept-aside checkpoint {aside} is unreadable ({err}): removed")
             remove_checkpoint(aside)
             continue
-        if state.get("format") == CHECKPOINT_FORMAT and state.get("fingerprint") == fingerprint:
-            found.append((bool(state.get("finished")), int(state.get("epoch", -1)), aside, state))
-    if not found:
+        if _is_run(state, fingerprint) and (best is None or _progress(state) > _progress(best[1])):
+            best = (aside, state)
+    if best is None:
         return None
-    *_, aside, state = max(found, key=lambda f: f[:2])
-    os.replace(aside, path)
-    _move_companions(aside, path)
-    log.info("taking back %s, kept aside earlier under this run's fingerprint %s, as %s", aside, fingerprint, path)
-    return state
+    _move(best[0], path)
+    log.info("taking back %s, kept aside earlier under this run's fingerprint %s, as %s", best[0], fingerprint, path)
+    return best[1]
 
 
 def _own_state(path: Path, fingerprint: str) -> dict[str, Any] | None:
@@ -149,18 +149,17 @@ def _own_state(path: Path, fingerprint: str) -> dict[str, Any] | None:
         return None
     try:
         state = _read(path)
-    except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as err:
-        aside = keep_aside(path, "unreadable")
-        _warn(f"unreadable checkpoint {path} ({err}), kept aside as {aside}")
+    except UNREADABLE as err:
+        _warn(f"unreadable checkpoint {path} ({err}), kept aside as {_keep_aside(path, 'unreadable')}")
         return None
-    if state.get("format") != CHECKPOINT_FORMAT or state.get("fingerprint") != fingerprint:
-        aside = keep_aside(path, str(state.get("fingerprint", "unknown")))
-        _warn(
-            f"checkpoint {path} belongs to other settings, data or code (fingerprint {state.get('fingerprint')}, "
-            f"this run {fingerprint}): kept aside as {aside}"
-        )
-        return None
-    return state
+    if _is_run(state, fingerprint):
+        return state
+    aside = _keep_aside(path, str(state.get("fingerprint", "unknown")))
+    _warn(
+        f"checkpoint {path} belongs to other settings, data or code (fingerprint {state.get('fingerprint')}, "
+        f"this run {fingerprint}): kept aside as {aside}"
+    )
+    return None
 
 
 def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: bool = False) -> dict[str, Any] | None:
@@ -171,13 +170,9 @@ def load_checkpoint(path: str | os.PathLike[str], fingerprint: str, restore: boo
     otherwise the run trains again from epoch 0.
     """
     path = Path(path)
-    existed = path.exists()
     state = _own_state(path, fingerprint) or _take_back(path, fingerprint)
     if state is None:
-        if existed:
-            log.info(
-                "no checkpoint of this run (fingerprint %s) at %s or kept aside: starting afresh", fingerprint, path
-            )
+        log.info("no checkpoint of this run (fingerprint %s) at %s or kept aside: starting afresh", fingerprint, path)
         return None
     if state.get("finished") and not restore:
         log.info("checkpoint %s is of a finished run; training again from epoch 0", path)
