@@ -155,7 +155,8 @@ def test_the_paper_epochs_run_fits_nine_minutes_with_the_margin_its_header_state
     assert f"in all about {plan.total:.0f} s of the {limit:.0f} s the session has" in header
     assert f"#   {spare:.0f} s to spare" in header and spare >= 45
     assert plan.run_seconds + gpu.DEFAULT_RESERVE <= limit - plan.session_start  # no pilot: its run fits
-    assert plan.parts["training"] == pytest.approx(400 * 2000 / gpu_plan.MEASURED.images_per_s)
+    n_train = session_configs(PAPER_EPOCHS.relative_to(REPO).as_posix())["vit"]["data"]["n_train"]
+    assert plan.parts["training"] == pytest.approx(400 * n_train / gpu_plan.MEASURED.images_per_s)
 
 
 @pytest.mark.parametrize("extra", [[], ["workflow/config/gpu_vitb4.yaml"]])
