@@ -37,7 +37,7 @@ with rule_logging(snakemake) as log:
     name = {key: path.rsplit("/", 1)[-1] for key, path in out.items()}
     numbers = [link(name["metrics"], "every measured epoch"), link(name["baseline"], "the linear baseline")]
     if probed:
-        numbers.append(link(name["w_svm"], "each last-layer head against its W-ATT-SVM solution, its nulls and ceiling"))
+        numbers.append(link(name["w_svm"], "each last-layer head against its W-ATT-SVM, its nulls and its ceiling"))
     numbers.append(link(name["claims"], "the ViT claims of the claims table, measured from them"))
     header = (
         f"# ViT run `{snakemake.params.reads['vit']['docs']}`: Figures 6-7, measured\n\n"

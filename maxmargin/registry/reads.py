@@ -65,7 +65,14 @@ READS: dict[str, tuple[str, ...]] = {
     "vit_recipes_table": ("vit_recipes.recipes",),
     "docs_vit_recipes": ("vit_recipes.docs",),
     # docs_vit: the rest of the page comes from the run's sidecar
-    "docs_vit": ("vit.docs", "vit.docs_w_svm", "vit.model.num_classes", "vit.guard", "vit.plots.fig6_epochs", "vit.w_svm"),
+    "docs_vit": (
+        "vit.docs",
+        "vit.docs_w_svm",
+        "vit.model.num_classes",
+        "vit.guard",
+        "vit.plots.fig6_epochs",
+        "vit.w_svm",
+    ),
     "claims_table": ("{claims}",),
     "gallery_thumbnail": (),
     "docs_claims": (),

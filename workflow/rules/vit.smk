@@ -276,20 +276,20 @@ rule docs_vit:
     typed.
     """
     input:
+        **DOCS_W_SVM_INPUTS,
         metrics=table_path("vit_metrics"),
         baseline=table_path("vit_baseline"),
         sidecar=rules.vit_train.output.sidecar,
         fig6=panel_files("fig6")[1],
         fig7=panel_files("fig7")[1],
-        **DOCS_W_SVM_INPUTS,
     output:
+        **DOCS_W_SVM_OUTPUTS,
         md=f"docs/results/{VIT['docs']}.md",
         fig6=f"docs/results/{VIT['docs']}_fig6.png",
         fig7=f"docs/results/{VIT['docs']}_fig7.png",
         metrics=f"docs/results/{VIT['docs']}_metrics.csv",
         baseline=f"docs/results/{VIT['docs']}_baseline.csv",
         claims=f"docs/results/{VIT['docs']}_claims.csv",
-        **DOCS_W_SVM_OUTPUTS,
     log:
         results_path("logs/docs_vit/vit.log"),
     benchmark:
