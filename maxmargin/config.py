@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from maxmargin import registry
+from maxmargin.registry import derived
 
 # Beyond this magnitude every setting of this pipeline (step sizes, radii, counts) overflows float64 arithmetic
 # within a few operations; 1e300 validates as "finite" but yields NaN just as surely.
@@ -40,7 +41,7 @@ def _numbers(value: Any, key: str) -> Iterator[tuple[str, float]]:
 def check_config(config: Mapping[str, Any]) -> None:
     """Raise ValueError naming the first key whose number is NaN, infinite or beyond ``MAX_MAGNITUDE``, or a
     block of ``synthetic`` that no registered experiment reads (:mod:`maxmargin.registry`)."""
-    used = {experiment.config for experiment in registry.EXPERIMENTS} | {"data"}
+    used = {experiment.block for experiment in registry.EXPERIMENTS} | {"data"}
     for block in config.get("synthetic", {}):
         if block not in used:
             raise ValueError(
@@ -352,7 +353,7 @@ def check_config_beyond_schema(
     check_config_files(files)
     check_config(config)
     for experiment in registry.EXPERIMENTS:  # a registered experiment without its block: the message says what to add
-        registry.experiment_settings(experiment.name, config)
+        derived.experiment_settings(experiment.name, config)
     schema = load_yaml(schema_path)
     for key in _typed_integers(config, schema, schema, ""):
         value = _get_indexed(config, key)

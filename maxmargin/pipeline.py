@@ -25,6 +25,7 @@ from maxmargin.experiments import synthetic as synthetic_experiments
 from maxmargin.figures import basin, census, regpath, style, synthetic, vit
 from maxmargin.files import atomic_path
 from maxmargin.provenance import current_provenance, rebuild_command, verify_file
+from maxmargin.registry import derived
 from maxmargin.tables import read_table
 
 # Family -> the module of its drawing functions (maxmargin.figures.<family>).
@@ -45,32 +46,32 @@ def _resolve(module: ModuleType, name: str, what: str) -> Callable[..., Any]:
 
 
 def drawing_function(panel: str) -> Callable[..., Figure]:
-    """The function that draws a registered panel (``maxmargin.figures.<family>.<function>``)."""
+    """The function that draws a registered panel (``maxmargin.figures.<family>.<draw>``)."""
     entry = registry.panel(panel)
-    return _resolve(FIGURE_MODULES[entry.family], entry.function, "the drawing function")
+    return _resolve(FIGURE_MODULES[entry.family], entry.draw, "the drawing function")
 
 
 def experiment_function(name: str) -> Callable[..., synthetic_experiments.ExperimentTables]:
     """The function of a registered synthetic experiment (:mod:`maxmargin.experiments.synthetic`)."""
-    return _resolve(synthetic_experiments, registry.experiment(name).function, "the experiment function")
+    return _resolve(synthetic_experiments, registry.experiment(name).run, "the experiment function")
 
 
-def instance_function(name: str) -> Callable[..., instances.Instance]:
+def data_function(name: str) -> Callable[..., instances.Instance]:
     """The data set function of a registered synthetic experiment (:mod:`maxmargin.experiments.instances`)."""
-    return _resolve(instances, registry.experiment(name).instance, "the data set")
+    return _resolve(instances, registry.experiment(name).data, "the data set")
 
 
 def run_experiment(
     name: str, settings: Mapping[str, Any], data: Mapping[str, Any]
 ) -> synthetic_experiments.ExperimentTables:
-    """Run one registered synthetic experiment with its settings (:func:`maxmargin.registry.experiment_settings`)
-    and its data set's parameters.
+    """Run one registered synthetic experiment with its settings
+    (:func:`maxmargin.registry.derived.experiment_settings`) and its data set's parameters.
 
-    The data set is the registry's instance function with its fixed arguments and the config's data parameters
-    bound; the experiment function calls it (once, or once per score C in Figure 5).
+    The data set is the registry's data set function with its fixed arguments (``data_args``) and the config's data
+    parameters bound; the experiment function calls it (once, or once per score C in Figure 5).
     """
     entry = registry.experiment(name)
-    make_instance = functools.partial(instance_function(name), **entry.instance_args, **data)
+    make_instance = functools.partial(data_function(name), **entry.data_args, **data)
     return experiment_function(name)(name, make_instance, **settings)
 
 
@@ -99,10 +100,10 @@ def _read(name: str, path: str, records: list[dict[str, Any]]) -> Any:
 
 
 def draw_panel(panel: str, paths: list[str], options: Mapping[str, Any]) -> Figure:
-    """Draw a registered panel (not synthetic) from its files (:func:`maxmargin.registry.panel_inputs`) with
-    its config options (:func:`maxmargin.registry.options`)."""
+    """Draw a registered panel (not synthetic) from its files (:func:`maxmargin.registry.derived.panel_inputs`) with
+    its config options (:func:`maxmargin.registry.derived.options`)."""
     records: list[dict[str, Any]] = []
-    names = [name for name, _ in registry.panel_inputs(panel)]
+    names = [name for name, _ in derived.panel_inputs(panel)]
     inputs = [_read(name, path, records) for name, path in zip(names, paths, strict=True)]
     with style.paper_style():
         return drawing_function(panel)(*inputs, **options)

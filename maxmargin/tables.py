@@ -35,6 +35,7 @@ from maxmargin.provenance import (
     verify_table,
     write_provenance,
 )
+from maxmargin.registry import derived
 from maxmargin.registry.types import Column, Table
 
 Config = Mapping[str, Any]
@@ -116,9 +117,9 @@ def _restated(table: Table, frame: pd.DataFrame, wildcards: Mapping[str, str], c
         if source.startswith("{"):
             expected = [str(wildcards[source.strip("{}")])]
         elif source.startswith("0.."):
-            expected = [str(k) for k in registry.every(config, source[3:])]
+            expected = [str(k) for k in derived.every(config, source[3:])]
         else:
-            value = registry.lookup(config, source)
+            value = derived.lookup(config, source)
             expected = [str(v) for v in value] if isinstance(value, list) else [str(value)]
         expected = sorted(set(expected), key=lambda v: (len(v), v))
         if found != expected:
@@ -144,7 +145,7 @@ def check_table(frame: pd.DataFrame, path: str | os.PathLike[str], config: Confi
 def _check_contract(
     frame: pd.DataFrame, path: str | os.PathLike[str], table: Table, wildcards: Mapping[str, str], config: Config | None
 ) -> None:
-    n_rows = registry.row_count(table, config) if config else None
+    n_rows = derived.row_count(table, config) if config else None
     frame = _empty_columns_as_objects(table, frame)
     lines = []
     try:

@@ -12,6 +12,7 @@ from maxmargin.experiments.vit.results import run_page
 from maxmargin.files import atomic_path
 from maxmargin.logs import rule_logging
 from maxmargin.provenance import run_command
+from maxmargin.registry import derived
 from maxmargin.tables import read_table
 
 NO_PROBE = (
@@ -31,7 +32,7 @@ with rule_logging(snakemake) as log:
     sidecar = json.loads(open(inp.sidecar).read())
     w_svm = read_table(inp.w_svm_table) if probed else pd.DataFrame(columns=registry.columns("vit_w_svm"))
     tables = {"vit_metrics": metrics, "vit_baseline": baseline, "vit_w_svm": w_svm}
-    vit_claims = [claim for claim, needs in registry.claim_tables().items() if set(needs) <= set(tables)]
+    vit_claims = [claim for claim, needs in derived.claim_tables().items() if set(needs) <= set(tables)]
     claims = evaluate_claims(tables, snakemake.params.reads)
     claims = claims[claims["claim_id"].isin(vit_claims)].reset_index(drop=True)
     name = {key: path.rsplit("/", 1)[-1] for key, path in out.items()}

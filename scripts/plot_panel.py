@@ -1,11 +1,11 @@
 """Snakemake script: draw one panel from its registered tables and files (rule plot_panel)."""
 
-from maxmargin import registry
 from maxmargin.logs import rule_logging
 from maxmargin.pipeline import draw_panel, save_figure
+from maxmargin.registry import derived
 
 with rule_logging(snakemake) as log:
     panel = snakemake.wildcards.panel
-    fig = draw_panel(panel, list(snakemake.input), registry.options(panel, snakemake.params.reads))
+    fig = draw_panel(panel, list(snakemake.input), derived.options(panel, snakemake.params.reads))
     save_figure(fig, snakemake.output.pdf, snakemake.output.png, {"Title": f"maxmargin {panel}"})
     log.info("drew %s", panel)

@@ -3,12 +3,13 @@
 from maxmargin import registry
 from maxmargin.logs import rule_logging
 from maxmargin.pipeline import run_experiment
+from maxmargin.registry import derived
 from maxmargin.tables import write_csv
 
 with rule_logging(snakemake) as log:
     name = snakemake.wildcards.experiment
-    settings = registry.experiment_settings(name, snakemake.params.reads)
-    data = registry.experiment_data(name, snakemake.params.reads)
+    settings = derived.experiment_settings(name, snakemake.params.reads)
+    data = derived.experiment_data(name, snakemake.params.reads)
     log.info("experiment %s with %s on data %s", name, settings, data)
     tables = run_experiment(name, settings, data)
     for kind in registry.synthetic.EXPERIMENT_TABLES:

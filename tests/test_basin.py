@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from conftest import DEFAULT_CONFIG
 
-from maxmargin import registry
 from maxmargin.claims.basin import cone_onset, measure_fig1b_consistent, measure_lmm_cone
 from maxmargin.core.gd import gradient_descent
 from maxmargin.core.model import grad_p
 from maxmargin.experiments import basin, instances, synthetic
 from maxmargin.experiments.basin import fig1b_agreement
 from maxmargin.pipeline import run_experiment
+from maxmargin.registry import derived
 
 TOLS = {k: DEFAULT_CONFIG["census"][k] for k in ("saturation_tol", "svm_tol")}
 FIG1 = DEFAULT_CONFIG["synthetic"]["fig1"]
@@ -40,7 +40,7 @@ def study() -> basin.BasinTables:
 
 @pytest.fixture(scope="module")
 def fig1b() -> synthetic.ExperimentTables:
-    return run_experiment("fig1b", registry.experiment_settings("fig1b", DEFAULT_CONFIG), {})
+    return run_experiment("fig1b", derived.experiment_settings("fig1b", DEFAULT_CONFIG), {})
 
 
 def claim_config(study_config: dict) -> dict:

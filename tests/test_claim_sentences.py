@@ -15,6 +15,7 @@ from test_report_structure import rst_problems
 from maxmargin import registry
 from maxmargin.claims import CLAIMS, claims_config, evaluate_claims, run_sentences
 from maxmargin.claims.statements import APPENDIX_E, ELSEWHERE, claims_page
+from maxmargin.registry import derived
 
 CONFIG = claims_config(DEFAULT_CONFIG)
 IDS = {c.claim_id for c in CLAIMS}
@@ -43,7 +44,7 @@ def fig6_caption(image_sparsity: list[float]) -> str:
         [{"dataset": "fashion_mnist", "n_train": 2000, "n_test": 1000, "n_iter": 200, "test_acc": 0.8}]
     )
     tables = {"vit_metrics": vit_metrics(image_sparsity), "vit_baseline": baseline}
-    return registry.caption(
+    return derived.caption(
         registry.panel("fig6"), DEFAULT_CONFIG, run_sentences(evaluate_claims(tables, CONFIG), tables)
     )
 
@@ -62,7 +63,7 @@ def test_the_figure6_caption_follows_the_runs_per_image_sparsity() -> None:
 
 
 def test_a_caption_without_a_run_says_it_is_not_measured() -> None:
-    text = registry.caption(registry.panel("fig9b"), DEFAULT_CONFIG)
+    text = derived.caption(registry.panel("fig9b"), DEFAULT_CONFIG)
     assert "(claim ``census_gap_size``: not measured, no ``tables/claims.json`` yet)" in text
     assert not rst_problems(text)
 

@@ -23,6 +23,7 @@ from maxmargin.config import (
     yaml_merges,
 )
 from maxmargin.pipeline import run_experiment
+from maxmargin.registry import derived
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = REPO / "workflow/config/default.yaml"
@@ -50,10 +51,10 @@ def test_a_nan_step_size_stops_the_workflow_before_any_job(workflow_dir, value):
 
 
 def test_a_registered_experiment_without_its_block_says_which_block_to_add() -> None:
-    block = registry.EXPERIMENTS[-1].config
+    block = registry.EXPERIMENTS[-1].block
     config = copy.deepcopy(DEFAULT_CONFIG)
     del config["synthetic"][block]
-    with pytest.raises(registry.MissingBlock) as raised:
+    with pytest.raises(derived.MissingBlock) as raised:
         check_config_beyond_schema(config, SCHEMA)
     message = str(raised.value)
     assert f"reads the config block 'synthetic.{block}', which this config lacks" in message
@@ -65,7 +66,9 @@ def test_a_new_experiment_without_its_block_stops_the_run_with_what_to_add(workf
     naming the block, not with a KeyError inside a rule file."""
     shutil.copytree(REPO / "maxmargin", workflow_dir / "maxmargin", ignore=shutil.ignore_patterns("__pycache__"))
     with (workflow_dir / "maxmargin/registry/synthetic.py").open("a") as module:  # imported beside the Snakefile
-        module.write('\nEXPERIMENTS = (*EXPERIMENTS, Experiment("circle", "fig1a", "gd_on_p", "circle"))\n')
+        module.write(
+            '\nEXPERIMENTS = (*EXPERIMENTS, Experiment(name="circle", data="fig1a", run="gd_on_p", block="circle"))\n'
+        )
     command = [str(SNAKEMAKE), "-n", "--cores", "1", "--", "fig1"]
     proc = subprocess.run(command, cwd=workflow_dir, capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr

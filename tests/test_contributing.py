@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO, SNAKEMAKE, load_tool, starts_a_program
 
 from maxmargin import registry
+from maxmargin.registry import derived
 
 # Block info strings: "LANG append PATH", "LANG insert PATH NAME" (a tuple of a module, or a top-level section of a
 # YAML file), "bash run". Sections of the page: "## Add ...".
@@ -168,7 +169,7 @@ def rule_names() -> set[str]:
     sources = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
     named = {name for path in sources for name in re.findall(r"^rule (\w+):", path.read_text(), re.MULTILINE)}
     plots = {f"plot_{p.family}" for p in registry.PANELS if p.family != "synthetic"}
-    return named | set(registry.targets()) | plots
+    return named | set(derived.targets()) | plots
 
 
 def test_every_path_and_rule_the_page_names_exists():

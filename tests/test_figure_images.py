@@ -24,6 +24,7 @@ from PIL import Image
 from maxmargin import registry
 from maxmargin.figures import style
 from maxmargin.pipeline import draw_synthetic_panel, run_experiment, save_figure
+from maxmargin.registry import derived
 
 BASELINES = REPO / "tests" / "baseline_images"
 # RMS of the pixel difference (0-255) a figure may differ by: text rendered by another FreeType, a curve of the
@@ -57,7 +58,7 @@ def test_figure1_shows_every_start_ending_near_the_direction_it_reaches(panel: s
     run's last angle is the arccos of its final cosine in the directions table, under 2 degrees at the default
     settings; the token an LMM selects is keyed locally-optimal (Definition 2), the others non-optimal."""
     name = registry.panel(panel).experiment
-    settings, data = registry.experiment_settings(name, DEFAULT_CONFIG), registry.experiment_data(name, DEFAULT_CONFIG)
+    settings, data = derived.experiment_settings(name, DEFAULT_CONFIG), derived.experiment_data(name, DEFAULT_CONFIG)
     tables = run_experiment(name, settings, data)
     fig = draw_synthetic_panel(panel, tables.trajectories, tables.tokens, tables.directions, {})
     runs = tables.directions[tables.directions["record"] == "gd_run"]

@@ -15,7 +15,7 @@ from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances
 from maxmargin.experiments.instances import scored_tokens
 from maxmargin.pipeline import run_experiment
-from maxmargin.registry import experiment_settings
+from maxmargin.registry.derived import experiment_settings
 
 
 def test_theorem2_single_input_converges_to_gmm_from_every_start():
@@ -113,7 +113,7 @@ def _gd_runs(name: str, settings: dict) -> pd.DataFrame:
     """The gd_run rows of a registered experiment's directions table, indexed by their start (key plane).
 
     ``settings`` is the experiment's config block, read as the workflow reads it."""
-    config = {"synthetic": {registry.experiment(name).config: settings}}
+    config = {"synthetic": {registry.experiment(name).block: settings}}
     table = run_experiment(name, experiment_settings(name, config), {}).directions
     runs = table[table["record"] == "gd_run"]
     return runs.assign(p0=[tuple(json.loads(x)[:2]) for x in runs["start"]]).set_index("p0")

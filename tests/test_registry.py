@@ -14,6 +14,7 @@ from maxmargin import claims, pipeline, registry
 from maxmargin.experiments import synthetic
 from maxmargin.figures import basin, census, regpath, vit
 from maxmargin.figures import synthetic as synthetic_figures
+from maxmargin.registry import derived
 
 
 def _public(module, returns) -> set[str]:
@@ -29,11 +30,11 @@ def _public(module, returns) -> set[str]:
 
 def test_every_registry_entry_resolves():
     for entry in registry.EXPERIMENTS:
-        assert callable(pipeline.instance_function(entry.name)), entry
+        assert callable(pipeline.data_function(entry.name)), entry
         parameters = inspect.signature(pipeline.experiment_function(entry.name)).parameters
-        assert set(registry.experiment_settings(entry.name, DEFAULT_CONFIG)) <= set(parameters)
+        assert set(derived.experiment_settings(entry.name, DEFAULT_CONFIG)) <= set(parameters)
     for panel in registry.PANELS:
-        assert pipeline.drawing_function(panel.name).__name__ == panel.function
+        assert pipeline.drawing_function(panel.name).__name__ == panel.draw
         assert all(registry.table(t) for t in panel.tables)
     for panel in registry.panels_of("synthetic"):
         registry.experiment(panel.experiment)  # raises if unregistered
@@ -47,12 +48,12 @@ def test_every_registry_entry_resolves():
 def test_every_panel_and_table_of_the_report_has_its_own_caption():
     """Every caption lives in the registry, filled from the config; none is shared, none is a template's default."""
     entries = [*registry.PANELS, *(t for t in registry.TABLES if t.label)]
-    captions = [registry.caption(entry, DEFAULT_CONFIG) for entry in entries]
+    captions = [derived.caption(entry, DEFAULT_CONFIG) for entry in entries]
     assert all(len(text) > 80 for text in captions), [
         e.name for e, c in zip(entries, captions, strict=True) if len(c) <= 80
     ]
     assert len(set(captions)) == len(captions)
-    assert "bins of width 0.005" in registry.caption(registry.panel("fig9b"), DEFAULT_CONFIG)  # census.histogram
+    assert "bins of width 0.005" in derived.caption(registry.panel("fig9b"), DEFAULT_CONFIG)  # census.histogram
     # the landing page only: no template branches on panel names
     assert {p.name for p in (REPO / "workflow" / "report").glob("*.rst")} == {"workflow.rst"}
 
@@ -62,7 +63,7 @@ def test_every_column_is_described_once_and_its_tables_caption_lists_it():
     of its columns made from them, and its own text names none of them; change a description and the
     caption changes with it."""
     for table in registry.TABLES:
-        text = registry.caption(table, DEFAULT_CONFIG)
+        text = derived.caption(table, DEFAULT_CONFIG)
         for column in table.columns:
             assert column.description.strip(), f"{table.name}.{column.name} has no description"
             assert f"- ``{column.name}``: {column.description}\n" in text, (table.name, column.name)
@@ -70,8 +71,8 @@ def test_every_column_is_described_once_and_its_tables_caption_lists_it():
     entry = registry.table("census_trials")
     first, *rest = entry.columns
     changed = dataclasses.replace(entry, columns=(dataclasses.replace(first, description="a new meaning"), *rest))
-    text = registry.caption(changed, DEFAULT_CONFIG)
-    assert text != registry.caption(entry, DEFAULT_CONFIG)
+    text = derived.caption(changed, DEFAULT_CONFIG)
+    assert text != derived.caption(entry, DEFAULT_CONFIG)
     assert "- ``d``: a new meaning\n" in text and first.description not in text
 
 
@@ -95,14 +96,14 @@ def test_each_table_is_declared_once_and_its_producer_writes_those_columns():
 
 def test_nothing_is_left_unregistered():
     experiments = _public(synthetic, synthetic.ExperimentTables)
-    assert experiments == {e.function for e in registry.EXPERIMENTS}
+    assert experiments == {e.run for e in registry.EXPERIMENTS}
     modules = {"synthetic": synthetic_figures, "census": census, "regpath": regpath, "vit": vit, "basin": basin}
     assert set(modules) == set(pipeline.FIGURE_MODULES)
     for family, module in modules.items():
-        assert _public(module, Figure) == {p.function for p in registry.panels_of(family)}, family
-    used_blocks = {e.config for e in registry.EXPERIMENTS} | {"data"}
+        assert _public(module, Figure) == {p.draw for p in registry.panels_of(family)}, family
+    used_blocks = {e.block for e in registry.EXPERIMENTS} | {"data"}
     assert set(DEFAULT_CONFIG["synthetic"]) == used_blocks
-    assert set(DEFAULT_CONFIG["synthetic"]["data"]) <= {e.instance for e in registry.EXPERIMENTS}
+    assert set(DEFAULT_CONFIG["synthetic"]["data"]) <= {e.data for e in registry.EXPERIMENTS}
     gallery = set(registry.GALLERY)
     assert {path.stem for path in (REPO / "docs" / "gallery").glob("*.png")} == gallery
     readme = (REPO / "README.md").read_text()
@@ -111,40 +112,49 @@ def test_nothing_is_left_unregistered():
 
 def test_claims_read_registered_tables():
     """Every claim reads at least one registered table, and every claim a table names exists."""
-    assert set(registry.claim_tables()) == {c.claim_id for c in claims.CLAIMS}
+    assert set(derived.claim_tables()) == {c.claim_id for c in claims.CLAIMS}
     assert [c.claim_id for c in claims.CLAIMS][:3] == ["gd_gmm_n1", "gd_corr_increases", "gd_local_or_global"]
 
 
 def test_report_categories_are_derived():
-    assert registry.category("synthetic") == "2 Synthetic (Figures 1-5, 8)"
-    assert registry.category("census") == "3 Census (Figures 9-10)"
-    assert registry.category("vit") == "5 ViT (Figures 6-7)"
-    assert registry.category("regpath") == "4 Regularization paths and Lemma 1"
-    assert registry.category("basin") == "6 Beyond the paper"
+    assert derived.category("synthetic") == "2 Synthetic (Figures 1-5, 8)"
+    assert derived.category("census") == "3 Census (Figures 9-10)"
+    assert derived.category("vit") == "5 ViT (Figures 6-7)"
+    assert derived.category("regpath") == "4 Regularization paths and Lemma 1"
+    assert derived.category("basin") == "6 Beyond the paper"
 
 
 def test_a_label_groups_a_panel_under_the_papers_figure_only_for_that_figures_target(monkeypatch):
     """ "Figure 1(a)" and "Figure 1(b)" of target fig1 form "Figure 1"; a panel beyond the paper whose label starts
     "Figure 1" (target `circle`) is a group of its own and adds no figure number to its category."""
-    assert {p.figure_label for p in registry.panels_of("synthetic") if p.figure == "fig1"} == {"Figure 1"}
-    beyond = registry.Panel("circle", "circle", "synthetic", "Figure 1(a) data, starts on a circle", "key_plane_gd")
+    assert {p.figure_label for p in registry.panels_of("synthetic") if p.target == "fig1"} == {"Figure 1"}
+    beyond = registry.Panel(
+        name="circle",
+        target="circle",
+        family="synthetic",
+        label="Figure 1(a) data, starts on a circle",
+        draw="key_plane_gd",
+    )
     assert beyond.paper_figure is None and beyond.figure_label == "Figure 1(a) data, starts on a circle"
-    assert registry.Panel("x", "x", "synthetic", "Figure 11", "f").figure_label == "Figure 11"
+    assert (
+        registry.Panel(name="x", target="x", family="synthetic", label="Figure 11", draw="f").figure_label
+        == "Figure 11"
+    )
     assert dataclasses.replace(beyond, subcategory="Starts").figure_label == "Starts"
     monkeypatch.setattr(registry, "PANELS", (*registry.PANELS, dataclasses.replace(beyond, label="Figure 12")))
-    assert registry.category("synthetic") == "2 Synthetic (Figures 1-5, 8)"
+    assert derived.category("synthetic") == "2 Synthetic (Figures 1-5, 8)"
 
 
 def test_starts_are_data_of_the_experiments_block():
     """Figure 1(c) starts on a circle because its block says so, not because a list names it."""
-    assert registry.experiment_settings("fig1c", DEFAULT_CONFIG)["starts"] == {"circle": {"n": 6, "radius": 2.0}}
-    assert registry.experiment_settings("fig1a", DEFAULT_CONFIG)["starts"][0] == [0.0, 1.0]
-    assert {e.function for e in registry.EXPERIMENTS if e.config in ("fig1", "fig1c", "fig8")} == {"gd_on_p"}
+    assert derived.experiment_settings("fig1c", DEFAULT_CONFIG)["starts"] == {"circle": {"n": 6, "radius": 2.0}}
+    assert derived.experiment_settings("fig1a", DEFAULT_CONFIG)["starts"][0] == [0.0, 1.0]
+    assert {e.run for e in registry.EXPERIMENTS if e.block in ("fig1", "fig1c", "fig8")} == {"gd_on_p"}
 
 
 def test_rules_are_derived_from_the_registry(workflow_dir):
     rules = set(snakemake(workflow_dir, "--list-rules").stdout.split())
-    assert set(registry.targets()) <= rules
+    assert set(derived.targets()) <= rules
     dry_run = snakemake(workflow_dir, "-n", "gallery").stdout  # fails if a gallery panel has no rule making it
     for panel in registry.PANELS:
         assert (f"docs/gallery/{panel.name}.png" in dry_run) == (panel.name in registry.GALLERY)

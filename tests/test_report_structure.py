@@ -19,6 +19,7 @@ from test_claims_provenance import census_summary
 
 from maxmargin import registry
 from maxmargin.claims import CONFIG_KEYS, claims_config, evaluate_claims
+from maxmargin.registry import derived
 from maxmargin.registry.claims import VERDICT_MEANINGS
 
 REPORT = REPO / "workflow" / "report"
@@ -28,7 +29,7 @@ def render(name: str, config: dict) -> str:
     """A report text as Snakemake renders it (Jinja2 with its settings, with ``snakemake.config``)."""
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
     text = (REPORT / name).read_text()
-    text = registry.landing_page(text) if name == "workflow.rst" else text  # as the Snakefile hands it over
+    text = derived.landing_page(text) if name == "workflow.rst" else text  # as the Snakefile hands it over
     return env.from_string(text).render(snakemake=type("S", (), {"config": config}))
 
 
@@ -47,7 +48,7 @@ def test_every_caption_and_the_landing_page_are_clean_rst() -> None:
     """Snakemake prints docutils' warnings into the report ("Bullet list ends without a blank line"): none."""
     entries = [*registry.PANELS, *(t for t in registry.TABLES if t.label)]
     for entry in entries:
-        assert not rst_problems(registry.caption(entry, DEFAULT_CONFIG)), entry.name
+        assert not rst_problems(derived.caption(entry, DEFAULT_CONFIG)), entry.name
     for dataset, fallback in (("cifar10", ["fashion_mnist", "digits"]), ("fashion_mnist", []), ("cifar10", ["digits"])):
         config = copy.deepcopy(DEFAULT_CONFIG)
         config["vit"]["data"] |= {"dataset": dataset, "fallback": fallback}
@@ -58,9 +59,9 @@ def test_landing_page_explains_every_verdict() -> None:
     text = render("workflow.rst", DEFAULT_CONFIG)
     for verdict, meaning in VERDICT_MEANINGS.items():  # written from the registry, as the verdict column's caption
         assert f"- ``{verdict}``: {meaning}." in text
-        assert f"``{verdict}``: {meaning}" in registry.column_list(registry.table("claims"))
+        assert f"``{verdict}``: {meaning}" in derived.column_list(registry.table("claims"))
     assert "judged by their\n95% Wilson intervals" in text  # census.confidence, not typed in
-    assert "by their bootstrap intervals (10000 resamples), at confidence 0.95" in registry.caption(
+    assert "by their bootstrap intervals (10000 resamples), at confidence 0.95" in derived.caption(
         registry.table("claims"), DEFAULT_CONFIG
     )
 

@@ -11,8 +11,9 @@ from conftest import DEFAULT_CONFIG, snakemake
 from test_pdf_fonts import assert_no_type3
 
 from maxmargin import registry
+from maxmargin.registry import derived
 
-FIGURES = registry.figures_of("synthetic")
+FIGURES = derived.figures_of("synthetic")
 TARGETS = [*FIGURES, "results/tables/directions.csv"]
 PANELS = [panel.name for panel in registry.panels_of("synthetic")]
 
@@ -35,7 +36,7 @@ def expected_runs(synthetic: dict) -> dict[str, int]:
         "fig5": lambda name: len(synthetic["fig5"]["C"]) * len(synthetic["fig5"]["losses"]),
         "fig8": lambda name: n_starts(synthetic["fig8"]),
     }
-    return {e.name: per_experiment[e.config](e.name) for e in registry.EXPERIMENTS if e.config in per_experiment}
+    return {e.name: per_experiment[e.block](e.name) for e in registry.EXPERIMENTS if e.block in per_experiment}
 
 
 def test_expected_runs_of_the_default_config():

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from maxmargin import registry
+from maxmargin.registry import derived
 
 BLOCK = re.compile(r"(<!-- columns: (\w+) -->\n)(.*?)(<!-- /columns -->)", re.DOTALL)
 
@@ -21,7 +22,7 @@ BLOCK = re.compile(r"(<!-- columns: (\w+) -->\n)(.*?)(<!-- /columns -->)", re.DO
 def column_list(table: str) -> str:
     """A markdown list: every column of ``table``, in order, with what it measures (the list its report caption
     ends with)."""
-    return registry.column_list(registry.table(table), "`")
+    return derived.column_list(registry.table(table), "`")
 
 
 def rewritten(text: str) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from maxmargin import registry
+from maxmargin.registry import derived
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -42,7 +43,7 @@ def readme_block() -> str:
         names = [p.name for p in registry.panels_of(family.name) if p.name in registry.GALLERY]
         if not names:
             continue
-        lines += ["", f"**{registry.category(family.name).split(' ', 1)[1]}**", ""]
+        lines += ["", f"**{derived.category(family.name).split(' ', 1)[1]}**", ""]
         for start in range(0, len(names), PER_LINE):
             lines.append(" ".join(f"![{n}](docs/gallery/{n}.png)" for n in names[start : start + PER_LINE]))
     return "\n".join([*lines, "", END])

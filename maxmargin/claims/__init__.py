@@ -13,11 +13,11 @@ import html
 
 import pandas as pd
 
-from maxmargin import registry
 from maxmargin.claims import basin, census, lemma1, regpath, synthetic, vit
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
 from maxmargin.registry import CLAIMS_CONFIG_KEYS as CONFIG_KEYS
-from maxmargin.registry import claims_config
+from maxmargin.registry import derived
+from maxmargin.registry.derived import claims_config
 from maxmargin.registry.vit import DATASET_NAMES, PAPER_DATASET
 from maxmargin.tables import markdown_table
 
@@ -46,7 +46,7 @@ def evaluate_claims(tables: Tables, config: Config) -> pd.DataFrame:
     ``config`` is the config the tables were made with: notes quote its settings, never a typed-in copy.
     """
     rows = []
-    needs = registry.claim_tables()
+    needs = derived.claim_tables()
     for c in CLAIMS:
         missing = [name for name in needs[c.claim_id] if name not in tables]
         if missing:
@@ -62,8 +62,9 @@ def evaluate_claims(tables: Tables, config: Config) -> pd.DataFrame:
 
 def run_sentences(claims: pd.DataFrame, tables: Tables) -> dict[str, str]:
     """What this run measured, as the sentences of the report's captions (their ``{run[...]}`` fields,
-    :func:`maxmargin.registry.caption`): each claim's measurement and verdict by its id, and ``vit_dataset``, the data
-    set the ViT figures were made from. Measurements are rST literals: their ``|`` and ``*`` stay as they are.
+    :func:`maxmargin.registry.derived.caption`): each claim's measurement and verdict by its id, and ``vit_dataset``,
+    the data set the ViT figures were made from. Measurements are rST literals: their ``|`` and ``*`` stay as they
+    are.
     """
     sentences = {
         row.claim_id: (f"``{row.measured}`` " if row.measured else "")

@@ -1,19 +1,17 @@
-"""The figure registry: every figure panel, every table and file, and every synthetic experiment of the pipeline.
+"""The figure registry: every figure panel, every table and file, and every synthetic experiment of the pipeline,
+declared once, family by family (one module each), and indexed here: plain data, and its look-ups by name.
 
-This is the one list from which the rest is derived: the Snakemake rule lists, the per-figure targets and `all`
-(workflow/rules/common.smk), the tables' columns and contracts (:mod:`maxmargin.tables`), the report captions,
-categories and labels, the claims rule's inputs, the gallery and the test lists. It is plain data (functions named
-by strings): importing it costs nothing, so that the rule files build the DAG without the heavy libraries, and it
-sits below the library in the import graph (tests/test_layers.py). The names are resolved once, in one place
-(:mod:`maxmargin.pipeline`); tests/test_registry.py checks that every name resolves and that nothing is left
-unregistered. CONTRIBUTING.md says how to add a figure.
+This is the one list from which the rest is derived (:mod:`maxmargin.registry.derived`): the Snakemake rule lists,
+the per-figure targets and `all` (workflow/rules/common.smk), the tables' columns and contracts
+(:mod:`maxmargin.tables`), the report captions, categories and labels, the claims rule's inputs, the gallery and the
+test lists. Functions are named by strings: importing it costs nothing, so that the rule files build the DAG without
+the heavy libraries, and it sits below the library in the import graph (tests/test_layers.py). The names are
+resolved once, in one place (:mod:`maxmargin.pipeline`); tests/test_registry.py checks that every name resolves and
+that nothing is left unregistered. CONTRIBUTING.md says how to add a figure.
 """
 
 from __future__ import annotations
 
-import itertools
-import re
-from collections.abc import Mapping
 from typing import Any
 
 from maxmargin.registry import basin, census, claims, lemma1, regpath, synthetic, vit
@@ -22,13 +20,13 @@ from maxmargin.registry.types import GALLERY_SCALE, Column, Experiment, Family, 
 __all__ = ["GALLERY_SCALE", "Column", "Experiment", "Family", "File", "Panel", "Table"]
 
 FAMILIES: tuple[Family, ...] = (
-    Family("claims", 1, "Claims"),
-    Family("synthetic", 2, "Synthetic"),
-    Family("census", 3, "Census"),
-    Family("regpath", 4, "Regularization paths and Lemma 1"),
-    Family("lemma1", 4, "Regularization paths and Lemma 1"),
-    Family("vit", 5, "ViT"),
-    Family("basin", 6, "Beyond the paper"),
+    Family(name="claims", order=1, title="Claims"),
+    Family(name="synthetic", order=2, title="Synthetic"),
+    Family(name="census", order=3, title="Census"),
+    Family(name="regpath", order=4, title="Regularization paths and Lemma 1"),
+    Family(name="lemma1", order=4, title="Regularization paths and Lemma 1"),
+    Family(name="vit", order=5, title="ViT"),
+    Family(name="basin", order=6, title="Beyond the paper"),
 )
 
 # Targets kept off `all` (minutes of compute each), run by their own name.
@@ -43,7 +41,7 @@ TABLES: tuple[Table, ...] = (
 FILES: tuple[File, ...] = vit.FILES
 # Every panel of the default run: each has a thumbnail in the README gallery (docs/gallery/{name}.png, at
 # GALLERY_SCALE of its figure's pixels) and a baseline image (tests/baseline_images/); tools/gallery.py makes both.
-GALLERY: tuple[str, ...] = tuple(p.name for p in PANELS if p.figure not in ON_DEMAND)
+GALLERY: tuple[str, ...] = tuple(p.name for p in PANELS if p.target not in ON_DEMAND)
 REGPATH_INSTANCES = regpath.REGPATH_INSTANCES
 # The default run's tables the docs quote: copied to docs/results/default/ (rule docs_tables, committed), from which
 # tools/run_docs.py writes every number of docs/figures.md, docs/census.md and docs/regpath.md about that run.
@@ -59,8 +57,9 @@ DOCS_TABLES: tuple[str, ...] = (
     "lemma1",
 )
 VERDICTS = claims.VERDICTS
-# Where the report's landing page (workflow/report/workflow.rst) lists the verdicts: :func:`landing_page`.
-VERDICTS_MARK = "{# verdicts #}"
+# The sentences of what a run measured (maxmargin.claims.run_sentences), written beside the claims table and read by
+# the report's captions.
+RUN_SENTENCES_FILE = "claims.json"
 
 # The config keys the claims read (their notes quote the settings that ran): the claims table depends on these
 # only, and the claims rule passes only these (the report's parameter panel, and reruns, follow them).
@@ -129,223 +128,3 @@ def panels_of(family: str) -> tuple[Panel, ...]:
 def tables_of(family: str) -> tuple[Table, ...]:
     """The registered tables of one rule family, in registry order."""
     return tuple(t for t in TABLES if t.family == family)
-
-
-def figures_of(family: str) -> dict[str, list[str]]:
-    """Figure target (e.g. ``fig1``) -> its panels, for the panels of one family."""
-    figures: dict[str, list[str]] = {}
-    for p in panels_of(family):
-        figures.setdefault(p.figure, []).append(p.name)
-    return figures
-
-
-def lookup(config: Mapping[str, Any], key: str) -> Any:
-    """The value at a dotted config key; through a list of mappings, the list of their values (``recipes.name``)."""
-    value: Any = config
-    for part in key.split("."):
-        value = [item[part] for item in value] if isinstance(value, list) else value[part]
-    return value
-
-
-def table_paths(entry: Table, config: Mapping[str, Any]) -> list[str]:
-    """The files of a table under the results root, one per value of its wildcards (from ``entry.values``) and
-    per extension."""
-    names = re.findall(r"\{(\w+)\}", entry.pattern)
-    choices = [[str(v) for v in lookup(config, entry.values[name])] for name in names]
-    paths = [entry.pattern.format(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*choices)]
-    return [re.sub(r"\.csv$", f".{ext}", path) for path in paths for ext in entry.extensions]
-
-
-def panel_inputs(name: str) -> list[tuple[str, str]]:
-    """The files a panel (not synthetic) draws, as (registry name, path under the results root), in the order its
-    drawing function takes them: each table's files (``csv``, then ``json`` ...), then its other files."""
-    entry = panel(name)
-    found = [(t, path) for t in entry.tables for path in table_paths(table(t), {})]
-    return found + [(f, file(f).path) for f in entry.files]
-
-
-def targets() -> dict[str, tuple[list[str], list[str], list[str]]]:
-    """Every target -> (its panels, its tables, its files): a figure's panels, what they draw, and the tables and
-    files that name it."""
-    found: dict[str, tuple[list[str], list[str], list[str]]] = {}
-
-    def add(target: str, kind: int, name: str) -> None:
-        entry = found.setdefault(target, ([], [], []))[kind]
-        if name not in entry:
-            entry.append(name)
-
-    for p in PANELS:
-        add(p.figure, 0, p.name)
-        suffixes = [suffix for suffix, _, _ in synthetic.EXPERIMENT_TABLES.values()]
-        drawn = [p.experiment + suffix for suffix in suffixes] if p.experiment else p.tables
-        for t in drawn:
-            add(p.figure, 1, t)
-        for f in p.files:
-            add(p.figure, 2, f)
-    for t in TABLES:
-        if t.figure:
-            add(t.figure, 1, t.name)
-    for f in FILES:
-        if f.figure:
-            add(f.figure, 2, f.name)
-    return found
-
-
-def on_demand_only() -> set[str]:
-    """The tables and files that belong to on-demand targets only (never built by ``all``)."""
-    found = targets()
-    demand = {name for t in ON_DEMAND for kind in (1, 2) for name in found.get(t, ([], [], []))[kind]}
-    wanted = {name for t, entry in found.items() if t not in ON_DEMAND for kind in (1, 2) for name in entry[kind]}
-    return demand - wanted
-
-
-def claim_tables() -> dict[str, tuple[str, ...]]:
-    """Claim id -> the tables it reads, in registry order."""
-    needs: dict[str, tuple[str, ...]] = {}
-    for t in TABLES:
-        for claim in t.claims:
-            needs[claim] = (*needs.get(claim, ()), t.name)
-    return needs
-
-
-def every(config: Mapping[str, Any], source: str) -> list[int]:
-    """The whole numbers a ``restates`` source ``0..KEY`` or ``0..KEY/STEP`` names: 0 to the value of ``KEY``, every
-    ``STEP``-th (the value of the key ``STEP``) and the last."""
-    last, _, step = source.partition("/")
-    end = int(lookup(config, last))
-    return sorted({*range(0, end + 1, int(lookup(config, step)) if step else 1), end})
-
-
-_FACTOR = re.compile(r"^(?:len\((?P<len>[\w.]+)\)|(?P<int>\d+)|(?P<key>[A-Za-z_][\w.]*))(?:\s*\+\s*(?P<plus>\d+))?$")
-
-
-def row_count(entry: Table, config: Mapping[str, Any]) -> int | None:
-    """The row count of a table that follows from the config: the product of its ``rows`` factors (None: none)."""
-    if not entry.rows:
-        return None
-    total = 1
-    for factor in entry.rows:
-        m = _FACTOR.match(factor.strip())
-        if m is None:
-            raise ValueError(f"table {entry.name}: row factor {factor!r} is not n, key, len(key) or those + k")
-        if m["len"]:
-            value = len(lookup(config, m["len"]))
-        else:
-            value = int(m["int"]) if m["int"] else int(lookup(config, m["key"]))
-        total *= value + int(m["plus"] or 0)
-    return total
-
-
-def _figure_numbers(family: str) -> str:
-    """The paper's figure numbers a family draws, as ranges: "Figures 1-5, 8" (empty when none)."""
-    numbers = sorted({p.paper_figure for p in panels_of(family) if p.paper_figure is not None})
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][-1] + 1:
-            spans[-1].append(n)
-        else:
-            spans.append([n])
-    text = ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 1 else f"{s[0]}" for s in spans)
-    return f"Figures {text}" if len(numbers) > 1 else f"Figure {text}" if numbers else ""
-
-
-def category(name: str) -> str:
-    """The report category of a family: "2 Synthetic (Figures 1-5, 8)"."""
-    entry = family(name)
-    numbers = _figure_numbers(name)
-    return f"{entry.order} {entry.title}" + (f" ({numbers})" if numbers else "")
-
-
-class _RunSentences(dict[str, str]):
-    """The ``{run[...]}`` fields of a caption: a sentence the run has not measured says so, it does not fail."""
-
-    def __missing__(self, key: str) -> str:
-        return f"(claim ``{key}``: not measured, no ``tables/{RUN_SENTENCES_FILE}`` yet)"
-
-
-# The sentences of what a run measured (maxmargin.claims.run_sentences), written beside the claims table.
-RUN_SENTENCES_FILE = "claims.json"
-
-
-def caption(entry: Panel | Table, config: Mapping[str, Any], run: Mapping[str, str] | None = None) -> str:
-    """The report caption of a panel or table, its ``{key}`` fields filled from the settings that were run, and its
-    ``{run[claim_id]}`` fields from what the run measured (``run``: :func:`maxmargin.claims.run_sentences`), so that
-    a caption states a result only as the run's own numbers and verdict.
-
-    The fields name the config's top-level blocks (``{census[eta]}``), the keys of each block in
-    ``caption_blocks`` (``{eta}``), and for a synthetic panel the keys of its experiment's block and of ``plots``.
-    A table's caption ends with its columns and what each measures (:func:`column_list`): its own text says nothing
-    of them.
-    """
-    fields: dict[str, Any] = dict(config) | {"run": _RunSentences(run or {})}
-    if isinstance(entry, Panel) and entry.experiment:
-        fields |= experiment_settings(entry.experiment, config) | config["plots"]
-    for block in entry.caption_blocks:
-        fields |= lookup(config, block)
-    text = entry.caption.format(**fields)
-    if isinstance(entry, Panel) and entry.experiment:
-        text += f" Numbers: ``tables/{entry.experiment}.csv`` under the results root."
-    if isinstance(entry, Table):  # after format(): a description is not a template
-        columns = "Columns:\n\n" + column_list(entry)
-        text = f"{text}\n\n{columns}" if text else columns
-    return text
-
-
-def column_list(entry: Table, quote: str = "``") -> str:
-    """Every column of a table, in order, with what it measures (:attr:`Column.description`): a list of
-    ``- NAME: description`` lines, the names between ``quote`` (reST's double backquote for the report's captions,
-    Markdown's single one for the docs' lists, tools/column_docs.py)."""
-    return "".join(f"- {quote}{c.name}{quote}: {c.description}\n" for c in entry.columns)
-
-
-def options(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config values a panel's drawing function takes (``Panel.options``), by the last part of their key."""
-    return {key.rsplit(".", 1)[-1]: lookup(config, key) for key in panel(name).options}
-
-
-class MissingBlock(KeyError):
-    """A config block that a registered entry reads and the config lacks; its message says what to add."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])  # a KeyError would print its message quoted
-
-
-def experiment_settings(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of a synthetic experiment's function: its config block (a missing block: a
-    :class:`MissingBlock` that names it and says what to add)."""
-    block = experiment(name).config
-    if block not in config.get("synthetic", {}):
-        raise MissingBlock(
-            f"synthetic experiment {name!r} (maxmargin/registry/) reads the config block 'synthetic.{block}', "
-            f"which this config lacks: add `{block}:` at the end of the `synthetic:` section of "
-            "workflow/config/default.yaml, every value commented (eta, n_iter, loss, starts: CONTRIBUTING.md, "
-            "'Add a synthetic figure')"
-        )
-    return dict(config["synthetic"][block])
-
-
-def experiment_data(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The data parameters of the data set an experiment runs on (Figure 4 runs on the Figure 1(c) tokens)."""
-    return dict(config["synthetic"].get("data", {}).get(experiment(name).instance, {}))
-
-
-def claims_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of ``config`` the claims read (:data:`CLAIMS_CONFIG_KEYS`), nested as in the config."""
-    subset: dict[str, Any] = {}
-    for path in CLAIMS_CONFIG_KEYS:
-        value: Any = config
-        for key in path:
-            value = value[key]
-        node = subset
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = value
-    return subset
-
-
-def landing_page(template: str) -> str:
-    """The report's landing page: its template (workflow/report/workflow.rst, Jinja over the config, which Snakemake
-    renders) with the list of verdicts, one line each, written from :data:`claims.VERDICT_MEANINGS` at
-    :data:`VERDICTS_MARK`."""
-    verdicts = "\n".join(f"- ``{verdict}``: {meaning}." for verdict, meaning in claims.VERDICT_MEANINGS.items())
-    return template.replace(VERDICTS_MARK, verdicts)

@@ -78,11 +78,11 @@ PATHS: tuple[Column, ...] = (
 
 PANELS: tuple[Panel, ...] = (
     Panel(
-        "basin",
-        "basin",
-        "basin",
-        "Basins of attraction (Theorem 3)",
-        "draw_basin",
+        name="basin",
+        target="basin",
+        family="basin",
+        label="Basins of attraction (Theorem 3)",
+        draw="draw_basin",
         tables=("basin", "basin_cone", "basin_paths", "fig1b_tokens", "fig1b_directions"),
         caption="Basins of attraction on the Figure 1(b) data (beyond the paper). **What Theorem 3 guarantees:** "
         "there are mu in (0, 1) and R > 0 such that the cone C_{{mu,R}}(p_mm) of eq. (7)-(8) (correlation with the "
@@ -111,19 +111,19 @@ PANELS: tuple[Panel, ...] = (
 
 TABLES: tuple[Table, ...] = (
     Table(
-        "basin",
-        "basin",
-        BASIN,
-        "basin_tables",
+        name="basin",
+        family="basin",
+        columns=BASIN,
+        rule="basin_tables",
         rows=("2", "basin.grid.p1.num", "basin.grid.p2.num"),  # one row per start and GD variant
-        figure="basin",
+        target="basin",
         claims=("basin_fig1b_consistent",),
     ),
     Table(
-        "basin_cone",
-        "basin",
-        CONE,
-        "basin_tables",
+        name="basin_cone",
+        family="basin",
+        columns=CONE,
+        rule="basin_tables",
         rows=("3", "basin.cone.radii.num"),
         label="Basins: the cone of Theorem 3",
         caption="The cone C_{{mu,R}}(p_mm) of Theorem 3 (eq. (7)-(8)) measured on the Figure 1(b) data, one row "
@@ -133,21 +133,21 @@ TABLES: tuple[Table, ...] = (
         claims=("basin_lmm_cone",),
     ),
     Table(
-        "basin_summary",
-        "basin",
-        (
+        name="basin_summary",
+        family="basin",
+        columns=(
             VARIANT,
             CLASS,
             described(count("n_starts"), "the grid's starts of that variant with that label"),
             described(real("share", ge=0.0, le=1.0), "their share of the variant's starts"),
         ),
-        "basin_tables",
-        figure="basin",
+        rule="basin_tables",
+        target="basin",
         label="Basins: starts per label",
         caption="The basin study's {grid[p1][num]} x {grid[p2][num]} starts of the key plane counted per GD variant "
         "and label of where GD ends; the one-row-per-start table ``basin.csv`` is linked from the report, not "
         "embedded.",
         caption_blocks=("basin",),
     ),
-    Table("basin_paths", "basin", PATHS, "basin_tables", figure="basin"),
+    Table(name="basin_paths", family="basin", columns=PATHS, rule="basin_tables", target="basin"),
 )

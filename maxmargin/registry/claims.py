@@ -6,7 +6,7 @@ from maxmargin.registry.columns import described, text
 from maxmargin.registry.types import Table
 
 # What each verdict means (decided in maxmargin.claims.base): the claims table's ``verdict`` column's description
-# and the list on the report's landing page (:func:`maxmargin.registry.landing_page`) are written from it.
+# and the list on the report's landing page (:func:`maxmargin.registry.derived.landing_page`) are written from it.
 VERDICT_MEANINGS: dict[str, str] = {
     "holds": "the measurement agrees with the paper",
     "differs": "it does not; the ``note`` column gives the likely reason",
@@ -20,9 +20,9 @@ VERDICTS: tuple[str, ...] = tuple(VERDICT_MEANINGS)
 
 TABLES: tuple[Table, ...] = (
     Table(
-        "claims",
-        "claims",
-        (
+        name="claims",
+        family="claims",
+        columns=(
             described(text("claim_id"), "the claim's name (its measurement: ``maxmargin/claims/``)"),
             described(text("claim"), "what the paper claims"),
             described(text("source"), "where the paper claims it (section, figure, theorem)"),
@@ -31,9 +31,9 @@ TABLES: tuple[Table, ...] = (
             described(text("verdict", VERDICTS), "; ".join(f"``{v}``: {m}" for v, m in VERDICT_MEANINGS.items())),
             described(text("note", nullable=True), "the settings that ran, and why a measurement differs"),
         ),
-        "claims_table",
+        rule="claims_table",
         extensions=("csv", "html", "md", "json"),  # json: the captions' sentences (registry.RUN_SENTENCES_FILE)
-        figure="claims",
+        target="claims",
         label="Claims table",
         caption="Every quantitative claim of the paper the pipeline can test, next to the value measured from the "
         "pipeline's own tables (never typed in); the census's proportions are judged by their Wilson intervals, its "

@@ -12,7 +12,7 @@ COSINE_SLACK = 1e-9  # a cosine of unit vectors may exceed 1 by rounding
 
 def integer(name: str, *, ge: float | None = None, gt: float | None = None, nullable: bool = False) -> Column:
     """Whole numbers (with NaN allowed: floats holding whole numbers, as CSV reads them back)."""
-    return Column(name, "int", nullable=nullable, ge=ge, gt=gt)
+    return Column(name=name, kind="int", nullable=nullable, ge=ge, gt=gt)
 
 
 def positive(name: str) -> Column:
@@ -33,7 +33,7 @@ def real(
     required: bool = True,
 ) -> Column:
     """Real numbers (a column of whole numbers reads back from CSV as integers: coerced)."""
-    return Column(name, "float", nullable=nullable, required=required, ge=ge, gt=gt, le=le)
+    return Column(name=name, kind="float", nullable=nullable, required=required, ge=ge, gt=gt, le=le)
 
 
 def unit(name: str, nullable: bool = False) -> Column:
@@ -50,16 +50,16 @@ def cosine(name: str, nullable: bool = False) -> Column:
 
 
 def text(name: str, isin: tuple[str, ...] = (), *, nullable: bool = False, required: bool = True) -> Column:
-    return Column(name, "str", nullable=nullable, required=required, isin=isin)
+    return Column(name=name, kind="str", nullable=nullable, required=required, isin=isin)
 
 
 def flag(name: str) -> Column:
-    return Column(name, "bool")
+    return Column(name=name, kind="bool")
 
 
 def label(name: str, nullable: bool = False) -> Column:
     """A label whose values may read back as numbers or strings."""
-    return Column(name, "any", nullable=nullable)
+    return Column(name=name, kind="any", nullable=nullable)
 
 
 def described(column: Column, description: str) -> Column:

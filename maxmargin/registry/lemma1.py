@@ -7,9 +7,9 @@ from maxmargin.registry.types import Table
 
 TABLES: tuple[Table, ...] = (
     Table(
-        "lemma1",
-        "lemma1",
-        (
+        name="lemma1",
+        family="lemma1",
+        columns=(
             described(text("instance"), "the data (tokens X, labels Y, head v) of Figure 1(a), 1(b) or 1(c)"),
             described(positive("n"), "inputs, n"),
             described(positive("T"), "tokens per input, T"),
@@ -37,7 +37,7 @@ TABLES: tuple[Table, ...] = (
             described(real("final_risk_p"), "L(p) after the last iteration of GD on p"),
             described(real("final_risk_W"), "L(W) after the last iteration of GD on W"),
         ),
-        "lemma1_table",
+        rule="lemma1_table",
         rows=("len(lemma1.instances)",),
         restates={"instance": "lemma1.instances", "n_iter": "lemma1.n_iter"},
         label="Lemma 1",
@@ -47,6 +47,6 @@ TABLES: tuple[Table, ...] = (
         "||u||^2 at every t. This run: {run[lemma1]}.",
         caption_blocks=("lemma1",),
         claims=("lemma1",),
-        figure="lemma1",
+        target="lemma1",
     ),
 )

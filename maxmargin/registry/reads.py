@@ -28,7 +28,7 @@ _DATA_SOURCE = tuple(f"vit.data.{k}" for k in SOURCE_KEYS)
 _REGPATH = tuple(f"regpath.{k}" for k in ("radii", "loss", "n_random", "seed", "n_iter", "tol", "local_tol"))
 
 READS: dict[str, tuple[str, ...]] = {
-    "synthetic_experiment": ("synthetic.{block}", "synthetic.data.{instance}"),
+    "synthetic_experiment": ("synthetic.{block}", "synthetic.data.{data}"),
     "plot_synthetic": ("{options}",),
     "directions_table": (),
     "census_trials": (*_CENSUS_RUN, "census.n", "census.T", "census.n_trials", "census.n_iter", "census.dims"),
@@ -96,7 +96,7 @@ def _fill(key: str, wildcards: Mapping[str, str]) -> tuple[str, ...]:
         return _DATA_SOURCE + study
     if "{" in key:
         entry = registry.experiment(wildcards["experiment"])
-        return (key.format(block=entry.config, instance=entry.instance),)
+        return (key.format(block=entry.block, data=entry.data),)
     return (key,)
 
 

@@ -56,11 +56,11 @@ REGPATH: tuple[Column, ...] = (
 
 PANELS: tuple[Panel, ...] = (
     Panel(
-        "regpath",
-        "regpath",
-        "regpath",
-        "Regularization paths",
-        "draw_regpath",
+        name="regpath",
+        target="regpath",
+        family="regpath",
+        label="Regularization paths",
+        draw="draw_regpath",
         tables=("regpath", "regpath_compare"),
         caption="Regularization paths, solved on a geometric grid of {radii[num]} radii R from {radii[min]:g} to "
         "{radii[max]:g} with {n_random} random starts per R besides the previous solution rescaled and every "
@@ -80,28 +80,28 @@ PANELS: tuple[Panel, ...] = (
 
 TABLES: tuple[Table, ...] = (
     Table(
-        "regpath_run",
-        "regpath",
-        REGPATH,
-        "regpath_instance",
+        name="regpath_run",
+        family="regpath",
+        columns=REGPATH,
+        rule="regpath_instance",
         path="runs/regpath/{regpath_instance}.csv",
         values={"regpath_instance": "regpath.instances"},
         restates={"instance": "{regpath_instance}"},
     ),
     Table(
-        "regpath_compare_run",
-        "regpath",
-        REGPATH,
-        "regpath_instance",
+        name="regpath_compare_run",
+        family="regpath",
+        columns=REGPATH,
+        rule="regpath_instance",
         path="runs/regpath/{regpath_instance}_compare.csv",
         values={"regpath_instance": "regpath.instances"},
         restates={"instance": "{regpath_instance}"},
     ),
     Table(
-        "regpath",
-        "regpath",
-        REGPATH,
-        "regpath_table",
+        name="regpath",
+        family="regpath",
+        columns=REGPATH,
+        rule="regpath_table",
         restates={"instance": "regpath.instances"},
         label="Regularization paths",
         caption="The regularization paths of eq. (2) (Theorem 1) and of the joint problem (Theorems 5 and 6), one "
@@ -110,10 +110,10 @@ TABLES: tuple[Table, ...] = (
         claims=("regpath_gmm", "regpath_joint_a", "regpath_joint_b"),
     ),
     Table(
-        "regpath_compare",
-        "regpath",
-        REGPATH,
-        "regpath_table",
+        name="regpath_compare",
+        family="regpath",
+        columns=REGPATH,
+        rule="regpath_table",
         label="Regularization paths: GD and local optima",
         caption="What the regularization paths are compared with: normalized GD runs, and the constrained local "
         "optima drawn as squares: on the Fig. 1(b) data a KKT point near the LMM from a moderate R on (the first R "

@@ -6,15 +6,15 @@ from maxmargin.registry.columns import cosine, count, described, flag, label, re
 from maxmargin.registry.types import Column, Experiment, Panel, Table
 
 EXPERIMENTS: tuple[Experiment, ...] = (
-    Experiment("fig1a", "fig1a", "gd_on_p", "fig1"),
-    Experiment("fig1b", "fig1b", "gd_on_p", "fig1"),
-    Experiment("fig1c", "fig1c", "gd_on_p", "fig1c"),
-    Experiment("fig2", "fig1b", "gd_in_lmm_cone", "fig2"),
-    Experiment("fig3a", "fig3", "joint_gd_on_v_and_p", "fig3", {"variant": "a"}),
-    Experiment("fig3b", "fig3", "joint_gd_on_v_and_p", "fig3", {"variant": "b"}),
-    Experiment("fig4", "fig1c", "normalized_vs_constant_gd", "fig4"),
-    Experiment("fig5", "fig5", "gd_under_each_loss", "fig5"),
-    Experiment("fig8", "fig8", "gd_on_p", "fig8"),
+    Experiment(name="fig1a", data="fig1a", run="gd_on_p", block="fig1"),
+    Experiment(name="fig1b", data="fig1b", run="gd_on_p", block="fig1"),
+    Experiment(name="fig1c", data="fig1c", run="gd_on_p", block="fig1c"),
+    Experiment(name="fig2", data="fig1b", run="gd_in_lmm_cone", block="fig2"),
+    Experiment(name="fig3a", data="fig3", run="joint_gd_on_v_and_p", block="fig3", data_args={"variant": "a"}),
+    Experiment(name="fig3b", data="fig3", run="joint_gd_on_v_and_p", block="fig3", data_args={"variant": "b"}),
+    Experiment(name="fig4", data="fig1c", run="normalized_vs_constant_gd", block="fig4"),
+    Experiment(name="fig5", data="fig5", run="gd_under_each_loss", block="fig5"),
+    Experiment(name="fig8", data="fig8", run="gd_on_p", block="fig8"),
 )
 
 _FIG1 = (
@@ -36,12 +36,12 @@ _FIG4 = (
 
 PANELS: tuple[Panel, ...] = (
     Panel(
-        "fig1a",
-        "fig1",
-        "synthetic",
-        "Figure 1(a)",
-        "key_plane_gd",
-        "(a) Global convergence",
+        name="fig1a",
+        target="fig1",
+        family="synthetic",
+        label="Figure 1(a)",
+        draw="key_plane_gd",
+        title="(a) Global convergence",
         experiment="fig1a",
         caption="Figure 1(a): " + _FIG1 + " Theorem 2 (n = 1): every start converges in direction to the GMM. This "
         "run: {run[gd_gmm_n1]}. Section 2 adds that the correlation of p(t) with the GMM direction consistently "
@@ -49,12 +49,12 @@ PANELS: tuple[Panel, ...] = (
         "{run[gd_corr_increases]}.",
     ),
     Panel(
-        "fig1b",
-        "fig1",
-        "synthetic",
-        "Figure 1(b)",
-        "key_plane_gd",
-        "(b) Global and local optimal directions",
+        name="fig1b",
+        target="fig1",
+        family="synthetic",
+        label="Figure 1(b)",
+        draw="key_plane_gd",
+        title="(b) Global and local optimal directions",
         experiment="fig1b",
         caption="Figure 1(b): " + _FIG1 + " Theorem 3 states that GD started inside a cone C_{{mu,R}} around an LMM "
         "direction, far enough from the origin, converges in direction to that LMM; it does not say which of these "
@@ -63,58 +63,58 @@ PANELS: tuple[Panel, ...] = (
         "the plane: {run[basin_fig1b_consistent]}.",
     ),
     Panel(
-        "fig1c",
-        "fig1",
-        "synthetic",
-        "Figure 1(c)",
-        "key_plane_gd_with_hyperplane",
-        "(c) Multiple inputs",
+        name="fig1c",
+        target="fig1",
+        family="synthetic",
+        label="Figure 1(c)",
+        draw="key_plane_gd_with_hyperplane",
+        title="(c) Multiple inputs",
         experiment="fig1c",
         caption="Figure 1(c): " + _FIG1 + " With several inputs, beyond Theorem 2's directional statement (n = 1; "
         "Figure 8 shows that it can fail for n = 2), the panel illustrates GD converging in direction to the GMM "
         "from various starts (Section 2). This run: {run[gd_gmm_multi]}.",
     ),
     Panel(
-        "fig2",
-        "fig2",
-        "synthetic",
-        "Figure 2",
-        "lmm_cone",
-        "GD started inside the cone of an LMM",
+        name="fig2",
+        target="fig2",
+        family="synthetic",
+        label="Figure 2",
+        draw="lmm_cone",
+        title="GD started inside the cone of an LMM",
         experiment="fig2",
         caption="Figure 2: starts inside the cone of half-angle {half_angle_deg:g} degrees at radius "
         "{start_radius:g} around the LMM direction of the Figure 1(b) instance all converge to that LMM "
         "(Theorem 3); normalized GD, eta = {eta:g}, {n_iter} iterations, {loss} loss. This run: {run[gd_lmm_cone]}.",
     ),
     Panel(
-        "fig3a",
-        "fig3",
-        "synthetic",
-        "Figure 3(a)",
-        "joint_gd",
-        "(a) All inputs are support vectors",
+        name="fig3a",
+        target="fig3",
+        family="synthetic",
+        label="Figure 3(a)",
+        draw="joint_gd",
+        title="(a) All inputs are support vectors",
         experiment="fig3a",
         caption="Figure 3(a): " + _FIG3 + "every selected token is a support vector, so p_relax = p_mm (Theorem 5). "
         "This run: {run[joint_p_mm]}; {run[fig3_v_mm]}; {run[fig3_p_relax_vs_p_mm]}.",
     ),
     Panel(
-        "fig3b",
-        "fig3",
-        "synthetic",
-        "Figure 3(b)",
-        "joint_gd",
-        "(b) (0.5,1.5) is not a support vector",
+        name="fig3b",
+        target="fig3",
+        family="synthetic",
+        label="Figure 3(b)",
+        draw="joint_gd",
+        title="(b) (0.5,1.5) is not a support vector",
         experiment="fig3b",
         caption="Figure 3(b): " + _FIG3 + "the yellow input is not a support vector and p_relax differs from "
         "p_mm (dotted gray; Theorem 6). This run: {run[joint_p_relax]}.",
     ),
     Panel(
-        "fig3c",
-        "fig3",
-        "synthetic",
-        "Figure 3(c)",
-        "joint_probabilities",
-        "(c) Probability evolutions in (a)",
+        name="fig3c",
+        target="fig3",
+        family="synthetic",
+        label="Figure 3(c)",
+        draw="joint_probabilities",
+        title="(c) Probability evolutions in (a)",
         experiment="fig3a",
         options=("plots.fig3c_iterations",),
         caption="Figure 3(c): averaged softmax probability of the selected tokens and logistic probability of the "
@@ -122,34 +122,34 @@ PANELS: tuple[Panel, ...] = (
         "one token per input; every input is classified). This run: {run[joint_probabilities]}.",
     ),
     Panel(
-        "fig4a",
-        "fig4",
-        "synthetic",
-        "Figure 4(a)",
-        "softmax_saturation_curves",
-        "(a) Evolution of softmax probability",
+        name="fig4a",
+        target="fig4",
+        family="synthetic",
+        label="Figure 4(a)",
+        draw="softmax_saturation_curves",
+        title="(a) Evolution of softmax probability",
         experiment="fig4",
         options=("plots.fig4_iterations",),
         caption="Figure 4(a): " + _FIG4 + " This run: {run[normalized_gd_faster]}.",
     ),
     Panel(
-        "fig4b",
-        "fig4",
-        "synthetic",
-        "Figure 4(b)",
-        "attention_norm_curves",
-        "(b) Evolution of attention weights",
+        name="fig4b",
+        target="fig4",
+        family="synthetic",
+        label="Figure 4(b)",
+        draw="attention_norm_curves",
+        title="(b) Evolution of attention weights",
         experiment="fig4",
         options=("plots.fig4_iterations",),
         caption="Figure 4(b): " + _FIG4 + " This run: {run[constant_gd_levels_off]}.",
     ),
     Panel(
-        "fig5",
-        "fig5",
-        "synthetic",
-        "Figure 5",
-        "loss_trajectories",
-        "Optimal tokens (1,1) with γ=C and (1,-1) with γ=1",
+        name="fig5",
+        target="fig5",
+        family="synthetic",
+        label="Figure 5",
+        draw="loss_trajectories",
+        title="Optimal tokens (1,1) with γ=C and (1,-1) with γ=1",
         experiment="fig5",
         options=("plots.fig5_max_norm",),
         caption="Figure 5: trajectories of p from p(0) = 0 (normalized GD, eta = {eta:g}, {n_iter} iterations, "
@@ -160,12 +160,12 @@ PANELS: tuple[Panel, ...] = (
         "loss and C; measured over every run: {run[loss_gmm_limit]}.",
     ),
     Panel(
-        "fig8",
-        "fig8",
-        "synthetic",
-        "Figure 8",
-        "key_plane_gd_by_input",
-        "GD reaches the GMM or an LMM (n = T = d = 2)",
+        name="fig8",
+        target="fig8",
+        family="synthetic",
+        label="Figure 8",
+        draw="key_plane_gd_by_input",
+        title="GD reaches the GMM or an LMM (n = T = d = 2)",
         experiment="fig8",
         caption="Figure 8: n = T = d = 2; normalized GD (eta = {eta:g}, {n_iter} iterations, {loss} loss) from "
         "two starts converges to two different directions, the GMM (red) and an LMM (blue) whose selected token of "
@@ -274,10 +274,10 @@ EXPERIMENT_TABLES = {
 }
 TABLES: tuple[Table, ...] = tuple(
     Table(
-        e.name + suffix,
-        "synthetic",
-        columns,
-        "synthetic_experiment",
+        name=e.name + suffix,
+        family="synthetic",
+        columns=columns,
+        rule="synthetic_experiment",
         path=pattern.format(experiment=e.name),
         claims=_CLAIMS.get(e.name + suffix, ()),
     )
@@ -285,10 +285,10 @@ TABLES: tuple[Table, ...] = tuple(
     for suffix, pattern, columns in EXPERIMENT_TABLES.values()
 ) + (
     Table(
-        "directions",
-        "synthetic",
-        DIRECTIONS,
-        "directions_table",
+        name="directions",
+        family="synthetic",
+        columns=DIRECTIONS,
+        rule="directions_table",
         label="Directions (Figures 1-3, 5, 8)",
         caption="Every max-margin direction the synthetic experiments compute, and every gradient-descent run next "
         "to the direction theory predicts for it, gathered from every experiment. Backs the claims of Theorems 2, 3, "

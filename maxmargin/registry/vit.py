@@ -47,11 +47,11 @@ _EVALUATED = "0..vit.train.epochs/vit.train.eval_every"
 
 PANELS: tuple[Panel, ...] = (
     Panel(
-        "fig6",
-        "fig6",
-        "vit",
-        "Figure 6",
-        "draw_figure6",
+        name="fig6",
+        target="fig6",
+        family="vit",
+        label="Figure 6",
+        draw="draw_figure6",
         tables=("vit_metrics", "vit_baseline"),
         files=("vit_maps",),
         options=("vit.plots.fig6_epochs", "vit.guard.baseline_fraction", "vit.plots.settings_footer"),
@@ -68,11 +68,11 @@ PANELS: tuple[Panel, ...] = (
         caption_blocks=("vit",),
     ),
     Panel(
-        "fig7",
-        "fig7",
-        "vit",
-        "Figure 7",
-        "draw_figure7",
+        name="fig7",
+        target="fig7",
+        family="vit",
+        label="Figure 7",
+        draw="draw_figure7",
         tables=("vit_metrics", "vit_baseline"),
         options=("vit.guard.baseline_fraction", "vit.plots.settings_footer"),
         caption="Figure 7: (a) the paper's figure: red, the soft-sparsity d_nnz(s)/T = (||s||_1^2/||s||_2^2)/T of "
@@ -91,11 +91,11 @@ PANELS: tuple[Panel, ...] = (
         caption_blocks=("vit",),
     ),
     Panel(
-        "vit_recipes",
-        "vit_recipes",
-        "vit",
-        "ViT recipe study",
-        "draw_recipes",
+        name="vit_recipes",
+        target="vit_recipes",
+        family="vit",
+        label="ViT recipe study",
+        draw="draw_recipes",
         tables=("vit_recipes",),
         options=("vit.model.num_classes",),
         caption="The ViT recipe study: the same ViT (the study's model: {vit_recipes[model]}) trained under each "
@@ -106,11 +106,11 @@ PANELS: tuple[Panel, ...] = (
         "``vit_recipes.csv``; what the study showed and which recipe the paper config uses: ``docs/vit.md``.",
     ),
     Panel(
-        "fig7_w_svm",
-        "fig7",
-        "vit",
-        "Figure 7 (W-ATT-SVM)",
-        "draw_w_svm",
+        name="fig7_w_svm",
+        target="fig7",
+        family="vit",
+        label="Figure 7 (W-ATT-SVM)",
+        draw="draw_w_svm",
         tables=("vit_w_svm",),
         options=("vit.guard.min_w_svm_gain",),
         caption="Companion of Figure 7, beyond the paper: does each head of the last layer turn toward its "
@@ -131,20 +131,20 @@ PANELS: tuple[Panel, ...] = (
 
 TABLES: tuple[Table, ...] = (
     Table(
-        "vit_run_metrics",
-        "vit",
-        METRICS,
-        "vit_train",
+        name="vit_run_metrics",
+        family="vit",
+        columns=METRICS,
+        rule="vit_train",
         path="runs/vit/vit_metrics.csv",
         restates={"epoch": _EVALUATED},
         extensions=("csv", "json"),
         sidecar=False,  # its record is in the run's JSON (vit_metrics.json): Snakemake's cache keeps no other
     ),
     Table(
-        "vit_metrics",
-        "vit",
-        METRICS,
-        "vit_metrics_table",
+        name="vit_metrics",
+        family="vit",
+        columns=METRICS,
+        rule="vit_metrics_table",
         restates={"epoch": _EVALUATED},
         label="ViT metrics",
         caption="The ViT run of Figures 6-7 (Section 4), one row per measured epoch (epoch 0, every "
@@ -154,9 +154,9 @@ TABLES: tuple[Table, ...] = (
         extensions=("csv", "json"),
     ),
     Table(
-        "vit_baseline",
-        "vit",
-        (
+        name="vit_baseline",
+        family="vit",
+        columns=(
             DATASET,
             described(positive("n_train"), "training images the logistic regression is fit on (the ViT's)"),
             described(positive("n_test"), "test images it is scored on (the ViT's)"),
@@ -169,7 +169,7 @@ TABLES: tuple[Table, ...] = (
             described(count("n_iter"), "lbfgs iterations taken"),
             described(flag("converged"), "whether lbfgs stopped before ``vit.baseline.max_iter`` iterations"),
         ),
-        "vit_baseline",
+        rule="vit_baseline",
         rows=("1",),
         label="ViT linear baseline",
         caption="The learning bar of claim ``vit_learns``: logistic regression on the pixels of the ViT's own "
@@ -178,9 +178,9 @@ TABLES: tuple[Table, ...] = (
         claims=("vit_sparsity", "vit_learns"),
     ),
     Table(
-        "vit_pilot",
-        "vit",
-        (
+        name="vit_pilot",
+        family="vit",
+        columns=(
             DATASET,
             described(text("device"), "the GPU's name, or the CPU's model"),
             described(text("dtype"), "bfloat16 (``vit.train.bf16``) or float32"),
@@ -204,50 +204,61 @@ TABLES: tuple[Table, ...] = (
             described(real("last_train_loss", ge=0), "``train_loss`` of the last epoch"),
             described(unit("test_acc"), "test accuracy after the last epoch"),
         ),
-        "vit_pilot_run",
+        rule="vit_pilot_run",
         rows=("1",),
-        figure="vit_pilot",
+        target="vit_pilot",
     ),
     Table(
-        "vit_recipe_run",
-        "vit",
-        RECIPE := (
-            described(text("recipe"), "the recipe's name (``vit_recipes.recipes``)"),
-            described(text("optimizer", ("sgd", "adam", "adamw")), "the optimiser: sgd (with momentum), adam or adamw"),
-            described(real("lr", gt=0), "the base learning rate"),
-            described(real("warmup_epochs", ge=0), "epochs of linear warm-up"),
-            described(
-                text("schedule", ("constant", "cosine")), "the rate after the warm-up: constant, or cosine decay to 0"
-            ),
-            described(
-                real("weight_decay", ge=0), "weight decay (none on norms, biases, the position embedding and [CLS])"
-            ),
-            described(real("grad_clip", ge=0), "the gradient norm clipped to (0: no clipping)"),
-            described(
-                count("lr_base_width"),
-                "muP's base width: the hidden matrices learn at lr * lr_base_width / embed_dim (0: off)",
-            ),
-            described(positive("embed_dim"), "the ViT's width"),
-            described(positive("depth"), "its blocks"),
-            described(positive("patch_size"), "the side of its patches in pixels"),
-            described(positive("batch_size"), "images per optimiser step"),
-            described(positive("n_train"), "training images"),
-            _METRIC["epoch"],
-            described(count("step"), "optimiser steps taken by the end of the epoch"),
-            _METRIC["train_loss"],
-            _METRIC["test_acc"],
-            _METRIC["soft_sparsity"],
-            _METRIC["w_frobenius"],
-            _METRIC["w_cosine_previous"],
-            DATASET,
+        name="vit_recipe_run",
+        family="vit",
+        columns=(
+            RECIPE := (
+                described(text("recipe"), "the recipe's name (``vit_recipes.recipes``)"),
+                described(
+                    text("optimizer", ("sgd", "adam", "adamw")), "the optimiser: sgd (with momentum), adam or adamw"
+                ),
+                described(real("lr", gt=0), "the base learning rate"),
+                described(real("warmup_epochs", ge=0), "epochs of linear warm-up"),
+                described(
+                    text("schedule", ("constant", "cosine")),
+                    "the rate after the warm-up: constant, or cosine decay to 0",
+                ),
+                described(
+                    real("weight_decay", ge=0), "weight decay (none on norms, biases, the position embedding and [CLS])"
+                ),
+                described(real("grad_clip", ge=0), "the gradient norm clipped to (0: no clipping)"),
+                described(
+                    count("lr_base_width"),
+                    "muP's base width: the hidden matrices learn at lr * lr_base_width / embed_dim (0: off)",
+                ),
+                described(positive("embed_dim"), "the ViT's width"),
+                described(positive("depth"), "its blocks"),
+                described(positive("patch_size"), "the side of its patches in pixels"),
+                described(positive("batch_size"), "images per optimiser step"),
+                described(positive("n_train"), "training images"),
+                _METRIC["epoch"],
+                described(count("step"), "optimiser steps taken by the end of the epoch"),
+                _METRIC["train_loss"],
+                _METRIC["test_acc"],
+                _METRIC["soft_sparsity"],
+                _METRIC["w_frobenius"],
+                _METRIC["w_cosine_previous"],
+                DATASET,
+            )
         ),
-        "vit_recipe_train",
+        rule="vit_recipe_train",
         path="runs/vit_recipes/{recipe}.csv",
         values={"recipe": "vit_recipes.recipes.name"},
         restates={"recipe": "{recipe}"},
-        figure="vit_recipes",
+        target="vit_recipes",
     ),
-    Table("vit_recipes", "vit", RECIPE, "vit_recipes_table", restates={"recipe": "vit_recipes.recipes.name"}),
+    Table(
+        name="vit_recipes",
+        family="vit",
+        columns=RECIPE,
+        rule="vit_recipes_table",
+        restates={"recipe": "vit_recipes.recipes.name"},
+    ),
 )
 
 # The data manifest of each config block that trains on images (vit, vit_recipes; rule vit_data), and each run's
@@ -263,9 +274,9 @@ CHECKPOINTS = {
 _BOTH = "on the same epoch's inputs (the first ``vit.w_svm.images`` probe images)"
 TABLES += (
     Table(
-        "vit_w_svm",
-        "vit",
-        (
+        name="vit_w_svm",
+        family="vit",
+        columns=(
             _METRIC["epoch"],
             described(count("head"), "the head h of the last layer"),
             described(
@@ -343,7 +354,7 @@ TABLES += (
             described(real("seconds", ge=0), "wall seconds of this head's row (every solve included)"),
             DATASET,
         ),
-        "vit_probe",
+        rule="vit_probe",
         label="ViT heads against their W-ATT-SVM",
         caption="Beyond the paper: each head of the ViT's last layer against its W-ATT-SVM solution at every snapshot "
         "of the run, on the first {w_svm[images]} probe images, with its matched nulls, its rank ceiling, the "
@@ -354,9 +365,15 @@ TABLES += (
 )
 
 FILES: tuple[File, ...] = (
-    File("vit_data_manifest", "vit", DATA_MANIFEST.format(block="vit"), "vit_data"),
+    File(name="vit_data_manifest", family="vit", path=DATA_MANIFEST.format(block="vit"), rule="vit_data"),
     # its sha256 travels in the run's JSON (vit_metrics.json, "maps_sha256"): Snakemake's cache keeps no sidecar
-    File("vit_maps", "vit", "runs/vit/vit_attention_maps.npz", "vit_train", record="maps_sha256"),
+    File(name="vit_maps", family="vit", path="runs/vit/vit_attention_maps.npz", rule="vit_train", record="maps_sha256"),
     # the model at every snapshot epoch (vit.train.snapshot_every), which rule vit_probe reads
-    File("vit_snapshots", "vit", "runs/vit/vit_snapshots.pt", "vit_train", record="snapshots_sha256"),
+    File(
+        name="vit_snapshots",
+        family="vit",
+        path="runs/vit/vit_snapshots.pt",
+        rule="vit_train",
+        record="snapshots_sha256",
+    ),
 )

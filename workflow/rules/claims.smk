@@ -7,7 +7,7 @@ import yaml
 CLAIM_TABLES = {
     name: table_path(name)
     for name in dict.fromkeys(
-        t for needs in registry.claim_tables().values() for t in needs
+        t for needs in derived.claim_tables().values() for t in needs
     )
 }
 

@@ -7,6 +7,7 @@ import sys
 
 import maxmargin
 from maxmargin import registry
+from maxmargin.registry import derived
 from maxmargin.provenance import RUN_ARGS_ENV
 from maxmargin.registry.reads import read_keys, subset
 
@@ -97,9 +98,9 @@ def caption_file(name, text):
 
 
 def landing_page_file():
-    """The report's landing page: workflow/report/workflow.rst with the list of verdicts (registry.landing_page)."""
+    """The report's landing page: workflow/report/workflow.rst with the list of verdicts (derived.landing_page)."""
     template = (Path(workflow.basedir) / "workflow/report/workflow.rst").read_text()
-    return caption_file("workflow", registry.landing_page(template))
+    return caption_file("workflow", derived.landing_page(template))
 
 
 def claims_record():
@@ -177,15 +178,15 @@ def report_caption(entry, made):
     """
     recorded = made_with(made) if made else None
     if recorded is None:
-        return registry.caption(entry, config, RUN_SENTENCES)
+        return derived.caption(entry, config, RUN_SENTENCES)
     try:
-        text = registry.caption(entry, recorded, RUN_SENTENCES)
+        text = derived.caption(entry, recorded, RUN_SENTENCES)
     except (KeyError, IndexError, TypeError, ValueError):
         return (
             f"**Made by another configuration, whose settings this caption cannot show: run the workflow "
-            f"again.** {registry.caption(entry, config, RUN_SENTENCES)}"
+            f"again.** {derived.caption(entry, config, RUN_SENTENCES)}"
         )
-    if registry.caption(entry, config, RUN_SENTENCES) != text:
+    if derived.caption(entry, config, RUN_SENTENCES) != text:
         text = f"**Made by other settings than this config's (as this caption says): run the workflow.** {text}"
     return text
 
@@ -194,13 +195,13 @@ def table_report(name):
     """The report() keywords of a registered table: its caption (from the registry, filled from the config that
     made it), category and label."""
     entry = registry.table(name)
-    paths = [results_path(p) for p in registry.table_paths(entry, config)]
+    paths = [results_path(p) for p in derived.table_paths(entry, config)]
     made = (
         next((p for p in paths if p.endswith(".csv")), None) if entry.sidecar else None
     )
     return dict(
         caption=caption_file(f"table-{name}", report_caption(entry, made)),
-        category=registry.category(entry.family),
+        category=derived.category(entry.family),
         subcategory="Tables",
         labels={"figure": entry.label, "type": "table"},
     )
@@ -221,7 +222,7 @@ def panel_report(rule, panels):
         caption=caption_file(
             f"rule-{rule}", f"{{% set captions = {captions} %}}{lookup}\n"
         ),
-        category=registry.category(family),
+        category=derived.category(family),
         subcategory=lambda wildcards: registry.panel(wildcards.panel).figure_label,
         labels=lambda wildcards: {
             "figure": registry.panel(wildcards.panel).label,
@@ -232,11 +233,11 @@ def panel_report(rule, panels):
 
 def target_files(target):
     """The files of a target: its panels, the tables they draw and the tables and files that name it."""
-    panels, tables, files = registry.targets()[target]
+    panels, tables, files = derived.targets()[target]
     found = [f for p in panels for f in panel_files(p)]
     for name in tables:
         entry = registry.table(name)
-        for path in registry.table_paths(entry, config):
+        for path in derived.table_paths(entry, config):
             found.append(results_path(path))
             if entry.sidecar and path.endswith(".csv"):
                 found.append(results_path(f"{path}.provenance.json"))
@@ -248,14 +249,14 @@ def all_targets():
     on-demand ones, and every table and file outside them."""
     found = [
         f
-        for target in registry.targets()
+        for target in derived.targets()
         if target not in registry.ON_DEMAND
         for f in target_files(target)
     ]
-    skip = registry.on_demand_only()
+    skip = derived.on_demand_only()
     for entry in registry.TABLES:
         if entry.name not in skip:
-            for path in registry.table_paths(entry, config):
+            for path in derived.table_paths(entry, config):
                 found.append(results_path(path))
                 if entry.sidecar and path.endswith(".csv"):
                     found.append(results_path(f"{path}.provenance.json"))
@@ -274,9 +275,9 @@ def panel_tables(wildcards):
 
 def table_files(name):
     """Every file of a registered table under this config (one per value of its wildcards), for a gathering rule."""
-    return [results_path(p) for p in registry.table_paths(registry.table(name), config)]
+    return [results_path(p) for p in derived.table_paths(registry.table(name), config)]
 
 
 def panel_input(wildcards):
-    """The files a panel draws, in the order its drawing function takes them (registry.panel_inputs)."""
-    return [results_path(path) for _, path in registry.panel_inputs(wildcards.panel)]
+    """The files a panel draws, in the order its drawing function takes them (derived.panel_inputs)."""
+    return [results_path(path) for _, path in derived.panel_inputs(wildcards.panel)]

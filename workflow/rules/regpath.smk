@@ -29,13 +29,11 @@ rule regpath_table:
     input:
         path=[
             results_path(p)
-            for p in registry.table_paths(registry.table("regpath_run"), config)
+            for p in derived.table_paths(registry.table("regpath_run"), config)
         ],
         compare=[
             results_path(p)
-            for p in registry.table_paths(
-                registry.table("regpath_compare_run"), config
-            )
+            for p in derived.table_paths(registry.table("regpath_compare_run"), config)
         ],
     output:
         path=report(table_path("regpath"), **table_report("regpath")),

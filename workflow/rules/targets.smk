@@ -1,7 +1,7 @@
 # One aggregate rule per target of the registry (`snakemake fig9`, `snakemake basin` ...): its panels, the tables
 # they draw and the tables and files that name it (common.smk: target_files), rebuilt when any is missing.
 
-for target in registry.targets():
+for target in derived.targets():
 
     rule:
         name:

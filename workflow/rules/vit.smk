@@ -210,7 +210,7 @@ rule vit_recipes_table:
     input:
         [
             results_path(p)
-            for p in registry.table_paths(registry.table("vit_recipe_run"), config)
+            for p in derived.table_paths(registry.table("vit_recipe_run"), config)
         ],
     output:
         table_outputs("vit_recipes"),
