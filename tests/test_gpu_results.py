@@ -28,8 +28,8 @@ def test_the_page_is_what_the_sessions_files_give() -> None:
 
 
 def test_the_readme_and_the_landing_page_say_what_the_sessions_files_give() -> None:
-    """Their status sentence is tools/gpu_report.py's, from the same files as the page (issue 44: the landing page
-    said the paper-scale ViT had run on a CPU only)."""
+    """Their status sentence is tools/gpu_report.py's, from the same files as the page: what the README says has run
+    where is what the sessions brought back, never a sentence typed in that a new session makes stale."""
     for path, marks in gpu_report.STATUS_PAGES.items():
         text = path.read_text()
         assert text == gpu_report.with_status(text, marks, SESSIONS), f"{path.name}: run tools/gpu_report.py"
