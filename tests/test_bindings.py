@@ -1,4 +1,4 @@
-"""Issue 25: a table is only ever used with the config that made it, every figure target restores what it promises,
+"""A table is only ever used with the config that made it, every figure target restores what it promises,
 every job checks its inputs before it writes anything and blames the input at fault, and the small holes are closed
 (sidecars, temporary files, YAML merge keys, memory, the probe image, a corrupt archive)."""
 

@@ -1,4 +1,4 @@
-"""Issue 44: a claim that does not hold says why, from its measurement (the note starts with ``differs: ...`` or
+"""A claim that does not hold says why, from its measurement (the note starts with ``differs: ...`` or
 ``inconclusive: ...``), in every family but the ViT's: each claim below is planted on the smallest tables that make
 it fail, and Section 2's "consistently increases" is measured along the Figure 1(a) paths."""
 

@@ -1,4 +1,4 @@
-"""Issue 34: Appendix E's statements each have a claim (or a reason for none), and the report's captions state a
+"""Appendix E's statements each have a claim (or a reason for none), and the report's captions state a
 result only as the run's own numbers: change a table and the caption changes with it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 44: no number about the committed default run is typed into docs/figures.md, docs/census.md or
+"""No number about the committed default run is typed into docs/figures.md, docs/census.md or
 docs/regpath.md. Each is written by tools/run_docs.py from the run's tables in docs/results/default/ (checked here:
 a page whose numbers drift from its tables fails), or read from the prose and measured again (Figure 2's cones)."""
 

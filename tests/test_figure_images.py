@@ -54,7 +54,7 @@ def test_a_saved_figure_records_its_smallest_text(tmp_path, size: float, readabl
 
 @pytest.mark.parametrize("panel", ["fig1a", "fig1b", "fig8"])
 def test_figure1_shows_every_start_ending_near_the_direction_it_reaches(panel: str) -> None:
-    """Issue 34: the key plane stops at a few token norms, so the angle panel beside it carries the convergence: each
+    """The key plane stops at a few token norms, so the angle panel beside it carries the convergence: each
     run's last angle is the arccos of its final cosine in the directions table, under 2 degrees at the default
     settings; the token an LMM selects is keyed locally-optimal (Definition 2), the others non-optimal."""
     name = registry.panel(panel).experiment

@@ -1,4 +1,4 @@
-"""Issue 19: nothing stale, partial or tampered is ever used, and no good result is lost to a bad config.
+"""Nothing stale, partial or tampered is ever used, and no good result is lost to a bad config.
 
 Every table a rule writes is checked against its contract (maxmargin/tables.py) and gets a provenance record with
 its sha256 and row count; every rule that reads a table checks both again. Config values that pass the schema but

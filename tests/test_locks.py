@@ -222,8 +222,8 @@ def stale_lock(project: Path) -> None:
 
 
 def test_a_run_started_as_python_m_snakemake_keeps_its_lock(project: Path) -> None:
-    # Issue 25: the Makefile looked for `snakemake` in the first two words of a command line only, and cleared the
-    # lock of `python -m snakemake` as stale. A package `snakemake` in the project stands in for Snakemake's.
+    # `python -m snakemake` is a live run (its lock is not stale), wherever `snakemake` stands in its command line,
+    # not only in its first two words. A package `snakemake` in the project stands in for Snakemake's.
     stale_lock(project)
     (project / "snakemake").mkdir()
     (project / "snakemake" / "__main__.py").write_text("import time\ntime.sleep(20)\n")
@@ -249,8 +249,8 @@ def test_a_run_started_as_python_m_snakemake_keeps_its_lock(project: Path) -> No
     ],
 )
 def test_a_python_process_that_is_not_snakemake_leaves_a_stale_lock_stale(project: Path, command: list[str]) -> None:
-    """Issue 36: any python in the checkout counted as a live run; the stale lock stayed and Snakemake then failed
-    on its LockException. Only Snakemake's command line or its jobs' scripts count."""
+    """A python process in the checkout that is not Snakemake is no live run: a stale lock kept for it would make
+    Snakemake fail on its LockException. Only Snakemake's command line or its jobs' scripts count."""
     stale_lock(project)
     idle = subprocess.Popen(
         command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True

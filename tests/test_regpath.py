@@ -247,7 +247,7 @@ def circle_local_minima(inst, R, half_width=0.6, n=1201):
 
 
 def test_fig1b_local_optimum_near_the_lmm_is_reported_in_the_compare_rows():
-    # Issue 13, part 5: the local minimiser near the LMM (found independently at R ~ 20, cosine 0.9997) is in the
+    # The local minimiser near the LMM (found independently at R ~ 20, cosine 0.9997) is in the
     # `local` rows, which the workflow writes to regpath_compare.csv, not regpath.csv.
     settings = {k: v for k, v in DEFAULT_CONFIG["regpath"].items() if k not in ("instances", "gd")} | {"gd": None}
     radii = radius_grid(**settings.pop("radii"))

@@ -523,7 +523,7 @@ def test_fig6_fig7_end_to_end(ci_copy: Path) -> None:
 
 @pytest.mark.slow
 def test_cached_training_is_reused_by_another_work_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Issue 11, point 6: with vit.cache (paper.yaml) and --cache, a second work directory takes the trained run from
+    # With vit.cache (paper.yaml) and --cache, a second work directory takes the trained run from
     # SNAKEMAKE_OUTPUT_CACHE instead of training again, and its tables are the first one's, byte for byte.
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -546,7 +546,7 @@ def test_cached_training_is_reused_by_another_work_directory(tmp_path: Path, mon
 
 
 def test_the_figures_read_files_without_torch() -> None:
-    # Issue 12: maxmargin.figures.vit labels its plots from the tables; importing it must not pull torch in.
+    # maxmargin.figures.vit labels its plots from the tables; importing it must not pull torch in.
     code = "import sys, maxmargin.figures.vit; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert proc.stdout.strip() == "False"
@@ -566,8 +566,8 @@ def schema_defaults(node: object, path: str = "") -> list[str]:
 
 
 def test_the_config_is_the_one_source_of_defaults() -> None:
-    # Issue 12: defaults lived in the schema, default.yaml and the dataclasses, and disagreed. The schema keeps types
-    # and ranges only; default.yaml holds every value (it validates without any default filled in).
+    # Defaults in the schema, default.yaml and the dataclasses could disagree: the schema keeps types and ranges
+    # only; default.yaml holds every value (it validates without any default filled in).
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert schema_defaults(schema) == []
     default = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
@@ -591,7 +591,7 @@ def test_vit_settings_take_every_value_from_the_config() -> None:
 def test_the_paper_configs_code_path_runs_on_the_cpu_at_a_tiny_width(
     tmp_path: Path, tiny_data: vit_images.ImageData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 28: what the GPU run turns on (bf16 autocast, torch.compile, the checkpoint cadence, the probe, resume),
+    """What the GPU run turns on (bf16 autocast, torch.compile, the checkpoint cadence, the probe, resume),
     here at width 16 on the CPU, so that a GPU run fails for no reason a CPU could have shown."""
     cfg = paper_vit_config()
     cfg["model"] |= {"embed_dim": 16, "depth": 2, "num_heads": 2}  # the paper's patch 2: 256 tokens

@@ -77,7 +77,7 @@ def test_the_learning_bar_is_half_the_linear_baselines_gain(acc: float, linear: 
 
 @pytest.mark.parametrize("angle, verdict", [(9.9, "holds"), (10.1, "differs"), (25.0, "differs")])
 def test_the_direction_of_w_settles_or_not_over_the_window(angle: float, verdict: str) -> None:
-    # Issue 34: a last-epoch cosine of 0.99 passed while W turned ~25 degrees over the last 10 of 60 epochs.
+    # A last-epoch cosine of 0.99 can hide a W that turns ~25 degrees over the last 10 of 60 epochs.
     assert GUARD["direction_from"] == 0.8 and GUARD["max_direction_angle"] == 10
     table = metrics(0.7, (1.0, 0.3), (1.0, 3.0), epochs=10, last_cos=0.999)
     table.loc[table["epoch"] == 8, "w_cosine_final"] = np.cos(np.radians(angle))  # 80% of 10 epochs
@@ -88,7 +88,7 @@ def test_the_direction_of_w_settles_or_not_over_the_window(angle: float, verdict
 
 
 def test_a_run_at_chance_whose_w_exploded_does_not_hold() -> None:
-    # Issue 17: the quick config with Adam at 0.1 stayed at chance (0.075) while ||W||_F went 0.2 -> 513.
+    # A run at chance (0.075) whose ||W||_F explodes (0.2 -> 513: Adam at lr 0.1) has not learned.
     claims = verdicts(metrics(0.075, (1.0, 0.3), (0.2, 513.0)))
     assert claims.loc["vit_learns", "verdict"] == "differs"
     assert claims.loc["vit_sparsity", "verdict"] == "differs"
@@ -298,7 +298,7 @@ def test_the_vit_claims_hold_on_the_committed_numbers(run: str) -> None:
 
 @pytest.mark.slow
 def test_the_vit_claims_hold_on_a_fresh_default_run(workflow_dir) -> None:
-    """Issue 28: the paper's ViT claims hold on a fresh default run on this machine (its CPU, its data set:
+    """The paper's ViT claims hold on a fresh default run on this machine (its CPU, its data set:
     Fashion-MNIST where it is installed, else the digits), and the others get a verdict."""
     tables = {name: f"results/tables/{name}.csv" for name in ("vit_metrics", "vit_baseline")}
     # the default run's 60 epochs: about 4 minutes alone, past 15 beside the other worker's Snakemake runs
