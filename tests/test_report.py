@@ -43,7 +43,7 @@ def _json_var(report: str, name: str) -> dict:
 def test_landing_page_introduces_the_run(report):
     assert "Start with the claims table" in report  # workflow/report/workflow.rst, through `report:` in the Snakefile
     assert f"{RESULTS}/" in report  # its Jinja read the results root from the config
-    assert "inconclusive</tt>: a proportion measured on random trials" in report  # every verdict explained (registry)
+    assert "inconclusive</tt>: a statistic of a sample" in report  # every verdict explained (registry)
     # each rule is one node of the rule graph (the report draws one per rule and DAG level)
     nodes = re.findall(r'"rule": "(\w+)", "fx"', report)
     assert "plot_census" in nodes and len(nodes) == len(set(nodes))

@@ -1,11 +1,12 @@
 """What every claim is: the paper's words, where they are made, the value stated, and a measurement.
 
 Verdicts (:data:`VERDICTS`): ``holds`` and ``differs`` say whether the measurement agrees with the paper;
-a claim about a statistic of random trials (the census) compares its interval at ``census.confidence`` with the
-paper's threshold (:func:`interval_verdict`): a proportion's Wilson interval, a mean's or a median's percentile
-bootstrap interval (:func:`bootstrap_interval`, resamples and seed from ``census.bootstrap``). ``holds`` when the
-whole interval is on the paper's side, ``differs`` when it is all on the other side, and ``inconclusive`` when it
-contains the threshold, i.e. this many trials can neither confirm nor refute the claim. ``not run``: a table is
+a claim about a statistic of a sample (the census's random trials; a ViT's test images, heads and null draws)
+compares its interval with the threshold (:func:`interval_verdict`): a proportion's Wilson interval, a mean's or a
+median's percentile bootstrap interval (:func:`bootstrap_interval`; ``census.bootstrap`` and ``census.confidence``,
+``vit.guard.bootstrap`` and ``vit.guard.confidence``). ``holds`` when the whole interval is on the paper's side,
+``differs`` when it is all on the other side, and ``inconclusive`` when it contains the threshold, i.e. this sample
+can neither confirm nor refute the claim. ``not run``: a table is
 missing. The note of a claim that does not hold starts with the reason the measurement gives (:func:`note_of`).
 """
 

@@ -10,10 +10,11 @@ from maxmargin.registry.types import Table
 VERDICT_MEANINGS: dict[str, str] = {
     "holds": "the measurement agrees with the paper",
     "differs": "it does not; the ``note`` column gives the likely reason",
-    "inconclusive": "a statistic of random trials (the census) whose interval at ``census.confidence`` (a "
-    "proportion's Wilson interval, a mean's or a median's bootstrap interval) contains the paper's threshold: this "
-    "many trials can neither confirm nor refute the claim (more trials, ``census.n_trials``, narrow the interval); "
-    "the ``note`` column says what decides it",
+    "inconclusive": "a statistic of a sample (the census's random trials, a ViT's test images, heads and null draws) "
+    "whose interval (a proportion's Wilson interval, a mean's or a median's bootstrap interval, at "
+    "``census.confidence`` or ``vit.guard.confidence``) or measured tolerance contains the threshold: this sample can "
+    "neither confirm nor refute the claim (a larger one narrows the interval); the ``note`` column says what decides "
+    "it",
     "not run": "a table the claim needs was not made in this run",
 }
 VERDICTS: tuple[str, ...] = tuple(VERDICT_MEANINGS)
