@@ -5,13 +5,15 @@ of images, the CPU): every stage through the pipeline's rules, its files flat in
 each of the run it planned; a run cut at the wall limit keeps the pilot and the epochs done; a signal stops
 everything the session started; a wrong argument, setting, folder, kit or config is refused before any work. The
 paper's-epochs session (workflow/config/gpu_paper_epochs.yaml, the rehearsal's size over it) runs without a pilot,
-with rows, checkpoints and snapshots on cadences, its probe as a stage of its own, and its probe cut.
+with rows, checkpoints and snapshots on cadences, its probe as a stage of its own, and its probe cut (the page then
+without the probe's table and panel).
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -569,7 +571,8 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     """P: gpu_paper_epochs.yaml's session at the rehearsal's size, as on the node (no GPU_SESSION_* but the config):
     its run fits by the measured figures, so no pilot; the run's own epochs projected; the probe as a stage of its
     own on the snapshots; the page packed with every file it links, which tools/gpu_report.py unpacks. Q: the same
-    with a probe that cannot finish: cut at its limit, Figures 6-7 come back without the page, exit 0."""
+    with a probe that cannot finish: cut at its limit, the page comes back all the same (exit 0), without the probe's
+    table and panel (`vit.docs_w_svm: false`, a config file the session writes), saying why; nothing trained again."""
     work, docs = workspace(tmp_path), "vit_gpu_paper_epochs"
     (tmp_path / "cadences.yaml").write_text(CADENCES)
     configs = f"{PAPER_EPOCHS}:{REHEARSAL}:{tmp_path / 'cadences.yaml'}"
@@ -596,12 +599,29 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     slow = {"GPU_SESSION_CONFIG": f"{configs}:{tmp_path / 'slow_probe.yaml'}", "GPU_SESSION_RESERVE": "20"}
     out, q, _ = rehearse(tmp_path, work, "q", 1.4, gpu.EXIT_DONE, **slow)
     assert q["stages"]["run"]["nothing_to_be_done"] and not q["run"]["made_here"]  # P's run
-    assert q["stages"]["probe"]["cut"] and q["probe"]["status"] == "cut" and "figures" in q["stages"]
-    files = ["session.json", "session.log", f"{docs}_fig6.png", f"{docs}_fig7.png", f"{docs}_metrics.csv"]
-    assert sorted(f.name for f in out.iterdir()) == files
-    assert "the page, which reads its table, is not made" in (out / "session.log").read_text()
+    assert q["stages"]["probe"]["cut"] and q["probe"]["status"] == "cut"
+    assert q["stages"]["figures"]["exit"] == 0 and not q["stages"]["figures"]["cut"]
+    assert "since the probe was cut" in q["probe"]["page"]
+    assert "/docs_w_svm.yaml sets vit.docs_w_svm: false" in q["probe"]["page"]
+    files = ["session.json", "session.log", f"{docs}.tar.gz", f"{docs}_metrics.csv"]
+    assert sorted(f.name for f in out.iterdir()) == files  # no vit_w_svm.csv: the cut probe's table stays
+    assert f"page: {q['probe']['page']}" in (out / "session.log").read_text()
+    members = unpacked(out / f"{docs}.tar.gz", q["files"][f"{docs}.tar.gz"]["members"])
+    probe_files = ("_fig7_w_svm.png", "_w_svm.csv")
+    assert sorted(members) == sorted(n.replace("vit_gpu", docs) for n in PAGE_MEMBERS if not n.endswith(probe_files))
+    assert members[f"{docs}_metrics.csv"] == (out / f"{docs}_metrics.csv").read_bytes()  # P's run, not trained again
+    text = members[f"{docs}.md"].decode()
+    assert "rule vit_probe did not run for it (`vit.docs_w_svm: false`" in text  # why it has no W-ATT-SVM part
+    assert "## Each head against its max-margin solution" not in text and f"{docs}_w_svm" not in text
+    assert set(gpu_session.LINK.findall(text)) == set(members) - {f"{docs}.md"}  # it links what came with it
+    command = re.search(r"from the tables of `(snakemake [^`]*)`", text).group(1)
+    assert "docs_w_svm.yaml" in command  # its rebuild command names the config file the session wrote
+    claims = {r["claim_id"]: r["verdict"] for r in csv.DictReader(io.StringIO(members[f"{docs}_claims.csv"].decode()))}
+    assert {c: v for c, v in claims.items() if c.startswith("vit_w_svm")} == dict.fromkeys(
+        ("vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear"), "not run"
+    )
 
-    # what came back, as it is committed under docs/gpu/<session>/: the report unpacks P's page and reads both
+    # what came back, as it is committed under docs/gpu/<session>/: the report unpacks both pages and reads them
     gpu_report = load_tool("gpu_report")
     monkeypatch.setattr(gpu_report, "GPU_DOCS", tmp_path / "docs_gpu")
     for name in ("p", "q"):
@@ -610,8 +630,10 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     assert [line for n, s in found.items() for line in gpu_report.unpack(tmp_path / "docs_gpu" / n, s, False)] == []
     assert gpu_report.unpack(tmp_path / "docs_gpu/p", found["p"], check=True) == []
     page = gpu_report.render(found)
-    assert f"[p/{docs}.md](p/{docs}.md)" in page and "The W-ATT-SVM probe ran on the node" in page
-    assert "### q: 8 epochs, Figures 6-7 without the page" in page and "The W-ATT-SVM probe was cut after" in page
+    assert "## The run (p)" in page and "The W-ATT-SVM probe ran on the node" in page  # the page with its probe
+    assert f"[p/{docs}.md](p/{docs}.md)" in page and (tmp_path / f"docs_gpu/q/{docs}.md").read_text() == text
+    assert "### q: 8 epochs, the page without the W-ATT-SVM probe" in page and f"[q/{docs}.md](q/{docs}.md)" in page
+    assert "The W-ATT-SVM probe was cut after" in page and "made without its table and panel" in page
 
 
 @pytest.mark.slow

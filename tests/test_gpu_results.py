@@ -198,3 +198,22 @@ def test_the_report_unpacks_a_sessions_archive_checked(tmp_path: Path, monkeypat
     assert any("vit_x_fig6.png is not the file the session recorded" in p for p in problems)
     assert any("no plain member '../vit_x_claims.csv'" in p for p in problems)
     assert gpu_report.page_file("session9", session) == folder / "vit_x.md"
+
+
+def test_a_page_without_the_probe_says_why() -> None:
+    """A session whose probe did not finish (not started, cut or failed) brought its page back without the probe's
+    table and panel (vit.docs_w_svm: false): the report says why, and shows another session's page as the run."""
+    reason = "12 s left before the page's 30 s, less than the probe's start alone (about 20 s)"
+    sessions = {
+        "not started": {"status": "not started", "reason": reason, "cvxopt": True},
+        "cut": {"status": "cut", "seconds": 43.3, "heads_done": 2, "heads": 6, "cvxopt": True},
+        "failed": {"status": "failed", "seconds": 9.0, "cvxopt": False},
+    }
+    for status, probe in sessions.items():
+        line = gpu_report.probe_line("s", {"probe": probe})
+        assert line.startswith(f"The W-ATT-SVM probe was {status}") and gpu_report.without_w_svm({"probe": probe})
+        assert "made without its table and panel (`vit.docs_w_svm: false`)" in line and '"not run"' in line
+    assert reason in gpu_report.probe_line("s", {"probe": sessions["not started"]})
+    assert ", 2 of 6 heads done" in gpu_report.probe_line("s", {"probe": sessions["cut"]})
+    assert "cvxopt was not on the node" in gpu_report.probe_line("s", {"probe": sessions["failed"]})
+    assert not gpu_report.without_w_svm({"probe": {"status": "done"}}) and not gpu_report.without_w_svm({})

@@ -245,39 +245,52 @@ def probe_line(name: str, session: dict) -> str:
             f"The W-ATT-SVM probe ran on the node in {probe['seconds']:.0f} s{heads}: every head against its "
             f"max-margin solution is on the page and in [{name}/{table}]({name}/{table})."
         )
-    if probe["status"] == "not started":
-        return f"The W-ATT-SVM probe was not started: {probe['reason']}; the page, which reads its table, was not made."
+    what = (
+        f"not started ({probe['reason']})"
+        if probe["status"] == "not started"
+        else f"{probe['status']} after {probe['seconds']:.0f} s{heads}{cvxopt}"
+    )
     return (
-        f"The W-ATT-SVM probe was {probe['status']} after {probe['seconds']:.0f} s{heads}{cvxopt}: the page, which "
-        "reads its table, was not made, and Figures 6-7 came back alone."
+        f"The W-ATT-SVM probe was {what}: the page was made without its table and panel (`vit.docs_w_svm: false`) "
+        'and says so, and its W-ATT-SVM claims are "not run".'
     )
 
 
-def figures_only_rows(found: dict[str, dict]) -> list[str]:
-    """The sessions whose run came back with Figures 6-7 but no page (the probe did not finish)."""
+def without_w_svm(session: dict) -> bool:
+    """Whether the session's page was made without the W-ATT-SVM probe's table and panel: its probe did not finish
+    (a session without a ``probe`` had it off, and its page names the table and panel, which say so)."""
+    probe = session.get("probe")
+    return probe is not None and probe["status"] != "done"
+
+
+def unprobed_rows(found: dict[str, dict], shown: str | None) -> list[str]:
+    """The sessions whose page came back without the W-ATT-SVM part (their probe did not finish), but ``shown``."""
     lines = []
     for name, s in found.items():
-        fig6 = GPU_DOCS / name / f"{docs_name(s)}_fig6.png"
-        if page_file(name, s).is_file() or not fig6.is_file():
+        if name == shown or not page_file(name, s).is_file() or not without_w_svm(s):
             continue
-        run = s.get("run", {})
+        docs, run = docs_name(s), s.get("run", {})
         lines += [
-            f"### {name}: {run.get('epochs_done', '-')} epochs, Figures 6-7 without the page",
+            f"### {name}: {run.get('epochs_done', '-')} epochs, the page without the W-ATT-SVM probe",
             "",
             probe_line(name, s),
             "",
-            f"![Figure 6]({name}/{fig6.name})",
+            f"Its page, with every epoch and its claims: [{name}/{docs}.md]({name}/{docs}.md).",
             "",
-            f"![Figure 7]({name}/{docs_name(s)}_fig7.png)",
+            f"![Figure 6]({name}/{docs}_fig6.png)",
+            "",
+            f"![Figure 7]({name}/{docs}_fig7.png)",
             "",
         ]
-    return ["## Runs without a page", "", *lines[:-1]] if lines else []
+    return ["## Runs whose probe did not finish", "", *lines[:-1]] if lines else []
 
 
 def render(found: dict[str, dict]) -> str:
-    """The page: sessions, pilots, the run with the page (the last such session), the runs compared."""
+    """The page: sessions, pilots, the run with the page (the last session whose page has its W-ATT-SVM part, else
+    the last with a page), the other pages made without it (their probe did not finish), the runs compared."""
     paper_epochs = yaml.safe_load((REPO / "workflow/config/paper.yaml").read_text())["vit"]["train"]["epochs"]
-    runs = [name for name, s in found.items() if page_file(name, s).is_file()]
+    pages = [name for name, s in found.items() if page_file(name, s).is_file()]
+    runs = [name for name in pages if not without_w_svm(found[name])] or pages
     lines = [
         "# Figures 6-7 at ViT-B/2 on one GPU, measured",
         "",
@@ -309,9 +322,9 @@ def render(found: dict[str, dict]) -> str:
             "",
             baseline_line(run, found[run]) + " " + probe_line(run, found[run]),
         ]
-    alone = figures_only_rows(found)
-    if alone:
-        lines += ["", *alone]
+    unprobed = unprobed_rows(found, runs[-1] if runs else None)
+    if unprobed:
+        lines += ["", *unprobed]
     groups: dict[str, dict[str, dict]] = {}
     for name, s in found.items():
         groups.setdefault(docs_name(s), {})[name] = s

@@ -16,7 +16,8 @@ pipeline's own rules, on workflow/config/paper.yaml, workflow/config/gpu_session
   (c) `vit_probe`, where the run keeps snapshots: each last-layer head against its W-ATT-SVM, started only where the
       time left before the page's reserve covers its start, stopped at that reserve (session.json's ``probe``);
   (d) the run's docs page (rule docs_vit), with Figures 6 and 7 (the paper's panels), the W-ATT-SVM panel and the
-      ViT claims; where the probe did not finish, Figures 6 and 7 alone (the page reads the probe's table).
+      ViT claims; where the probe did not finish, the page without the probe's table and panel (a config file it
+      writes sets ``vit.docs_w_svm: false``: the page says why, its W-ATT-SVM claims are "not run").
 
 Environment: GPU_KIT (the kit's folder), GPU_SESSION_CONFIG, GPU_SESSION_EPOCHS (a fixed epoch count),
 GPU_SESSION_PILOT (1: a pilot; 0: none, the epochs given or the config's; unset: as the plan says),
@@ -25,11 +26,12 @@ GPU_SESSION_RESERVE (the seconds kept for the page).
 OUT_DIR receives at most 8 files of at most 16 MiB, flat, each written as soon as its stage ends and only when it is
 of the run the session planned (its settings, epoch count and fingerprint: session.json's ``files``): session.log,
 session.json, the pilot's table, the run's metrics, the probe's table, and the page with every file it links as one
-archive (<docs>.tar.gz; tools/gpu_report.py unpacks it). A stage that would pass the wall limit is stopped with
-everything it started (maxmargin/processes.py), and the epochs a cut run finished are read back from its
-checkpoint. SIGTERM or SIGINT stops the stage the same way. Exit status: 0 the run and its Figures 6-7 came back
-(with the page, or session.json's ``probe`` says why not), 1 a stage failed or made another run's files, 2 refused
-before any work, 3 cut at the wall limit before Figures 6-7, 128 + N stopped by signal N.
+archive (<docs>.tar.gz, without the probe's table and panel where it did not finish; tools/gpu_report.py unpacks
+it). A stage that would pass the wall limit is stopped with everything it started (maxmargin/processes.py), and the
+epochs a cut run finished are read back from its checkpoint. SIGTERM or SIGINT stops the stage the same way. Exit
+status: 0 the run and its page came back (with its W-ATT-SVM part, or session.json's ``probe`` says why not), 1 a
+stage failed or made another run's files, 2 refused before any work, 3 cut at the wall limit before the page
+(Figures 6-7), 128 + N stopped by signal N.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -273,9 +276,9 @@ def run_and_page(
     s: gpu.Session, configs: list[Path], written: Path, epochs: int, probing: subprocess.Popen | None
 ) -> int:
     """The run of ``epochs`` epochs (resumed from its checkpoint where one is of the same run), the W-ATT-SVM probe
-    of its snapshots where the time left allows, then the page (Figures 6-7 alone where the probe did not finish);
-    each file brought back only when it is of the planned run. ``probing``: the device probe, where no pilot has
-    read it (it runs beside the run's start)."""
+    of its snapshots where the time left allows, then the page (without the probe's table and panel where it did not
+    finish: :func:`page_without_probe`); each file brought back only when it is of the planned run. ``probing``: the
+    device probe, where no pilot has read it (it runs beside the run's start)."""
     reserve = s.request.reserve
     config = gpu.merged_config(configs, CONFIGS / "default.yaml")
     every = config["vit"]["train"]["eval_every"]
@@ -311,8 +314,10 @@ def run_and_page(
     with (results / "tables/vit_baseline.csv").open() as f:
         s.summary["baseline"] = next(csv.DictReader(f))
     probed = probe_stage(s, configs, config, verdict.record) if config["vit"]["train"]["snapshot_every"] else None
-    if probed is False:  # the page reads the probe's table: Figures 6-7 alone, and session.json says why
-        return figures_only(s, configs, config, verdict.record)
+    if probed is False:  # the page without the probe's table and panel, and session.json's probe says why
+        configs = page_without_probe(s, configs, written)
+    with_w_svm = probed is not False and config["vit"]["docs_w_svm"]
+    suffixes = PAGE_FILES if with_w_svm else tuple(suffix for suffix in PAGE_FILES if suffix not in W_SVM_FILES)
     # The page builds Figures 6 and 7 (their panels of the paper; the aggregate targets fig6/fig7 add panels beyond it)
     if not stage(s, "figures", configs, [f"docs/results/{docs}.md"], s.left()):
         return EXIT_CUT if s.last["cut"] else EXIT_FAILED
@@ -320,7 +325,11 @@ def run_and_page(
     if gpu.sha256(page / f"{docs}_metrics.csv") != gpu.sha256(table):
         s.log(f"not kept: the page docs/results/{docs}.md was made from another run's table")
         return EXIT_FAILED
-    files = [page / f"{docs}{suffix}" for suffix in PAGE_FILES]
+    files = [page / f"{docs}{suffix}" for suffix in suffixes]
+    stray = sorted(set(LINK.findall((page / f"{docs}.md").read_text())) - {p.name for p in files})
+    if stray:  # a page of before (Snakemake did not remake it): it links files this one does not write
+        s.log(f"not kept: the page docs/results/{docs}.md links {stray}, which this session's page does not write")
+        return EXIT_FAILED
     s.pack(files, f"{docs}.tar.gz", {"stage": "figures", **verdict.record})
     return EXIT_DONE
 
@@ -336,6 +345,8 @@ PAGE_FILES = (
     "_w_svm.csv",
     "_claims.csv",
 )
+W_SVM_FILES = ("_fig7_w_svm.png", "_w_svm.csv")  # of those, what it writes only with vit.docs_w_svm (the probe's)
+LINK = re.compile(r"\]\(([^)#\s:/]+)[)#]")  # a Markdown link to a file beside the page, its anchor left out
 # Rule vit_probe's start (Snakemake's and its job's: imports, CUDA, the data, the snapshots): at least as long as
 # the training job's before its epoch 0 (gpu_plan.MEASURED), so the probe is not started with less time left.
 PROBE_START = gpu_plan.MEASURED.stage_start_s + gpu_plan.MEASURED.job_start_s
@@ -372,23 +383,24 @@ def probe_stage(s: gpu.Session, configs: list[Path], config: dict, record: dict)
         else " (cvxopt is not on this node: the probe's fallbacks need it)"
     )
     heads = f", {probe['heads_done']} of {probe['heads']} heads done" if "heads_done" in probe else ""
-    s.log(
-        f"probe: {probe['status']} after {probe['seconds']:.0f} s{heads}{hint}; the page, which reads its table, is "
-        "not made"
-    )
+    s.log(f"probe: {probe['status']} after {probe['seconds']:.0f} s{heads}{hint}")
     return False
 
 
-def figures_only(s: gpu.Session, configs: list[Path], config: dict, record: dict) -> int:
-    """Figures 6 and 7 (their panels), where the probe did not finish: the run and its figures come back (exit 0),
-    and session.json's ``probe`` says why the page did not."""
-    docs, results = config["vit"]["docs"], REPO / config["results"]
-    panels = {name: results / f"figures/{registry.panel(name).name}.png" for name in ("fig6", "fig7")}
-    if not stage(s, "figures", configs, [os.path.relpath(p, REPO) for p in panels.values()], s.left()):
-        return EXIT_CUT if s.last["cut"] else EXIT_FAILED
-    for name, path in panels.items():
-        s.keep(path, f"{docs}_{name}.png", {"stage": "figures", **record})
-    return EXIT_DONE
+def page_without_probe(s: gpu.Session, configs: list[Path], written: Path) -> list[Path]:
+    """The configs of a page made without the probe's table and panel, where the probe did not finish (cut, not
+    started or failed): a config file written beside the session's others sets ``vit.docs_w_svm: false``, read by
+    rule docs_vit alone (nothing trained or probed again). The page says why; its W-ATT-SVM claims are "not run";
+    session.json's ``probe`` records it (``page``)."""
+    path = write_config(written, "docs_w_svm.yaml", {"vit": {"docs_w_svm": False}})
+    probe = s.summary["probe"]
+    probe["page"] = (
+        f"made without the W-ATT-SVM table and panel (its W-ATT-SVM claims not run), since the probe "
+        f"{'failed' if probe['status'] == 'failed' else 'was ' + probe['status']}: {os.path.relpath(path, REPO)} "
+        "sets vit.docs_w_svm: false"
+    )
+    s.log(f"page: {probe['page']}")
+    return [*configs, path]
 
 
 def measured_rate(s: gpu.Session, sidecar: Path) -> None:
