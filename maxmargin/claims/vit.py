@@ -169,6 +169,17 @@ def excess_interval(
     return float((values - null).mean()), float(low), float(high)
 
 
+def _not_probed(cfg: Config) -> Measurement:
+    """Why table ``vit_w_svm`` has no rows: no snapshots kept, or a page made without the probe."""
+    if not cfg["vit"]["docs_w_svm"]:
+        why = "the page was made without rule vit_probe (vit.docs_w_svm is false)"
+    elif cfg["vit"]["train"]["snapshot_every"] == 0:
+        why = "the run kept no snapshots (vit.train.snapshot_every is 0)"
+    else:
+        why = "rule vit_probe wrote no rows"
+    return f"not measured: {why}", "not run", "no W-ATT-SVM rows"
+
+
 def _w_svm_last(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The table sorted by epoch and head, and its last measured epoch's rows."""
     table = t["vit_w_svm"].sort_values(["epoch", "head"])
@@ -199,7 +210,7 @@ def _w_svm_direction(t: Tables, cfg: Config) -> Measurement:
     table, last = _w_svm_last(t)
     guard, draws = cfg["vit"]["guard"], cfg["vit"]["w_svm"]["null_draws"]
     if table.empty:
-        return "not measured (vit.train.snapshot_every is 0)", "not run", "no W-ATT-SVM rows"
+        return _not_probed(cfg)
     gain, low, high = excess_interval(last["cosine"], last["null_rank"], last["null_rank_sd"], draws, guard)
     rho, rho_low, rho_high = _ceiling_trend(table, guard)
     bar, rise = guard["min_w_svm_gain"], guard["min_w_svm_spearman"]
@@ -239,7 +250,7 @@ def _w_svm_specific(t: Tables, cfg: Config) -> Measurement:
     over heads and shuffles above 0."""
     table, last = _w_svm_last(t)
     if table.empty:
-        return "not measured (vit.train.snapshot_every is 0)", "not run", "no W-ATT-SVM rows"
+        return _not_probed(cfg)
     guard, shuffles = cfg["vit"]["guard"], cfg["vit"]["w_svm"]["shuffles"]
     gap, low, high = excess_interval(last["cosine"], last["null_shuffled"], last["null_shuffled_sd"], shuffles, guard)
     verdict = interval_verdict(low, high, 0.0, below=False)
@@ -266,7 +277,11 @@ def _w_svm_nuclear(t: Tables, cfg: Config) -> Measurement:
     table, last = _w_svm_last(t)
     last = last.dropna(subset=["cosine_nuclear"])
     if last.empty:
-        return "not measured (vit.w_svm.nuclear_images is 0)", "not run", "no nuclear-norm rows"
+        return (
+            _not_probed(cfg)
+            if table.empty
+            else ("not measured (vit.w_svm.nuclear_images is 0)", "not run", "no nuclear-norm rows")
+        )
     guard, draws = cfg["vit"]["guard"], cfg["vit"]["w_svm"]["nuclear_draws"]
     gap = last["cosine_nuclear"] - last["cosine_frobenius_nuclear_images"]
     excess, low, high = excess_interval(gap, last["null_nuclear_gap"], last["null_nuclear_gap_sd"], draws, guard)

@@ -75,6 +75,8 @@ CLAIMS_CONFIG_KEYS: tuple[tuple[str, ...], ...] = (
     ("vit", "plots", "fig6_epochs"),
     ("vit", "guard"),
     ("vit", "w_svm", "null_draws"),
+    ("vit", "train", "snapshot_every"),
+    ("vit", "docs_w_svm"),
     ("vit", "w_svm", "shuffles"),
     ("vit", "w_svm", "nuclear_images"),
     ("vit", "w_svm", "nuclear_draws"),

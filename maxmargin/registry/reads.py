@@ -68,6 +68,7 @@ READS: dict[str, tuple[str, ...]] = {
     "docs_vit": (
         "vit.docs",
         "vit.docs_w_svm",
+        "vit.train.snapshot_every",
         "vit.model.num_classes",
         "vit.guard",
         "vit.plots.fig6_epochs",
