@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from maxmargin import processes
+from maxmargin.files import atomic_path
 
 MAX_FILES = 8  # what comes back from the node: 8 files of one folder
 MAX_FILE_BYTES = 16 * 2**20  # each of at most 16 MiB
@@ -198,18 +199,11 @@ def _not_empty(out: Path, why: str) -> str:
 
 
 def merged_config(paths: list[Path], default: Path) -> dict[str, Any]:
-    """``default`` with ``paths`` merged over it in order, as one --configfile with several files does."""
-    import yaml
+    """``default`` with ``paths`` merged over it in order, as one --configfile with several files does
+    (:func:`maxmargin.config.merged_config`, imported here once the kit is on the path)."""
+    from maxmargin.config import merged_config as merged
 
-    def merge(base: Any, over: Any) -> Any:
-        if isinstance(base, dict) and isinstance(over, dict):
-            return {**base, **{k: merge(base.get(k), v) for k, v in over.items()}}
-        return over
-
-    config = yaml.safe_load(default.read_text())
-    for path in paths:
-        config = merge(config, yaml.safe_load(path.read_text()) or {})
-    return config
+    return merged(paths, default)
 
 
 def check_config(config: dict[str, Any], paths: list[Path], schema: Path) -> None:
@@ -275,12 +269,8 @@ class Session:
         if source.stat().st_size > MAX_FILE_BYTES:
             self.log(f"not kept: {name} ({source.stat().st_size / 2**20:.1f} MiB, over {MAX_FILE_BYTES >> 20} MiB)")
             return False
-        tmp = self.out / f".{name}.tmp"
-        try:
+        with atomic_path(self.out / name) as tmp:  # whole or absent, whatever stops the session
             shutil.copyfile(source, tmp)
-            tmp.replace(self.out / name)  # whole or absent, whatever stops the session
-        finally:
-            tmp.unlink(missing_ok=True)
         self.summary["files"][name] = {**record, "sha256": sha256(self.out / name)}
         return True
 
@@ -295,9 +285,8 @@ class Session:
             return self.keep(Path(tmp.name), name, {**record, "members": members})
 
     def save(self) -> None:
-        tmp = self.out / ".session.json.tmp"
-        tmp.write_text(json.dumps(self.summary, indent=2, default=str) + "\n")
-        tmp.replace(self.out / "session.json")
+        with atomic_path(self.out / "session.json") as tmp:
+            tmp.write_text(json.dumps(self.summary, indent=2, default=str) + "\n")
 
     def popen(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen:
         """A process of this session, in a session of its own (a signal to ours reaches it only through us)."""

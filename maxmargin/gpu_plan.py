@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from maxmargin.files import atomic_path
 from maxmargin.gpu import sha256
 
 EPOCH_LINE = re.compile(r"epoch (\d+): train loss .*\(([0-9.]+)s\)")
@@ -301,7 +302,7 @@ def fig6_epochs(epochs: int, every: int = 1) -> list[int]:
 
 def write_rows(rows: list[Mapping[str, Any]], path: Path) -> None:
     """A checkpoint's metrics rows as CSV (a cut run's table)."""
-    with path.open("w", newline="") as f:
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)

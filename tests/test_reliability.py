@@ -45,9 +45,6 @@ NOT_ATOMIC = {
     ("experiments/vit/probes.py", "append"): "the W history, append-only",
     ("experiments/vit/probes.py", "truncate"): "the W history, cut back to the checkpoint's epochs",
     ("experiments/vit/fashion.py", "_decompress"): "by hand: a .partial file renamed",
-    ("gpu.py", "keep"): "by hand: a temporary file renamed",
-    ("gpu.py", "save"): "by hand: a temporary file renamed",
-    ("gpu_plan.py", "write_rows"): "in place",
 }
 # Calls that write a file: methods (whatever the object), functions of a module, open() in a writing mode.
 WRITING_METHODS = {"write_text", "write_bytes", "to_csv", "savefig", "tofile", "fdopen"}
