@@ -84,3 +84,24 @@ def test_no_run_number_is_typed_outside_the_generated_passages() -> None:
         prose = set(re.findall(r"\d+\.\d+", run_docs.BLOCK.sub("", page.read_text())))
         typed = sorted(measured & prose)
         assert not typed, f"{page.name} types {typed}: generate them (tools/run_docs.py)"
+
+
+def test_no_vit_run_number_is_typed_outside_the_generated_passages() -> None:
+    """docs/vit.md quotes no measured value of a committed ViT run (the CPU runs' claims and W-ATT-SVM tables, the
+    GPU session's metrics) outside its generated passages: a number there would drift from its run unnoticed."""
+    import pandas as pd
+
+    results = REPO / "docs" / "results"
+    measured = set()
+    for run in ("vit_quick", "cpu_depth12"):
+        claims = pd.read_csv(results / f"{run}_claims.csv")
+        measured |= {n for text in claims["measured"] for n in re.findall(r"\d+\.\d{3,}", str(text))}
+        w_svm = pd.read_csv(results / f"{run}_w_svm.csv").select_dtypes("number")
+        measured |= {
+            f"{v:.3f}" for v in w_svm.groupby(pd.read_csv(results / f"{run}_w_svm.csv")["epoch"]).mean().stack()
+        }
+    gpu = pd.read_csv(REPO / "docs/gpu/session2/vit_gpu_metrics.csv").select_dtypes("number")
+    measured |= {f"{v:.3f}" for v in gpu.stack() if abs(v) < 1000}
+    prose = run_docs.BLOCK.sub("", (REPO / "docs" / "vit.md").read_text())
+    typed = sorted(measured & set(re.findall(r"\d+\.\d{3}", prose)))
+    assert not typed, f"docs/vit.md types {typed}: generate them (tools/run_docs.py)"
