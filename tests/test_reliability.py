@@ -44,7 +44,6 @@ NOT_ATOMIC = {
     ("experiments/vit/probes.py", "reset"): "the W history, append-only",
     ("experiments/vit/probes.py", "append"): "the W history, append-only",
     ("experiments/vit/probes.py", "truncate"): "the W history, cut back to the checkpoint's epochs",
-    ("experiments/vit/fashion.py", "_decompress"): "by hand: a .partial file renamed",
 }
 # Calls that write a file: methods (whatever the object), functions of a module, open() in a writing mode.
 WRITING_METHODS = {"write_text", "write_bytes", "to_csv", "savefig", "tofile", "fdopen"}

@@ -407,7 +407,7 @@ def test_only_the_training_code_is_in_the_checkpoints_fingerprint() -> None:
     so the outputs follow the edit; an edit of an analysis (w_svm_probe.py) reruns the analysis only."""
     modules = {p.name for p in (REPO / "maxmargin/experiments/vit").glob("*.py")}
     assert set(vit.settings.TRAINING_MODULES) <= modules
-    outside = {"__init__.py", "baseline.py", "checkpoint.py", "results.py", "w_svm_probe.py"}
+    outside = {"__init__.py", "baseline.py", "checkpoint.py", "machine.py", "results.py", "w_svm_probe.py"}
     assert modules - set(vit.settings.TRAINING_MODULES) == outside
     assert set(vit.settings.ANALYSIS_MODULES) == {"w_svm_probe.py"}
 
@@ -421,8 +421,8 @@ def test_an_analysis_edit_reruns_the_probe_and_never_the_training(monkeypatch: p
     vit.settings.analysis_fingerprint()
     training, analysis = hashed
     assert "training.py" in training and "snapshots.py" in training
-    assert not {"w_svm_probe.py", "w_svm.py"} & set(training)
-    assert set(analysis) == {"w_svm_probe.py", "w_svm.py"}
+    assert not {"w_svm_probe.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py"} & set(training)
+    assert set(analysis) == {"w_svm_probe.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py", "gd.py"}
 
 
 def test_learning_rate_schedule() -> None:

@@ -193,7 +193,7 @@ def test_the_data_location_is_not_part_of_the_fingerprint(tmp_path: Path) -> Non
 def test_a_truncated_gz_is_named_leaves_no_partial_and_falls_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """A .gz cut short (an interrupted copy) is told apart like a corrupt CIFAR-10: named, no ``.partial`` left,
+    """A .gz cut short (an interrupted copy) is told apart like a corrupt CIFAR-10: named, no partial file left,
     and the next stand-in taken where one is allowed."""
     write_fashion(tmp_path / "debian", monkeypatch)
     images = tmp_path / "debian" / "train-images-idx3-ubyte.gz"
@@ -202,7 +202,7 @@ def test_a_truncated_gz_is_named_leaves_no_partial_and_falls_back(
         vit.load_image_data(settings(tmp_path, fallback=[]), 0)
     assert str(images.resolve()) in str(err.value) and "EOFError" in str(err.value)
     raw = tmp_path / "root" / "FashionMNIST" / "raw"
-    assert not list(raw.glob("*.partial")) and not (raw / "train-images-idx3-ubyte").exists()
+    assert not list(raw.glob(".tmp-*")) and not (raw / "train-images-idx3-ubyte").exists()
     data = vit.load_image_data(settings(tmp_path, fallback=["digits"]), 0)
     assert data.name == vit.DIGITS_NAME
     assert data.note == "Fashion-MNIST corrupt (truncated or damaged .gz): stand-in scikit-learn's digits used instead"

@@ -96,11 +96,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "head_key_query",
         "probe_snapshots",
     ),
+    "machine": (
+        "cpu_name",
+        "peak_memory_mb",
+    ),
     "training": (
         "LearningStalledWarning",
         "check_learning",
-        "cpu_name",
-        "peak_memory_mb",
         "train_vit",
     ),
 }

@@ -22,6 +22,7 @@ from torch.nn import functional
 
 from maxmargin.experiments.vit.images import DataUnavailableError, ImageData
 from maxmargin.experiments.vit.sources import FASHION_MNIST
+from maxmargin.files import atomic_path
 
 log = logging.getLogger("maxmargin")
 
@@ -57,23 +58,20 @@ def missing_fashion_mnist_message(files: Path, missing: list[str]) -> str:
 
 
 def _decompress(source: Path, target: Path) -> None:
-    """gunzip ``source`` to ``target`` under a temporary name, renamed when complete (gzip checks its CRC).
+    """gunzip ``source`` to ``target`` through :func:`maxmargin.files.atomic_path` (gzip checks its CRC).
 
     A truncated or damaged ``.gz`` leaves no partial file behind and is named in a :class:`DataUnavailableError`
     (so that a stand-in is taken where one is allowed, as for a corrupt CIFAR-10).
     """
-    partial = target.with_name(target.name + ".partial")
     try:
-        with gzip.open(source, "rb") as src, open(partial, "wb") as dst:
+        with atomic_path(target) as tmp, gzip.open(source, "rb") as src, open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst, length=1 << 22)
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:  # cut short, not gzip, or a failed CRC
-        partial.unlink(missing_ok=True)
         raise DataUnavailableError(
             f"Fashion-MNIST is present but corrupt: {source.resolve()} is truncated or damaged ({type(err).__name__}: "
             f"{err}). Replace it with a good copy (Debian: apt-get install --reinstall dataset-fashion-mnist).",
             "Fashion-MNIST corrupt (truncated or damaged .gz)",
         ) from err
-    partial.replace(target)
 
 
 def _download(root: Path, files: Path, missing: list[str]) -> None:

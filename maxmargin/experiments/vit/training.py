@@ -8,16 +8,13 @@ the previous epoch's W and with the final W.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-import platform
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +27,7 @@ from maxmargin.core.w_svm import frobenius_cosine
 from maxmargin.experiments.vit.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
 from maxmargin.experiments.vit.data import augment, normalize
 from maxmargin.experiments.vit.images import ImageData
+from maxmargin.experiments.vit.machine import cpu_name, peak_memory_mb
 from maxmargin.experiments.vit.model import (
     build_vit,
     key_query_matrix,
@@ -73,8 +71,7 @@ class _History:
     maps: list[np.ndarray] = field(default_factory=list)
     selfs: list[float] = field(default_factory=list)
 
-    def append(self, measured: tuple[dict[str, Any], dict[str, float], np.ndarray, float]) -> None:
-        row, times, fixed_map, fixed_self = measured
+    def append(self, row: dict[str, Any], times: dict[str, float], fixed_map: np.ndarray, fixed_self: float) -> None:
         self.rows.append(row)
         self.times.append(times)
         self.maps.append(fixed_map)
@@ -137,7 +134,7 @@ class _Trainer:
             "dataset": self.data.name,
         }
         self.previous_w = w32
-        self.history.append((row, {"epoch": epoch, **self.pending}, fixed_map, fixed_self))
+        self.history.append(row, {"epoch": epoch, **self.pending}, fixed_map, fixed_self)
         self._close_row()
 
     def _close_row(self) -> None:
@@ -348,15 +345,6 @@ class LearningStalledWarning(UserWarning):
     """The ViT's test accuracy stays at chance (see :func:`check_learning`)."""
 
 
-def cpu_name() -> str:
-    """The processor's model name (from /proc/cpuinfo on Linux), for the record of which machine made the numbers."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
     """The :class:`TrainResult` of a finished run, with the sidecar's description of what was measured."""
     data, h, idx = run.data, run.history, run.settings.probe.image_index
@@ -395,12 +383,3 @@ def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
         snapshots=run.snapshots,
         snapshot_epochs=run.snapshot_epochs,
     )
-
-
-def peak_memory_mb(device: torch.device) -> float:
-    """Peak memory of this process: the GPU's allocator peak on CUDA, else the resident set's high-water mark."""
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
