@@ -29,13 +29,12 @@ from pathlib import Path
 
 import torch
 from torch.nn import functional
-from torch.utils.flop_counter import FlopCounterMode
 
 from maxmargin.config import merged_config
 from maxmargin.experiments.vit import ModelSettings, TrainSettings, build_vit, make_optimizer, resolve_device
+from maxmargin.experiments.vit_flops import GPU_PEAK_TFLOPS, analytic_flops, count_flops, cpu_matmul_peak
 
 REPO = Path(__file__).resolve().parents[1]
-GPU_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "GH200": 989.0, "A100": 312.0}  # dense bf16
 CIFAR10_TRAIN, CIFAR10_TEST = 50_000, 10_000
 FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 ALLOCATION_MINUTES = (6.0, 7.0)  # the training time one allocation leaves (docs/gpu.md)
@@ -49,41 +48,6 @@ def paper_vit_config(*configs: Path) -> dict:
 def fashion_epoch_flops(cfg: dict, fwd_flops: float, train_flops: float) -> float:
     """FLOPs of one Fashion-MNIST epoch: training on all its images, then the test set and the probe forward."""
     return FASHION_TRAIN * train_flops + (FASHION_TEST + min(cfg["probe"]["n_images"], FASHION_TEST)) * fwd_flops
-
-
-def count_flops(model_settings: ModelSettings) -> tuple[float, float]:
-    """(forward, forward + backward) FLOPs per image, counted on the meta device."""
-    with torch.device("meta"):
-        model = build_vit(model_settings)
-        x = torch.randn(1, 3, model_settings.img_size, model_settings.img_size)
-    counts = []
-    for backward in (False, True):
-        counter = FlopCounterMode(display=False)
-        with counter:
-            out = model(x)
-            if backward:
-                out.sum().backward()
-        counts.append(float(counter.get_total_flops()))
-    return counts[0], counts[1]
-
-
-def analytic_flops(m: ModelSettings) -> float:
-    """Forward + backward FLOPs per image: 3 x (2 x block params x tokens + 4 x depth x tokens^2 x dim)."""
-    tokens = (m.img_size // m.patch_size) ** 2 + 1
-    block_params = m.depth * (4 + 2 * m.mlp_ratio) * m.embed_dim**2
-    return 3.0 * (2.0 * block_params * tokens + 4.0 * m.depth * tokens**2 * m.embed_dim)
-
-
-def cpu_matmul_peak(n: int = 2048, repeats: int = 5) -> float:
-    """Measured float32 matmul FLOP/s of this CPU (the best of ``repeats``)."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    a @ b
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t0)
-    return 2.0 * n**3 / best
 
 
 def device_peak(device: torch.device, override_tflops: float | None) -> tuple[float, str]:

@@ -291,7 +291,7 @@ def workspace(tmp_path: Path) -> Path:
     """A copy of the workflow with the session's scripts, as the node gets it (results land there)."""
     (tmp_path / "repo").mkdir()
     work = copy_workflow(tmp_path / "repo")
-    for path in ("tools/gpu_session.sh", "tools/gpu_session.py", "benchmarks/vit_benchmark.py"):
+    for path in ("tools/gpu_session.sh", "tools/gpu_session.py"):
         (work / path).parent.mkdir(exist_ok=True)
         shutil.copy(REPO / path, work / path)
     (tmp_path / "tmp").mkdir()

@@ -70,13 +70,11 @@ def snakemake_cmd(configs: list[Path], targets: list[str], cores: int, options: 
 
 def probe(model: dict, device: str) -> dict:
     """torch's version and device properties, the model's training FLOPs per image and the device's peak FLOP/s (the
-    card's dense bf16 peak, or this CPU's measured float32 matmul peak): benchmarks/vit_benchmark.py's numbers."""
+    card's dense bf16 peak, or this CPU's measured float32 matmul peak), from maxmargin.experiments.vit_flops."""
     import torch
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from vit_benchmark import GPU_PEAK_TFLOPS, count_flops, cpu_matmul_peak
-
     from maxmargin.experiments.vit import ModelSettings
+    from maxmargin.experiments.vit_flops import GPU_PEAK_TFLOPS, count_flops, cpu_matmul_peak
 
     cuda = device != "cpu" and torch.cuda.is_available()
     d: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda, "cuda_available": cuda}
