@@ -315,7 +315,7 @@ def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
             ax.set_xlabel("Epoch")
             ax.set_title(title, fontsize=9)
             ax.set_ylim(0.0, 1.05)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.94), fontsize=6.5, ncols=2, frameon=False)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.91), fontsize=7, ncols=2, frameon=False)
         axes[0].set_ylabel("Cosine with the W-ATT-SVM solution")
         warnings = [(w, WARNING_COLOR) for w in map(stand_in_warning, sorted(set(table["dataset"]))) if w]
         if warnings:
