@@ -20,7 +20,7 @@ import yaml
 from conftest import CI_CONFIG, DEFAULT_CONFIG, REPO, SNAKEMAKE
 from snakemake_forks import run_many
 
-from maxmargin.config import deep_merge, load_yaml
+from maxmargin.config import deep_merge, load_yaml, merged_config
 from maxmargin.registry.reads import readers
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,8 @@ SMALL = {
         "train": {"epochs": 1, "batch_size": 32},
         "recipes": [{"name": "a", "optimizer": "adam", "lr": 1.0e-3}],
     },
-    "vit": {"pilot": {"epochs": 1}},
+    # Figure 6 at epochs 0 and 2 only: a change of vit.train.eval_every (1 -> 2) keeps every drawn epoch evaluated
+    "vit": {"pilot": {"epochs": 1}, "plots": {"fig6_epochs": [0, 2]}},
 }
 TARGETS = ["all", "census_grid", "vit_recipes", "vit_pilot", f"docs/results/{DEFAULT_CONFIG['vit']['docs']}.md"]
 # Not measured: the results root (every output moves) and the docs pages' names (outputs outside the run).
@@ -50,6 +51,7 @@ CHANGES: dict[str, Any] = {
     "vit.data.fallback": lambda v: [*v, "fashion_mnist"] if "fashion_mnist" not in v else v[:-1],
     "vit.data.dataset": lambda v: "digits" if v != "digits" else "cifar10",
     "vit.train.device": lambda v: "cpu" if v != "cpu" else "auto",
+    "vit.w_svm.device": lambda v: "cpu" if v != "cpu" else "auto",
     "vit.model.patch_size": lambda v: 4 if v != 4 else 8,  # one of the sizes that divide the image
     "vit.guard.min_w_growth": lambda v: 2 * v,  # at least 1
     "census.negative_gap.statistic": lambda v: "mean" if v != "mean" else "median",
@@ -59,6 +61,7 @@ CHANGES: dict[str, Any] = {
     "regpath.instances": lambda v: v[:-1],
     "census.budget.dims": lambda v: v[:-1],
     "census.budget.n_iter": lambda v: v[:-1],
+    "vit.w_svm.images": lambda v: v - 1,  # at most vit.probe.n_images
 }
 
 
@@ -115,7 +118,7 @@ def finished(tmp_path_factory, ci_run: Path) -> tuple[Path, dict]:
     base = deep_merge(load_yaml(REPO / CI_CONFIG), SMALL)
     (work / "base.yaml").write_text(yaml.safe_dump(base))
     snakemake(work, "--configfile", "base.yaml")
-    return work, deep_merge(DEFAULT_CONFIG, base)
+    return work, merged_config([work / "base.yaml"], REPO / "workflow/config/default.yaml")  # as the Snakefile
 
 
 def change_file(work: Path, base: dict, key: str, value: Any, name: str) -> Path:
@@ -179,5 +182,6 @@ def test_a_changed_key_reruns_exactly_the_jobs_that_read_it(finished) -> None:
     # the issue's case: an on-demand study's setting reruns no job of Figure 9
     assert rerun["census.grid.n_trials"] == {"census_grid_cell"}
     assert rerun["vit.guard.min_w_growth"] == {"claims_table", "docs_vit"}  # a claim's threshold: no retraining
-    # an analysis of the finished run's snapshots (its settings): the probe reruns, the training does not
-    assert rerun["vit.w_svm.null_draws"] == {"vit_probe"}
+    # an analysis of the finished run's snapshots (its settings): the probe reruns, and the claims and the page that
+    # state its settings; the training does not
+    assert rerun["vit.w_svm.null_draws"] == {"vit_probe", "claims_table", "docs_vit"}

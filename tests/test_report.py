@@ -49,7 +49,8 @@ def test_landing_page_introduces_the_run(report):
     assert "plot_census" in nodes and len(nodes) == len(set(nodes))
     # the claims job's parameter panel: the keys the claims read, not the whole config
     params = re.search(r'"job_properties": \{"rule": "claims_table"[^}]*"params": "([^"]*)"', report).group(1)
-    assert "'census': {'confidence': 0.95," in params and "'regpath'" not in params and "'results'" not in params
+    census = re.search(r"'census': \{'bootstrap': \{[^}]*\}, 'confidence': 0.95,", params)
+    assert census and "'regpath'" not in params and "'results'" not in params
 
 
 def test_claims_table_is_an_html_table_with_every_claim(run, report):

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DEFAULT_CONFIG, REPO
+from conftest import DEFAULT_CONFIG, REPO, Lazy
 
 from maxmargin.config import deep_merge
 
+torch, snapshots = Lazy("torch"), Lazy("maxmargin.experiments.vit.snapshots")  # imported by the test that runs
 DRIVER = Path(__file__).with_name("vit_soak_driver.py")
 # (signal, moment): each kind of interruption at least once; which moment of the attempt is drawn (seeded).
 SCHEDULE = (
@@ -86,15 +87,22 @@ def test_an_interrupted_depth12_run_ends_as_an_uninterrupted_one(tmp_path: Path)
     run, rng = tmp_path / "run", random.Random(36)
     for sig, moment in SCHEDULE:
         interrupt(attempt(config, run, f"{moment}:{rng.randint(1, 3)}"), sig, run, rng.uniform(0, 0.2))
-        leftovers = list(run.glob(".tmp-checkpoint.pt.*"))
-        # kill -9 in the middle of a write leaves the temporary file (the next write removes it); SIGINT does not
+        leftovers = list(run.rglob(".tmp-*"))
+        # kill -9 in the middle of a write (of the checkpoint or of an epoch's snapshot) leaves the temporary file (the
+        # next attempt removes it); SIGINT does not
         assert bool(leftovers) == (sig == signal.SIGKILL and moment == "save"), leftovers
     done = finish(attempt(config, run), run)
     assert "resumed_from_epoch=None" not in done  # resumed, not trained again
-    assert not list(run.glob(".tmp-checkpoint.pt.*"))
+    assert not list(run.rglob(".tmp-*"))
     assert "resumed_from_epoch=None" in finish(uninterrupted, reference)
     for name in ("vit_metrics.csv", "maps.npz"):
         assert (run / name).read_bytes() == (reference / name).read_bytes(), name
     ours, theirs = (json.loads((d / "vit_metrics.json").read_text()) for d in (run, reference))
     assert ours["metrics_table"]["sha256"] == theirs["metrics_table"]["sha256"]
     assert len(ours["epoch_times"]) == len(theirs["epoch_times"]) == SMALL["train"]["epochs"] + 1
+    # the model at every epoch, as the uninterrupted run kept it (what rule vit_probe measures)
+    ours, theirs = (snapshots.load_snapshots(d / "vit_snapshots.pt") for d in (run, reference))
+    assert ours["epochs"] == theirs["epochs"] == list(range(SMALL["train"]["epochs"] + 1))
+    for epoch in ours["epochs"]:
+        for name, weights in ours["states"][epoch].items():
+            assert torch.equal(weights, theirs["states"][epoch][name]), (epoch, name)

@@ -493,6 +493,7 @@ TINY_RUN = {
     "data": {"root": "data/none", "download": False, "fallback": ["digits"], "n_train": 96, "n_test": 48},
     "train": {"epochs": 2, "batch_size": 32},
     "probe": {"n_images": 16, "image_index": 3},
+    "w_svm": {"images": 16},  # the W-ATT-SVM probe's images are among the 16 probe images
     "plots": {"fig6_epochs": [0, 1, 2]},
 }
 
@@ -535,7 +536,7 @@ def test_cached_training_is_reused_by_another_work_directory(tmp_path: Path, mon
         copy_workflow(folder)
     trained = snakemake(first, "fig7", "--cache", config=config)
     assert "Moving output file" in trained.stdout + trained.stderr
-    assert len(list(cache.iterdir())) == 3  # metrics, sidecar, maps: one multiext
+    assert len(list(cache.iterdir())) == 4  # metrics, sidecar, maps, snapshots: one multiext
     reused = snakemake(second, "fig7", "--cache", config=config)
     assert "from cache" in reused.stdout + reused.stderr
     log = second / "results/logs/vit_train/vit.log"  # Snakemake may create it, but nothing trained there

@@ -1,10 +1,11 @@
 """One attempt of the ViT soak run (tests/test_soak.py): what scripts/vit_train.py does, with marks to kill it by.
 
 ``python vit_soak_driver.py CONFIG.json OUT_DIR [WHAT:K]``: trains the ViT of the config's ``vit`` block (resuming
-from ``OUT_DIR/checkpoint.pt``) and writes its metrics table, sidecar and maps into ``OUT_DIR``. With ``WHAT:K``
-(``epoch`` or ``save``) it prints ``PAUSED <what>`` and sleeps 30 s at the K-th such moment of this attempt: after
-the first batch of an epoch (mid-epoch: model, optimiser and RNG have moved on since the checkpoint), or in the
-middle of a checkpoint write (half of its bytes written, not yet renamed); the test then interrupts it there.
+from ``OUT_DIR/checkpoint.pt``) and writes its metrics table, sidecar, maps and snapshots into ``OUT_DIR``. With
+``WHAT:K`` (``epoch`` or ``save``) it prints ``PAUSED <what>`` and sleeps 30 s at the K-th such moment of this
+attempt: after the first batch of an epoch (mid-epoch: model, optimiser and RNG have moved on since the checkpoint),
+or in the middle of a write of the checkpoint or of an epoch's snapshot (half of its bytes written, not yet renamed);
+the test then interrupts it there.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def main(config_path: str, out: str, paused: str = "") -> None:
         {"epoch": pause_mid_epoch, "save": pause_mid_write}[what](Pause(what, int(at)))
     out_dir = Path(out)
     result = train_vit(settings, data, out_dir / "checkpoint.pt", restore=True)
-    save_result(result, settings, out_dir / "vit_metrics.csv", out_dir / "vit_metrics.json", out_dir / "maps.npz")
+    tables = ("vit_metrics.csv", "vit_metrics.json", "maps.npz", "vit_snapshots.pt")
+    save_result(result, settings, *(out_dir / name for name in tables))
     print(f"DONE resumed_from_epoch={result.info['resumed_from_epoch']}", flush=True)
 
 

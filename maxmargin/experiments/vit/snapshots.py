@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from maxmargin.files import atomic_path
+from maxmargin.files import TEMP_PREFIX, atomic_path
 
 SNAPSHOT_FORMAT = 1
 _NAME = re.compile(r"epoch_(\d+)\.pt")
@@ -65,10 +65,12 @@ class Snapshots:
             torch.save(state, tmp)
 
     def truncate(self, epoch: int) -> None:
-        """Drop the snapshots after ``epoch`` (a resumed run makes them again)."""
+        """Drop the snapshots after ``epoch`` (a resumed run makes them again) and what a killed write left."""
         for e in self.epochs():
             if e > epoch:
                 self._file(e).unlink()
+        for stale in self.folder.glob(f"{TEMP_PREFIX}*"):  # only this run writes here: none is a write in progress
+            stale.unlink()
 
     def gather(self, path: str | os.PathLike[str], expected: list[int], meta: dict[str, Any]) -> None:
         """Write every snapshot into the one file at ``path``: ``{"format", "epochs", "states": {epoch: weights},
