@@ -189,17 +189,28 @@ def _w_svm_last(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _ceiling_trend(table: pd.DataFrame, guard: Config) -> tuple[float, float, float]:
     """Spearman(epoch, head-mean cosine / ceiling) over the measured epochs, with its bootstrap interval over
     heads (each resample: the heads drawn with replacement, their mean per epoch)."""
-    from scipy.stats import spearmanr
-
     wide = table.pivot(index="epoch", columns="head", values="ceiling_fraction").sort_index()
-    epochs, values = wide.index.to_numpy(), wide.to_numpy()
-    rho = float(spearmanr(epochs, values.mean(axis=1)).statistic) if len(epochs) > 2 else float("nan")
+    values = wide.to_numpy()
+    if len(values) <= 2:
+        return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(guard["bootstrap"]["seed"])
-    picks = rng.integers(0, values.shape[1], size=(min(guard["bootstrap"]["resamples"], 1000), values.shape[1]))
-    rhos = [spearmanr(epochs, values[:, pick].mean(axis=1)).statistic for pick in picks] if len(epochs) > 2 else []
+    picks = rng.integers(0, values.shape[1], size=(guard["bootstrap"]["resamples"], values.shape[1]))
+    rhos = _spearman_with_epochs(values[:, picks].mean(axis=2).T)  # one row per resample
     q = (1 - guard["confidence"]) / 2
-    low, high = np.nanquantile(rhos, [q, 1 - q]) if rhos else (np.nan, np.nan)
-    return rho, float(low), float(high)
+    low, high = np.nanquantile(rhos, [q, 1 - q])
+    return float(_spearman_with_epochs(values.mean(axis=1)[None])[0]), float(low), float(high)
+
+
+def _spearman_with_epochs(series: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of ``series`` (epochs in increasing order along the row) with the epoch: the
+    Pearson correlation of its average ranks with 1..E, as scipy.stats.spearmanr (NaN for a constant row)."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(series, axis=1)
+    ranks -= ranks.mean(axis=1, keepdims=True)
+    epochs = np.arange(series.shape[1]) - (series.shape[1] - 1) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ranks @ epochs / np.sqrt((ranks**2).sum(axis=1) * (epochs**2).sum())
 
 
 def _w_svm_direction(t: Tables, cfg: Config) -> Measurement:
