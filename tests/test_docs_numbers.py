@@ -105,3 +105,23 @@ def test_no_vit_run_number_is_typed_outside_the_generated_passages() -> None:
     prose = run_docs.BLOCK.sub("", (REPO / "docs" / "vit.md").read_text())
     typed = sorted(measured & set(re.findall(r"\d+\.\d{3}", prose)))
     assert not typed, f"docs/vit.md types {typed}: generate them (tools/run_docs.py)"
+
+
+@pytest.mark.parametrize(("run", "kept_range"), [("vit_quick", (0.35, 0.65)), ("cpu_depth12", (0.0, 0.5))])
+def test_the_w_svm_prose_is_what_the_committed_runs_show(run: str, kept_range: tuple[float, float]) -> None:
+    """docs/vit.md's words on each run's heads against their W-ATT-SVM, checked on its committed files: the trend
+    of the cosine's share of its ceiling is flat within its bootstrap interval (no rising trend: the Spearman bracket
+    of the claim contains 0), the ceiling does not bind, and the share of selections kept between the last two
+    measured epochs is "about half" (the quick default) or under half ("most selections change", depth 12)."""
+    import pandas as pd
+
+    results = REPO / "docs" / "results"
+    claims = pd.read_csv(results / f"{run}_claims.csv").set_index("claim_id")
+    bracket = re.search(
+        r"Spearman\(epoch, cos / ceiling\) \S+ \[(\S+), (\S+)\]", claims.loc["vit_w_svm_direction", "measured"]
+    )
+    assert float(bracket[1]) < 0 < float(bracket[2])
+    table = pd.read_csv(results / f"{run}_w_svm.csv")
+    last = table[table["epoch"] == table["epoch"].max()]
+    assert last["ceiling"].min() > 0.95 and last["cosine"].max() < 0.6  # far below a ceiling that does not bind
+    assert kept_range[0] <= last["selection_kept"].mean() < kept_range[1]
