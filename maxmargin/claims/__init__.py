@@ -2,9 +2,9 @@
 
 Every claim has the paper's words (short), where it is made, the value the paper states and a function that reads
 the measured value from the tables written by the other rules. The claims are declared per family, next to the
-tables they read (:mod:`.synthetic`, :mod:`.basin`, :mod:`.census`, :mod:`.regpath`, :mod:`.lemma1`,
-:mod:`.vit`); which tables each one reads is declared in the figure registry (``Table.claims``). Nothing measured
-is typed in here: a claim whose table is missing is reported as "not run". Verdicts: :mod:`.base`.
+tables they read (:mod:`.synthetic` and :mod:`.synthetic_variants`, :mod:`.basin`, :mod:`.census`, :mod:`.regpath`,
+:mod:`.lemma1`, :mod:`.vit`); which tables each one reads is declared in the figure registry (``Table.claims``).
+Nothing measured is typed in here: a claim whose table is missing is reported as "not run". Verdicts: :mod:`.base`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import html
 
 import pandas as pd
 
-from maxmargin.claims import basin, census, lemma1, regpath, synthetic, vit
+from maxmargin.claims import basin, census, lemma1, regpath, synthetic, synthetic_variants, vit
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
 from maxmargin.registry import CLAIMS_CONFIG_KEYS as CONFIG_KEYS
 from maxmargin.registry import derived
@@ -22,7 +22,13 @@ from maxmargin.registry.vit import DATASET_NAMES, PAPER_DATASET
 from maxmargin.tables import markdown_table
 
 CLAIMS: tuple[Claim, ...] = (
-    synthetic.CLAIMS + basin.CLAIMS + census.CLAIMS + regpath.CLAIMS + lemma1.CLAIMS + vit.CLAIMS
+    synthetic.CLAIMS
+    + synthetic_variants.CLAIMS
+    + basin.CLAIMS
+    + census.CLAIMS
+    + regpath.CLAIMS
+    + lemma1.CLAIMS
+    + vit.CLAIMS
 )
 
 __all__ = [
