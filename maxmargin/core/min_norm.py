@@ -140,6 +140,11 @@ def least_distance(
     return -r[:-1] / r[-1], u / -r[-1]
 
 
+def _kkt_scale(D: NDArray[np.float64], p: NDArray[np.float64]) -> float:
+    """max(1, ||p|| max_i ||D_i||): a bound on |D_i p|, to which the KKT and active-set tolerances are relative."""
+    return max(1.0, float(np.linalg.norm(p)) * float(np.max(np.linalg.norm(D, axis=1), initial=0.0)))
+
+
 def _polish(
     D: NDArray[np.float64], b: NDArray[np.float64], act: NDArray[np.bool_], tol: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
@@ -157,7 +162,7 @@ def _polish(
         lamA = nnls(DA.T, p)[0]
     lam = np.zeros(len(b))
     lam[act] = lamA
-    scale = max(1.0, float(np.linalg.norm(p)) * float(np.max(np.linalg.norm(D, axis=1), initial=0.0)))
+    scale = _kkt_scale(D, p)
     if np.max(b - D @ p, initial=0.0) > tol * scale or not np.allclose(DA @ p, b[act], rtol=0, atol=tol * scale):
         return None
     if np.max(np.abs(p - D.T @ lam), initial=0.0) > tol * scale:
@@ -202,7 +207,7 @@ def solve_min_norm(
         p, lam_k, polished = _qp_and_polish(Dk, bk, tol, start)
         if p is None:
             return SVMResult.infeasible()
-    scale = max(1.0, float(np.linalg.norm(p)) * float(np.max(np.linalg.norm(Dk, axis=1), initial=0.0)))
+    scale = _kkt_scale(Dk, p)
     act_tol = tol if polished else max(tol, 1e-6)
     active = np.zeros(m, dtype=bool)
     active[keep] = (Dk @ p - bk) <= act_tol * scale
@@ -236,7 +241,7 @@ def _qp_and_polish(
         p0, lam0 = start, None
     if p0 is not None:
         slack = D @ p0 - b
-        scale = max(1.0, float(np.linalg.norm(p0)) * float(np.max(np.linalg.norm(D, axis=1))))
+        scale = _kkt_scale(D, p0)
         cands = []
         if lam0 is not None:
             cands.append(lam0 > 1e-7 * max(1.0, float(np.max(lam0))))
