@@ -122,9 +122,11 @@ PANELS: tuple[Panel, ...] = (
         "cosine a matrix of Wt_h's rank d_head can reach (dotted). (b) Head means against the matched nulls on the "
         "same epoch's inputs: random rank-d_head matrices against the SVMs of their own selections (band: +-1 sd "
         "over {w_svm[null_draws]} draws), the head against the SVMs of {w_svm[shuffles]} shuffled selections, and "
-        "the head's share in the constraints' span; diamonds, the cosine with the nuclear-norm solution (on the "
-        "first {w_svm[nuclear_images]} images). The verdicts: {run[vit_w_svm_direction]}; "
-        "{run[vit_w_svm_nuclear]}. Numbers: ``tables/vit_w_svm.csv``; docs/vit.md.",
+        "the head's share in the constraints' span; diamonds, the cosine with the nuclear-norm solution and "
+        "squares, with the Frobenius one, both on the first {w_svm[nuclear_images]} images; the red bar, the bar of "
+        "claim vit_w_svm_direction (the null + {guard[min_w_svm_gain]:g}). The verdicts: "
+        "{run[vit_w_svm_direction]}; {run[vit_w_svm_specific]}; {run[vit_w_svm_nuclear]}. Numbers: "
+        "``tables/vit_w_svm.csv``; docs/vit.md.",
         caption_blocks=("vit",),
     ),
 )
