@@ -121,6 +121,24 @@ def gradient_descent(
     if eta <= 0 or n_iter < 0:
         raise ValueError(f"need eta > 0 and n_iter >= 0, got eta={eta}, n_iter={n_iter}")
     p, squeeze = _as_batch(p0)
+    path, skipped = _descend(K, gamma, p, eta, n_iter, loss, normalized, keep_path, progress)
+    return Trajectory(p=_finish(path, squeeze), skipped=skipped[0] if squeeze else skipped)
+
+
+def _descend(
+    K: Array,
+    gamma: Array,
+    p: Array,
+    eta: float,
+    n_iter: int,
+    loss: LossName,
+    normalized: bool,
+    keep_path: bool,
+    progress: bool,
+) -> tuple[list[Array], NDArray[np.int64]]:
+    """The iterates of eq. (3), p_{k+1} = p_k - eta * g_k, g_k = grad L(p_k) (or grad L(p_k) / ||grad L(p_k)||,
+    ``normalized``: Section 4), from the starts ``p`` (B, d): every iterate (``keep_path``) or the last alone, and
+    per run the number of steps skipped for a zero gradient."""
     skipped = np.zeros(p.shape[:-1], dtype=np.int64)
     path = [p.copy()]
     for _ in tqdm(range(n_iter), disable=not progress, desc="GD", leave=False):
@@ -129,9 +147,7 @@ def gradient_descent(
         p = p - eta * step
         if keep_path:
             path.append(p.copy())
-    if not keep_path:
-        path = [p]
-    return Trajectory(p=_finish(path, squeeze), skipped=skipped[0] if squeeze else skipped)
+    return (path if keep_path else [p]), skipped
 
 
 def joint_normalized_gd(

@@ -192,10 +192,30 @@ def regularization_path_p(
     """
     check_loss(loss)
     radii = _check_radii(radii)
-    K = np.asarray(K, dtype=np.float64)
-    gamma = np.asarray(gamma, dtype=np.float64)
+    K, gamma = (np.asarray(a, dtype=np.float64) for a in (K, gamma))
+    solved = _solve_p_on_balls(K, gamma, radii, loss, candidates, n_random=n_random, seed=seed, n_iter=n_iter, tol=tol)
+    return _path_of(radii, K, solved, lambda p: risk(K, gamma, p, loss))
+
+
+def _solve_p_on_balls(
+    K: Array,
+    gamma: Array,
+    radii: Array,
+    loss: LossName,
+    candidates: Array | None,
+    *,
+    n_random: int,
+    seed: int,
+    n_iter: int,
+    tol: float,
+) -> MultistartSolve:
+    """Multi-start solves of eq. (2), min_{||p|| <= R} L(p) at every R of ``radii``, ranked by log(L(p) - inf L).
+
+    The search runs in span{k_it - k_i0} (:func:`key_difference_basis`): the only directions of p the softmax
+    sees, so a component of p outside it would change no risk and only spend the radius.
+    """
     basis = key_difference_basis(K)
-    solved = multistart_path(
+    return multistart_path(
         [basis],
         [_unit_rows(candidates, basis)],
         lambda points: [grad_p(K, gamma, points[0], loss)],
@@ -206,7 +226,6 @@ def regularization_path_p(
         n_iter=n_iter,
         tol=tol,
     )
-    return _path_of(radii, K, solved, lambda p: risk(K, gamma, p, loss))
 
 
 def regularization_path_joint(

@@ -157,6 +157,8 @@ def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np
 
 # A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it) -> (multipliers, W).
 Solve = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], tuple[NDArray, NDArray]]
+# The cutting planes' outcome: W, the margins of every constraint, the working set's multipliers, the rounds used.
+Planes = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int]
 
 
 def _cutting_planes(
@@ -168,7 +170,7 @@ def _cutting_planes(
     tol: float,
     max_rounds: int,
     bound: float = np.inf,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int]:
+) -> Planes:
     """The dual on a growing working set: W, all margins, the working set's multipliers, the rounds used.
 
     The working set starts with the closest other token of each input; each round ``solve`` gives the multipliers
@@ -223,11 +225,29 @@ def _differences(
     return query_inputs(z, query_bias), d, np.arange(T)[None, :] != selected[:, None]
 
 
-def _result(w: NDArray, margins: NDArray, alpha: NDArray, other: NDArray, rounds: int, tol: float) -> WSVMResult:
+def _result(w: NDArray, margins: NDArray, alpha: NDArray, rounds: int, other: NDArray, tol: float) -> WSVMResult:
     """The result of a solve: hard exactly when W meets every margin (a feasible W is a certificate)."""
     met = float(np.mean(margins[other] >= 1.0 - tol))
     support = int(np.sum(alpha > 1e-8 * max(1.0, float(alpha.max(initial=0.0)))))
     return WSVMResult(w, met == 1.0, met, int(other.sum()), support, rounds)
+
+
+def _hard_margin_planes(
+    a: NDArray[np.float64],
+    d: NDArray[np.float64],
+    other: NDArray[np.bool_],
+    per_input: int,
+    tol: float,
+    max_rounds: int,
+    linalg: LinearAlgebra,
+) -> Planes | None:
+    """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped at ||W||_F >= 1 / (HULL_TOL f), f the typical
+    ||a_i|| ||d_it||; None where a token equals the selected one (d_it = 0: a^T W d_it >= 1 cannot hold)."""
+    if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):
+        return None
+    typical = np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2)))  # f = ||a_i|| ||d_it||
+    hard_solve = _frobenius_solve(False, np.inf, linalg)  # unboxed: the box is the soft margin's alone
+    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, 1.0 / (HULL_TOL * typical))
 
 
 def w_att_svm(
@@ -291,18 +311,12 @@ def w_att_svm(
     (True, 1.0)
     """
     a, d, other = _differences(z, x, selected, query_bias)
-    if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):  # a copy of the selected token cannot be separated
-        planes: tuple | None = None
-    else:
-        typical = np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2)))  # f = ||a_i|| ||d_it||
-        hard_solve = _frobenius_solve(False, soft_c, linalg)
-        planes = _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, 1.0 / (HULL_TOL * typical))
-    if (planes is None or planes[1].min() < 1.0 - tol) and soft:
+    planes = _hard_margin_planes(a, d, other, per_input, tol, max_rounds, linalg)
+    if (planes is None or planes[1].min() < 1.0 - tol) and soft:  # no W meets every margin
         planes = _cutting_planes(a, d, other, _frobenius_solve(True, soft_c), per_input, tol, max_rounds)
-    if planes is None:
+    if planes is None:  # a copy of the selected token, and no soft-margin solve asked for
         return WSVMResult(np.zeros((a.shape[1], d.shape[2])), False, 0.0, int(other.sum()), 0, 0)
-    w, margins, alpha, rounds = planes
-    return _result(w, margins, alpha, other, rounds, tol)
+    return _result(*planes, other, tol)
 
 
 def frobenius_cosine(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
@@ -378,5 +392,5 @@ def w_att_svm_nuclear(
         return _nuclear_dual(ak, dk, soft_c)
 
     w, margins, alpha, rounds = _cutting_planes(a @ basis, d, other, solve, per_input, tol, max_rounds)
-    res = _result(w, margins, alpha, other, rounds, tol)
+    res = _result(w, margins, alpha, rounds, other, tol)
     return WSVMResult(basis @ w, res.hard, res.met, res.n_constraints, res.support, rounds)
