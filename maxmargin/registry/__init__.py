@@ -125,8 +125,3 @@ def columns(name: str) -> list[str]:
 def panels_of(family: str) -> tuple[Panel, ...]:
     """The panels one rule family draws, in registry order."""
     return tuple(p for p in PANELS if p.family == family)
-
-
-def tables_of(family: str) -> tuple[Table, ...]:
-    """The registered tables of one rule family, in registry order."""
-    return tuple(t for t in TABLES if t.family == family)
