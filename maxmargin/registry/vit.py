@@ -38,6 +38,12 @@ METRICS: tuple[Column, ...] = (
         unit("cls_self_attention"),
         "mean over the probe images of the last layer's head-averaged [CLS] attention to itself (dropped above)",
     ),
+    described(
+        real("cls_max_attention", ge=0.0, le=1.0, required=False),
+        "the attention's saturation: each last-layer head's largest softmax probability in its [CLS] row (over all "
+        "tokens), averaged over heads and probe images; 1 where every head selects one token (the theory's limit). "
+        "Absent from runs made before it was measured",
+    ),
     described(real("lr", ge=0), "the learning rate of the first parameter group after the epoch"),
     DATASET,
 )

@@ -63,13 +63,22 @@ class Evaluator:
         self.model.train()
         return loss / len(x), correct / len(x)
 
-    def probe(self) -> tuple[float, float, np.ndarray, float]:
-        """Mean soft-sparsity and [CLS] self-entry over the probe set; the fixed image's map and self-entry."""
+    def probe(self) -> tuple[float, float, np.ndarray, float, float]:
+        """Mean soft-sparsity, [CLS] self-entry and saturation over the probe set; the fixed image's map and
+        self-entry. Saturation: each head's largest softmax probability of its [CLS] row (over all 1 + T tokens, as
+        the theory's softmax), averaged over heads and images; 1 where every head selects one token."""
         rows = cls_attention(self.model, self.probe_x, self.batch)  # (1 + n, H, 1 + T)
         s = patch_attention(rows)
         self_entry = rows.mean(dim=1)[:, 0]
         sparsity = soft_sparsity(s[1:])
-        return (float(sparsity.mean()), float(self_entry[1:].mean()), s[0].double().cpu().numpy(), float(self_entry[0]))
+        saturation = rows[1:].amax(dim=-1).double().mean()
+        return (
+            float(sparsity.mean()),
+            float(self_entry[1:].mean()),
+            s[0].double().cpu().numpy(),
+            float(self_entry[0]),
+            float(saturation),
+        )
 
 
 class WHistory:

@@ -115,7 +115,7 @@ class _Trainer:
     def measure(self, epoch: int, train_loss: float, train_acc: float) -> None:
         """Test accuracy, probe, ||W||_F and W's cosine with the previous row's after ``epoch``: one more row."""
         _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
-        sparsity, self_mean, fixed_map, fixed_self = self.ev.probe()
+        sparsity, self_mean, fixed_map, fixed_self, saturation = self.ev.probe()
         w = self.key_query()
         w32 = w.astype(np.float32)  # as the W history stores it: a resumed run computes the same cosines
         self.w_history.append(w32)
@@ -130,6 +130,7 @@ class _Trainer:
             "w_cosine_previous": math.nan if self.previous_w is None else frobenius_cosine(self.previous_w, w32),
             "w_cosine_final": math.nan,  # known once the run ends (finish)
             "cls_self_attention": self_mean,
+            "cls_max_attention": saturation,
             "lr": self.optimizer.param_groups[0]["lr"],
             "dataset": self.data.name,
         }
