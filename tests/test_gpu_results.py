@@ -11,6 +11,7 @@ import re
 import tarfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from conftest import REPO, load_tool
@@ -35,8 +36,28 @@ def test_the_readme_and_the_landing_page_say_what_the_sessions_files_give() -> N
         assert text == gpu_report.with_status(text, marks, SESSIONS), f"{path.name}: run tools/gpu_report.py"
         sentence = text.split(marks[0])[1].split(marks[1])[0]
         assert sentence == gpu_report.status(SESSIONS, marks[2]) and " on one NVIDIA " in sentence
-    run = [name for name in SESSIONS if (gpu_report.GPU_DOCS / name / "vit_gpu.md").is_file()][-1]
-    assert f"for {SESSIONS[run]['run']['epochs_done']} epochs" in gpu_report.status(SESSIONS, "md")
+    run = [name for name, s in SESSIONS.items() if gpu_report.page_file(name, s).is_file()][-1]
+    done, sentence = SESSIONS[run]["run"]["epochs_done"], gpu_report.status(SESSIONS, "md")
+    assert (f"for the paper's {done} epochs" if done == 400 else f"for {done} epochs (the paper trains") in sentence
+    data = pd.read_csv(gpu_report.metrics_file(run, SESSIONS[run]))
+    assert f" on one {SESSIONS[run]['device']['name']} " in sentence and "instead of CIFAR-10" in sentence
+    assert data["dataset"].iloc[-1] == "fashion_mnist"
+    # the number of training images is the run's own (its baseline row where it travelled, else its page)
+    n_train = SESSIONS[run].get("baseline", {}).get("n_train")
+    assert n_train is None or f"on {int(n_train):,} Fashion-MNIST training images" in sentence
+
+
+def test_the_runs_table_and_speed_are_the_sessions_numbers() -> None:
+    """The page's speed rows are session.json's rates and MFUs; the runs' rows end where their metrics end."""
+    page = gpu_report.PAGE.read_text()
+    for name, s in SESSIONS.items():
+        if "images_per_s" in s.get("run", {}):
+            run = s["run"]
+            assert f"| {name} | {s['device']['name']} | run, its steps alone over its last {run['rate_epochs']} epochs" \
+                f" | {run['images_per_s']:,.0f} | {100 * run['mfu']:.1f} % " in page
+        if gpu_report.page_file(name, s).is_file():
+            last = pd.read_csv(gpu_report.metrics_file(name, s)).iloc[-1]
+            assert f"| {s['run']['epochs_done']} | " in page and f"{last.train_loss:.3f} (lowest" in page
 
 
 def test_every_file_the_page_links_is_committed() -> None:

@@ -23,10 +23,12 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from maxmargin.claims.sessions import DOCS as SESSION_DOCS
+from maxmargin.claims.sessions import session_claims, session_config
+
 REPO = Path(__file__).resolve().parents[1]
 GPU_DOCS = REPO / "docs" / "gpu"
 PAGE = GPU_DOCS / "index.md"
-DOCS = "vit_gpu"  # the run's page name (vit.docs) of the sessions that did not record it
 MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # an archive's member: a plain file name, nothing above it
 COMPARED = ["test_acc", "soft_sparsity", "w_frobenius"]
 PAPER_CONFIG = REPO / "workflow" / "config" / "paper.yaml"
@@ -52,7 +54,7 @@ def sessions(folder: Path | None = None) -> dict[str, dict]:
 
 def docs_name(session: dict) -> str:
     """The name of the session's run page (vit.docs): its files are <docs>.md, <docs>_metrics.csv, ..."""
-    return session.get("docs", DOCS)
+    return session.get("docs", SESSION_DOCS)
 
 
 def metrics_file(name: str, session: dict) -> Path:
@@ -177,9 +179,74 @@ def comparison_rows(found: dict[str, dict]) -> list[str]:
 
 
 def claims_rows(name: str, session: dict) -> list[str]:
-    """The ViT claims the session's page measured."""
-    claims = pd.read_csv(GPU_DOCS / name / f"{docs_name(session)}_claims.csv")
-    return table(claims[["claim_id", "measured", "verdict"]].values.tolist(), ["claim", "measured", "verdict"])
+    """The run's ViT claims measured by today's claims code from the files it brought back, beside the verdict the
+    node's page recorded (the code of its commit)."""
+    today = session_claims(GPU_DOCS / name, REPO)
+    node_file = GPU_DOCS / name / f"{docs_name(session)}_claims.csv"
+    node = pd.read_csv(node_file).set_index("claim_id")["verdict"] if node_file.is_file() else pd.Series(dtype=str)
+    rows = [[r.claim_id, r.measured, r.verdict, node.get(r.claim_id, "-")] for r in today.itertuples()]
+    note = (
+        f"Measured again by today's claims code (`maxmargin/claims/sessions.py`) from the files {name} brought back; "
+        f"the last column is the node's own record ([{node_file.name}]({name}/{node_file.name}), the code it ran)."
+    )
+    return [note, "", *table(rows, ["claim", "measured (today's code)", "verdict", "the node's verdict"])]
+
+
+def runs_rows(found: dict[str, dict]) -> list[str]:
+    """One row per run that made a page: card, epochs, training images, and where its loss, accuracy, soft-sparsity
+    and ||W||_F ended (from its metrics table)."""
+    rows = []
+    for name, s in found.items():
+        if not page_file(name, s).is_file():
+            continue
+        m = pd.read_csv(metrics_file(name, s))
+        dataset, n_train = run_data(name, s)
+        first, last = m.iloc[0], m.iloc[-1]
+        rows.append(
+            [
+                f"[{name}]({name}/{docs_name(s)}.md)",
+                s["device"].get("name", "?"),
+                s["run"]["epochs_done"],
+                f"{n_train:,} {dataset}",
+                f"{last.train_loss:.3f} (lowest {m.train_loss.min():.3f})",
+                f"{last.train_acc:.3f}",
+                f"{last.test_acc:.3f} (highest {m.test_acc.max():.3f})",
+                f"{first.soft_sparsity:.3f} -> {last.soft_sparsity:.3f}",
+                f"{first.w_frobenius:.3g} -> {last.w_frobenius:.3g}",
+            ]
+        )
+    header = ["run", "device", "epochs", "training images", "train loss, last row", "train acc", "test acc"]
+    return table(rows, [*header, "soft-sparsity", "\\|\\|W\\|\\|_F"])
+
+
+def speed_rows(found: dict[str, dict]) -> list[str]:
+    """Each measured training rate (a pilot's steady epochs, or a run's steps alone over its last epochs) and its
+    MFU, against the first pilot's."""
+    measured = []
+    for name, s in found.items():
+        device = s["device"]
+        if "pilot" in s:
+            p = s["pilot"]
+            what = f"pilot, {int(p['epochs'])} epochs"
+            measured.append((name, device, what, float(p["images_per_s"]), float(p["mfu"])))
+        if "images_per_s" in s.get("run", {}):
+            run = s["run"]
+            what = f"run, its steps alone over its last {run['rate_epochs']} epochs"
+            measured.append((name, device, what, float(run["images_per_s"]), float(run["mfu"])))
+    if not measured:
+        return []
+    first = measured[0]
+    rows = [
+        [name, d.get("name", "?"), what, f"{rate:,.0f}", f"{100 * mfu:.1f} % of {d['peak_tflops']:g} TFLOP/s "
+         f"({d['peak_source']})", f"{rate / first[3]:.2f}"]
+        for name, d, what, rate, mfu in measured
+    ]
+    header = ["session", "device", "measured over", "training images/s", "MFU", f"images/s / {first[0]}'s"]
+    note = (
+        "MFU: the training FLOPs per image (forward and backward, `benchmarks/vit_benchmark.py`) times the images/s, "
+        "over the card's dense bf16 peak. Rates of different cards compare cards and code together."
+    )
+    return [*table(rows, header), "", note]
 
 
 def baseline_line(name: str, session: dict) -> str:
@@ -187,7 +254,8 @@ def baseline_line(name: str, session: dict) -> str:
     rule's table computed again on a CPU, which need not agree with the node's."""
     if "baseline" in session:
         return (
-            f"The linear baseline (its row in `{name}/session.json`): test accuracy {session['baseline']['test_acc']}."
+            f"The linear baseline (its row in `{name}/session.json`): test accuracy "
+            f"{float(session['baseline']['test_acc']):.4f}."
         )
     path = GPU_DOCS / name / "vit_gpu_baseline_cpu.csv"
     if not path.is_file():
@@ -201,24 +269,32 @@ def baseline_line(name: str, session: dict) -> str:
     )
 
 
+def run_data(name: str, session: dict) -> tuple[str, int]:
+    """The data set of the session's run and its number of training images, from its page's data line."""
+    line = re.search(r"- Data: (\w+), (\d+) training", page_file(name, session).read_text())
+    return DATASETS.get(line[1], line[1]), int(line[2])
+
+
 def status(found: dict[str, dict], style: str) -> str:
-    """What of the paper-scale ViT has run, from the sessions' files (the run that made a page) and paper.yaml: its
-    model, card, epochs and data set against the paper's, and the pilot's projection of the paper's run. ``style``:
-    ``md`` or ``rst`` links."""
+    """What of the paper-scale ViT has run, from the sessions' files (the last run that made a page) and paper.yaml:
+    its model, card, epochs and data against the paper's, and the pilot's projection of the paper's run on all the
+    training images. ``style``: ``md`` or ``rst`` links."""
     vit = yaml.safe_load(PAPER_CONFIG.read_text())["vit"]
     model, epochs = vit["model"], vit["train"]["epochs"]
     run = [name for name, s in found.items() if page_file(name, s).is_file()][-1]
-    dataset = str(pd.read_csv(metrics_file(run, found[run]))["dataset"].iloc[-1])
+    dataset, n_train = run_data(run, found[run])
     done, device = found[run]["run"]["epochs_done"], found[run]["device"].get("name", "CPU")
-    steady = max(float(s["pilot"]["steady_epoch_seconds"]) for s in found.values() if "pilot" in s)
+    pilot = [name for name, s in found.items() if "pilot" in s][-1]
+    steady, card = float(found[pilot]["pilot"]["steady_epoch_seconds"]), found[pilot]["device"]["name"]
     page = "[docs/gpu/index.md](docs/gpu/index.md)" if style == "md" else "``docs/gpu/index.md``"
     config = "`workflow/config/paper.yaml`" if style == "md" else "``workflow/config/paper.yaml``"
+    span = f"the paper's {epochs} epochs" if done == epochs else f"{done} epochs (the paper trains {epochs})"
     return (
         f"Figures 6-7 have been made at the paper's model (patch {model['patch_size']}, width {model['embed_dim']}, "
-        f"depth {model['depth']}) on one {device} for {done} epochs, on {DATASETS.get(dataset, dataset)} "
-        f"{'instead of CIFAR-10 ' if dataset != 'cifar10' else ''}and not for the paper's {epochs} epochs ({page}). "
-        f"The paper's own run (CIFAR-10 for {epochs} epochs, {config}) has not been made; {epochs} epochs of the "
-        f"pilot's images take about {epochs * steady / 3600:.1f} hours on that card (its steady epoch: {steady:.1f} s)."
+        f"depth {model['depth']}) on one {device} for {span}, on {n_train:,} {dataset} training images "
+        f"{'instead of CIFAR-10' if dataset != 'CIFAR-10' else ''} ({page}). The paper's own run (CIFAR-10 for "
+        f"{epochs} epochs, {config}) has not been made; {epochs} epochs at the steady epoch {pilot}'s pilot measured "
+        f"on the {card} ({steady:.1f} s) take about {epochs * steady / 3600:.1f} hours."
     )
 
 
@@ -233,9 +309,10 @@ def probe_line(name: str, session: dict) -> str:
     """What became of the session's W-ATT-SVM probe (session.json's ``probe``; sessions without one had it off)."""
     probe = session.get("probe")
     if probe is None:
+        every = session_config(GPU_DOCS / name, REPO)["vit"]["train"]["snapshot_every"]
         return (
-            "The W-ATT-SVM table and panel the page names stayed on the node too: the probe was off there "
-            "(`vit.probe.w_svm_every: 0`), so both only say so."
+            f"The session kept no snapshots (`vit.train.snapshot_every` is {every} in its configs), so rule "
+            "`vit_probe` had nothing to read: the W-ATT-SVM table and panel its page names only say so."
         )
     heads = f", {probe['heads_done']} of {probe['heads']} heads done" if "heads" in probe else ""
     cvxopt = "" if probe.get("cvxopt", True) else " (cvxopt was not on the node: its fallbacks need it)"
@@ -305,6 +382,14 @@ def render(found: dict[str, dict]) -> str:
         "## Pilot",
         "",
         *pilot_rows(found, paper_epochs),
+        "",
+        "## Speed",
+        "",
+        *speed_rows(found),
+        "",
+        "## Runs",
+        "",
+        *runs_rows(found),
     ]
     if runs:
         run, docs = runs[-1], docs_name(found[runs[-1]])
@@ -331,7 +416,7 @@ def render(found: dict[str, dict]) -> str:
     for docs, group in groups.items():
         compared = comparison_rows(group)
         if compared:
-            title = "The same settings trained twice" + ("" if docs == DOCS else f" ({docs})")
+            title = "The same settings trained twice" + ("" if docs == SESSION_DOCS else f" ({docs})")
             lines += ["", f"## {title}", "", *compared]
     return "\n".join(lines) + "\n"
 
