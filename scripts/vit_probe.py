@@ -1,5 +1,6 @@
 """Snakemake script: each last-layer head of the finished ViT run against its W-ATT-SVM solution, at every snapshot
-(rule vit_probe): reads the run's snapshots and probe images, trains nothing."""
+(rule vit_probe): reads the run's snapshots and probe images, trains nothing. The snapshot file is read only once it
+is the run's own, by the run's sidecar (maxmargin/experiments/vit_run_snapshots.py)."""
 
 import json
 from pathlib import Path
@@ -10,8 +11,8 @@ from threadpoolctl import threadpool_limits
 
 from maxmargin.experiments.vit import VitSettings, load_image_data
 from maxmargin.experiments.vit.data import normalize
-from maxmargin.experiments.vit.snapshots import load_snapshots
 from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, probe_snapshots
+from maxmargin.experiments.vit_run_snapshots import run_snapshots
 from maxmargin.logs import rule_logging
 from maxmargin.registry import columns
 from maxmargin.tables import write_csv
@@ -23,7 +24,7 @@ with rule_logging(snakemake) as log:
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     data = load_image_data(settings.data, settings.train.seed, manifest)
     images = normalize(data.x_test[: settings.probe.n_images], data.mean, data.std)
-    snapshots = load_snapshots(snakemake.input.snapshots)
+    snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar)
     log.info("snapshots of epochs %s; %d probe images of %s", snapshots["epochs"], probe.images, data.name)
     with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x
         rows = probe_snapshots(snapshots, settings.model, images, probe, 2 * settings.train.batch_size)

@@ -21,6 +21,7 @@ from maxmargin.config import merged_config
 from maxmargin.experiments import vit
 from maxmargin.experiments.vit.results import save_result
 from maxmargin.experiments.vit.settings import DataSettings, VitSettings
+from maxmargin.experiments.vit_run_snapshots import run_snapshots
 from maxmargin.files import file_sha256
 from maxmargin.logs import rule_logging
 
@@ -486,6 +487,52 @@ def test_save_result_files(tmp_path: Path, tiny_data: vit_images.ImageData) -> N
     model = vit.build_vit(settings.model)
     model.load_state_dict(snapshots["states"][1])  # the trained model, whole
     assert sidecar["snapshots_sha256"] == file_sha256(tmp_path / "snapshots.pt")
+
+
+def saved_run(folder: Path, settings: VitSettings, data: vit_images.ImageData, restore: bool = False) -> list[Path]:
+    """A run trained (or restored) into ``folder`` and written as rule vit_train writes it: its metrics, sidecar,
+    maps and snapshot file."""
+    result = vit.train_vit(settings, data, folder / "checkpoint.pt", restore=restore)
+    files = [folder / name for name in ("vit_metrics.csv", "vit_metrics.json", "vit_maps.npz", "vit_snapshots.pt")]
+    save_result(result, settings, *files)
+    return files
+
+
+def test_the_probe_refuses_the_snapshots_of_another_run(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
+    """Issue 56's case: a 4-epoch run's snapshot file copied into a finished 8-epoch run of the same model. Read
+    with the 8-epoch run's sidecar, it is refused, naming both fingerprints, both epoch lists, both sha256 and the
+    fix; removed, the run's own comes back from its checkpoint without training. A truncated file and a file of
+    another form are named as such, not with torch's own message."""
+    short, long = tiny_settings(4, snapshot_every=4), tiny_settings(8, snapshot_every=4)
+    four = saved_run(tmp_path / "four", short, tiny_data)
+    eight = saved_run(tmp_path / "eight", long, tiny_data)
+    snapshots, sidecar = eight[3], eight[1]
+    assert run_snapshots(snapshots, sidecar)["epochs"] == [0, 4, 8]
+    own = json.loads(sidecar.read_text())
+    other = json.loads(four[1].read_text())
+    assert other["fingerprint"] != own["fingerprint"]
+
+    snapshots.write_bytes(four[3].read_bytes())
+    with pytest.raises(ValueError) as err:
+        run_snapshots(snapshots, sidecar)
+    message = str(err.value)
+    for value in (other["fingerprint"], own["fingerprint"], other["snapshots_sha256"], own["snapshots_sha256"]):
+        assert value in message
+    assert "[0, 4] in the file, [0, 4, 8] in the sidecar" in message
+    assert f"rm {snapshots}" in message and "rule vit_train then restores" in message and str(sidecar) in message
+
+    snapshots.unlink()  # the fix the message gives: rule vit_train restores the file from the finished checkpoint
+    restored = saved_run(tmp_path / "eight", long, tiny_data, restore=True)
+    assert json.loads(restored[1].read_text())["resumed_from_epoch"] == 8  # restored, not trained
+    assert run_snapshots(snapshots, sidecar)["epochs"] == [0, 4, 8]
+
+    good = snapshots.read_bytes()
+    snapshots.write_bytes(good[: len(good) // 2])
+    with pytest.raises(ValueError, match=r"cannot be read as a snapshot file .*truncated.*rm "):
+        run_snapshots(snapshots, sidecar)
+    torch.save([1, 2, 3], snapshots)
+    with pytest.raises(ValueError, match=r"holds a list, not a snapshot file's dict; remove it"):
+        run_snapshots(snapshots, sidecar)
 
 
 TINY_RUN = {

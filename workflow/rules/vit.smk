@@ -282,11 +282,13 @@ rule docs_vit:
         sidecar=rules.vit_train.output.sidecar,
         fig6=panel_files("fig6")[1],
         fig7=panel_files("fig7")[1],
+        fig7_regime=panel_files("fig7_regime")[1],
     output:
         **DOCS_W_SVM_OUTPUTS,
         md=f"docs/results/{VIT['docs']}.md",
         fig6=f"docs/results/{VIT['docs']}_fig6.png",
         fig7=f"docs/results/{VIT['docs']}_fig7.png",
+        fig7_regime=f"docs/results/{VIT['docs']}_fig7_regime.png",
         metrics=f"docs/results/{VIT['docs']}_metrics.csv",
         baseline=f"docs/results/{VIT['docs']}_baseline.csv",
         claims=f"docs/results/{VIT['docs']}_claims.csv",
@@ -307,9 +309,12 @@ rule docs_vit:
 rule vit_probe:
     """Beyond the paper: each last-layer head against its W-ATT-SVM solution, its matched nulls, its rank ceiling
     and the nuclear-norm solution, at every snapshot of the run (docs/vit.md). Reads the snapshots: a change to the
-    analysis reruns this rule, never the training."""
+    analysis reruns this rule, never the training. The run's sidecar says which snapshot file is the run's: one of
+    another run in its place is refused, naming both (maxmargin/experiments/vit_run_snapshots.py).
+    """
     input:
         snapshots=results_path(registry.file("vit_snapshots").path),
+        sidecar=rules.vit_train.output.sidecar,
         manifest=data_manifest("vit"),
     output:
         table_outputs("vit_w_svm"),
