@@ -25,11 +25,12 @@ from maxmargin.registry.claims import VERDICT_MEANINGS
 REPORT = REPO / "workflow" / "report"
 
 
-def render(name: str, config: dict) -> str:
-    """A report text as Snakemake renders it (Jinja2 with its settings, with ``snakemake.config``)."""
+def render(name: str, config: dict, recorded: dict | None = None) -> str:
+    """A report text as Snakemake renders it (Jinja2 with its settings, with ``snakemake.config``); the landing page
+    as the Snakefile hands it over, with ``recorded``: block -> the config its table's record holds."""
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
     text = (REPORT / name).read_text()
-    text = derived.landing_page(text) if name == "workflow.rst" else text  # as the Snakefile hands it over
+    text = derived.landing_page(text, config, recorded) if name == "workflow.rst" else text
     return env.from_string(text).render(snakemake=type("S", (), {"config": config}))
 
 
@@ -64,6 +65,30 @@ def test_landing_page_explains_every_verdict() -> None:
     assert "by their bootstrap intervals (10000 resamples), at confidence 0.95" in derived.caption(
         registry.table("claims"), DEFAULT_CONFIG
     )
+
+
+def test_landing_page_states_the_settings_the_tables_were_made_with() -> None:
+    """Issue 56's case: the census tables made with 50 trials, the report built with a config of 40. The page states
+    the tables' 50 (and their ViT's epochs and confidence), and says that this config's differ, naming each key;
+    without records (before a run), or with records of this config, it states this config's, with no such note."""
+    asked = copy.deepcopy(DEFAULT_CONFIG)
+    asked["census"]["n_trials"] = 40
+    made = copy.deepcopy(DEFAULT_CONFIG)
+    made["census"] |= {"n_trials": 50, "confidence": 0.9}
+    made["vit"]["train"]["epochs"] = 7
+    text = " ".join(render("workflow.rst", asked, {"census": made, "vit": made}).split())
+    assert f"{DEFAULT_CONFIG['census']['n']}, T = {DEFAULT_CONFIG['census']['T']}, 50 trials for each d" in text
+    assert "40 trials" not in text and "trained 7 epochs" in text and "judged by their 90% Wilson intervals" in text
+    assert (
+        "**Made by other settings than this config's (as this page states them: census.n_trials 50 (this config: "
+        "40); census.confidence 0.9 (this config: 0.95); vit.train.epochs 7 (this config: "
+    ) in text
+    assert not rst_problems(render("workflow.rst", asked, {"census": made, "vit": made}))
+    for recorded in (None, {"census": None, "vit": None}, {"census": asked, "vit": asked}):
+        text = " ".join(render("workflow.rst", asked, recorded).split())
+        assert "40 trials for each d" in text and "Made by other settings" not in text
+    lacking = render("workflow.rst", asked, {"census": {"results": "x"}, "vit": None})
+    assert "the record of census_summary lacks census settings (shown: this config's)" in " ".join(lacking.split())
 
 
 def _vit_line(text: str) -> str:

@@ -7,6 +7,7 @@ landing page. The declarations name; this module resolves names to paths, settin
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -29,8 +30,18 @@ from maxmargin.registry.claims import VERDICT_MEANINGS
 from maxmargin.registry.synthetic import EXPERIMENT_TABLES
 from maxmargin.registry.types import Panel, Table
 
-# Where the report's landing page (workflow/report/workflow.rst) lists the verdicts: :func:`landing_page`.
+# Where the report's landing page (workflow/report/workflow.rst) lists the verdicts and sets the settings it states:
+# :func:`landing_page`.
 VERDICTS_MARK = "{# verdicts #}"
+SETTINGS_MARK = "{# settings #}"
+# The settings the landing page states, by config block, and the table whose record (the config of the job that made
+# it) gives each block's: the last table the block's jobs write, so that the page states what the figures were made
+# with, not what the invocation's config asks for.
+LANDING_SETTINGS = {
+    "census": ("n", "T", "n_trials", "dims", "n_iter", "confidence"),
+    "vit": ("model.embed_dim", "model.depth", "model.patch_size", "train.epochs", "data.dataset", "data.fallback"),
+}
+LANDING_TABLES = {"census": "census_summary", "vit": "vit_metrics"}
 
 
 def lookup(config: Mapping[str, Any], key: str) -> Any:
@@ -241,9 +252,46 @@ def claims_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return subset
 
 
-def landing_page(template: str) -> str:
-    """The report's landing page: its template (workflow/report/workflow.rst, Jinja over the config, which Snakemake
-    renders) with the list of verdicts, one line each, written from :data:`VERDICT_MEANINGS` at
-    :data:`VERDICTS_MARK`."""
+def landing_page(
+    template: str, config: Mapping[str, Any], recorded: Mapping[str, Mapping[str, Any] | None] | None = None
+) -> str:
+    """The report's landing page: its template (workflow/report/workflow.rst, Jinja, which Snakemake renders) with
+    the settings it states set at :data:`SETTINGS_MARK` and the list of verdicts, one line each, written from
+    :data:`VERDICT_MEANINGS` at :data:`VERDICTS_MARK`.
+
+    Each block of :data:`LANDING_SETTINGS` is set (a Jinja variable of the block's name) as ``recorded`` has it
+    (block -> the config recorded by the job that made its table, :data:`LANDING_TABLES`; None before a run), else
+    as ``config`` (the invocation's) has it. Where they differ, ``settings_note`` says so, naming each key with both
+    values; it is empty where they agree."""
+    sets, differ = [], []
+    for block, keys in LANDING_SETTINGS.items():
+        own = {key: lookup(config, f"{block}.{key}") for key in keys}
+        made = own
+        if recorded and recorded.get(block) is not None:
+            try:
+                made = {key: lookup(recorded[block], f"{block}.{key}") for key in keys}
+            except (KeyError, TypeError, IndexError):
+                differ.append(f"the record of {LANDING_TABLES[block]} lacks {block} settings (shown: this config's)")
+        differ += [f"{block}.{key} {made[key]} (this config: {own[key]})" for key in keys if made[key] != own[key]]
+        sets.append(f"{{%- set {block} = {json.dumps(_nested(made))} -%}}")
+    note = (
+        f"**Made by other settings than this config's (as this page states them: {'; '.join(differ)}): run the "
+        "workflow.** "
+        if differ
+        else ""
+    )
+    sets.append(f"{{%- set settings_note = {json.dumps(note)} -%}}")
     verdicts = "\n".join(f"- ``{verdict}``: {meaning}." for verdict, meaning in VERDICT_MEANINGS.items())
-    return template.replace(VERDICTS_MARK, verdicts)
+    return template.replace(SETTINGS_MARK, "".join(sets)).replace(VERDICTS_MARK, verdicts)
+
+
+def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"model.depth": 2}`` as ``{"model": {"depth": 2}}``."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, last = key.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return nested

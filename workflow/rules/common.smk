@@ -98,9 +98,16 @@ def caption_file(name, text):
 
 
 def landing_page_file():
-    """The report's landing page: workflow/report/workflow.rst with the list of verdicts (derived.landing_page)."""
+    """The report's landing page: workflow/report/workflow.rst with the list of verdicts and the settings it states,
+    each block's from the record of the table its jobs made last (derived.landing_page, LANDING_TABLES): `snakemake
+    --report` describes the run's figures, not what this invocation's config would make.
+    """
     template = (Path(workflow.basedir) / "workflow/report/workflow.rst").read_text()
-    return caption_file("workflow", derived.landing_page(template))
+    recorded = {
+        block: made_with(table_path(name))
+        for block, name in derived.LANDING_TABLES.items()
+    }
+    return caption_file("workflow", derived.landing_page(template, config, recorded))
 
 
 def claims_record():
