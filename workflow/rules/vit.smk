@@ -282,13 +282,11 @@ rule docs_vit:
         sidecar=rules.vit_train.output.sidecar,
         fig6=panel_files("fig6")[1],
         fig7=panel_files("fig7")[1],
-        fig7_regime=panel_files("fig7_regime")[1],
     output:
         **DOCS_W_SVM_OUTPUTS,
         md=f"docs/results/{VIT['docs']}.md",
         fig6=f"docs/results/{VIT['docs']}_fig6.png",
         fig7=f"docs/results/{VIT['docs']}_fig7.png",
-        fig7_regime=f"docs/results/{VIT['docs']}_fig7_regime.png",
         metrics=f"docs/results/{VIT['docs']}_metrics.csv",
         baseline=f"docs/results/{VIT['docs']}_baseline.csv",
         claims=f"docs/results/{VIT['docs']}_claims.csv",
