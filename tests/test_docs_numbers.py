@@ -76,6 +76,21 @@ def test_figure2s_cones_measured_in_the_prose() -> None:
     assert escaped() == (0, config["n_starts"])
 
 
+def test_figure2s_paths_are_not_said_to_stay_in_the_cone_they_leave() -> None:
+    """Theorem 3 claims convergence from inside the cone, not invariance: where the committed claim gd_lmm_cone
+    measures a path that leaves the cone on the way, docs/figures.md says that the theorem does not claim it stays,
+    and nowhere that the starts stay there."""
+    import pandas as pd
+
+    claims = pd.read_csv(REPO / "docs" / "results" / "default" / "claims.csv").set_index("claim_id")
+    left = re.search(r"; (\d+) of (\d+) paths? leaves? the cone on the way", claims.loc["gd_lmm_cone", "measured"])
+    assert left, claims.loc["gd_lmm_cone", "measured"]
+    text = " ".join((REPO / "docs" / "figures.md").read_text().split())
+    assert "not that a path stays in it" in text and "claims convergence, not that a path stays in the cone" in text
+    if int(left[1]):
+        assert not re.search(r"stay (there|inside|in the cone)", text), "docs/figures.md says Figure 2's paths stay"
+
+
 def test_no_run_number_is_typed_outside_the_generated_passages() -> None:
     """Outside its generated passages, a page quotes no measured value of the default run's claims table."""
     claims = run_docs.table("claims")

@@ -65,6 +65,9 @@ def test_figure1_shows_every_start_ending_near_the_direction_it_reaches(panel: s
     last = [line.get_ydata()[-1] for line in fig.axes[1].get_lines()]
     np.testing.assert_allclose(last, np.degrees(np.arccos(runs["final_cosine"].clip(-1, 1))), atol=1e-6)
     assert max(last) < 2.0 and len(last) == len(runs)
+    # the axis shows every path's closest approach (Figure 1(a)'s 0.69 degrees before its turn), not a floor above it
+    lowest = min(np.nanmin(y[y > 0]) for y in (np.asarray(line.get_ydata()) for line in fig.axes[1].get_lines()))
+    assert fig.axes[1].get_ylim()[0] <= lowest < 10 * fig.axes[1].get_ylim()[0]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     lmm = runs["kind"].eq("lmm").any()
     assert any(label.endswith("locally-optimal token, γ = 0.9" if panel == "fig1b" else "locally-optimal token, "

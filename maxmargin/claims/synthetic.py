@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -93,38 +94,68 @@ def _path_cosines(traj: pd.DataFrame, direction: np.ndarray) -> pd.DataFrame:
     return traj.loc[keep, ["label", "iteration"]].assign(cosine=cos)
 
 
-def _largest_fall(path: pd.DataFrame) -> tuple[float, int, int]:
-    """The largest fall of a run's cosine from one recorded iteration to the next, and its two iterations."""
-    fall = -np.diff(path["cosine"].to_numpy())
-    j = int(fall.argmax()) if fall.size else 0
-    its = path["iteration"].to_numpy()
-    return (float(fall[j]), int(its[j]), int(its[j + 1])) if fall.size else (0.0, 0, 0)
+@dataclass(frozen=True)
+class Fall:
+    """The largest cumulative fall of a run's cos(p(t), p_mm): max over i < j of c_i - c_j, from iteration ``first``
+    (cosine ``high``) to ``last`` (cosine ``low``); 0 from the start where the cosine never falls."""
+
+    high: float
+    low: float
+    first: int
+    last: int
+
+    @property
+    def size(self) -> float:
+        return self.high - self.low
+
+    def turn(self) -> str:
+        """ "0.69 -> 15.3 degrees from p_mm, iterations 1 to 22"."""
+        degrees = np.degrees(np.arccos(np.clip([self.high, self.low], -1.0, 1.0)))
+        return f"{degrees[0]:.3g} -> {degrees[1]:.3g} degrees from p_mm, iterations {self.first} to {self.last}"
+
+    def describe(self) -> str:
+        """ "a fall of 0.0355 in cosine, 0.69 -> 15.3 degrees from p_mm, iterations 1 to 22"."""
+        return f"a fall of {self.size:.3g} in cosine, {self.turn()}"
+
+
+def largest_fall(path: pd.DataFrame) -> Fall:
+    """The largest cumulative fall of a run's cosine (columns ``iteration``, ``cosine``): at each iteration j its
+    fall below the highest cosine before it, and the largest of those; not the largest one-step fall, which
+    understates a turn spread over many iterations."""
+    cos, its = path["cosine"].to_numpy(dtype=float), path["iteration"].to_numpy()
+    if cos.size == 0:
+        return Fall(np.nan, np.nan, 0, 0)
+    peak = np.maximum.accumulate(cos)
+    j = int((peak - cos).argmax())
+    i = int(cos[: j + 1].argmax())
+    return Fall(float(cos[i]), float(cos[j]), int(its[i]), int(its[j]))
 
 
 def _gd_corr_increases(t: Tables) -> Measurement:
-    """Section 2, Figure 1(a): as t grows, cos(p(t), p_mm) consistently increases, up to :data:`COSINE_ROUNDING`."""
+    """Section 2, Figure 1(a): as t grows, cos(p(t), p_mm) consistently increases: no run's cosine falls below an
+    earlier value of its own by more than :data:`COSINE_ROUNDING` (:func:`largest_fall`)."""
     runs = runs_of(t, "fig1a").set_index("run")
     paths = _path_cosines(t["fig1a"], direction_of(t, "fig1a", "gmm"))
-    falls = {label: (_largest_fall(g), float(g["cosine"].iloc[0])) for label, g in paths.groupby("label", sort=False)}
-    turning = [label for label, ((fall, _, _), _) in falls.items() if fall > COSINE_ROUNDING]
-    worst = max(falls, key=lambda label: falls[label][0][0])
-    (fall, t0, t1), _ = falls[worst]
+    falls = {label: (largest_fall(g), float(g["cosine"].iloc[0])) for label, g in paths.groupby("label", sort=False)}
+    turning = [label for label, (fall, _) in falls.items() if fall.size > COSINE_ROUNDING]
+    worst = max(falls, key=lambda label: falls[label][0].size)
+    fall = falls[worst][0]
     verdict = verdict_of(not turning and len(falls) > 0)
     why = "; ".join(
         f"the run from {_start(runs.loc[label, 'start'])} starts at cosine {first:.4f} with p_mm, turns away from it "
-        f"(a fall of {drop:.2g} from iteration {a} to {b}) and then converges to it (final cosine "
-        f"{runs.loc[label, 'final_cosine']:.5f})"
-        for label, ((drop, a, b), first) in falls.items()
+        f"({drop.describe()}) and then converges to it (final cosine {runs.loc[label, 'final_cosine']:.5f})"
+        for label, (drop, first) in falls.items()
         if label in turning
     )
     return (
-        f"{len(falls) - len(turning)}/{len(falls)} starts: cos(p(t), p_mm) never falls; largest fall {fall:.2g}, "
-        f"from {_start(runs.loc[worst, 'start'])} (iteration {t0} to {t1})",
+        f"{len(falls) - len(turning)}/{len(falls)} starts: cos(p(t), p_mm) never falls; largest fall "
+        f"{fall.size:.3g}, from {_start(runs.loc[worst, 'start'])} ({fall.turn()})",
         verdict,
         note_of(
             verdict,
             why,
-            f"a fall counts where it is above {COSINE_ROUNDING:.1e}, the rounding of a float64 cosine; at every "
+            f"a fall is the largest drop of a run's cosine below its own earlier value (max over i < j of c_i - c_j); "
+            f"it counts where it is above {COSINE_ROUNDING:.1e}, the rounding of a float64 cosine; at every "
             "recorded iteration of fig1a.csv (Figure 1(a)'s angle panel draws the same paths)",
         ),
     )
@@ -144,15 +175,48 @@ def _went_to(r: pd.DataFrame, kind: str) -> str:
     return ", ".join(f"({a:.3g}, {b:.3g})" for a, b in starts) or "none"
 
 
+# An angle of a float64 path to a direction is exact to far below this: a start placed on the cone's edge (at its
+# half-angle) is not outside it.
+CONE_EDGE_DEG = 1e-6
+
+
+def _cone_exits(traj: pd.DataFrame, lmm: np.ndarray) -> list[str]:
+    """The paths of Figure 2 that leave the cone of half-angle ``cone_half_angle_deg`` around the LMM direction on
+    the way: where each started (its signed angle to the LMM), the iterations it spends outside and how far out."""
+    half = float(traj["cone_half_angle_deg"].iloc[0])
+    coords = [c for c in ("p1", "p2", "p3") if c in traj and traj[c].notna().all()]
+    exits = []
+    for _, run in traj.groupby("label", sort=False):
+        p = run[coords].to_numpy(dtype=float)
+        cos = p @ lmm[: len(coords)] / (np.linalg.norm(p, axis=1) * np.linalg.norm(lmm[: len(coords)]))
+        angle = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+        out = run["iteration"].to_numpy()[angle > half + CONE_EDGE_DEG]
+        if out.size:
+            start = np.degrees(np.arctan2(p[0, 1], p[0, 0]) - np.arctan2(lmm[1], lmm[0]))
+            j = int(angle.argmax())
+            exits.append(
+                f"the start {start:+.3g} deg off the LMM is outside at {out.size} iterations from {out.min()} to "
+                f"{out.max()}, up to {angle[j]:.3g} deg at iteration {int(run['iteration'].iloc[j])}"
+            )
+    return exits
+
+
 def _gd_lmm_cone(t: Tables, cfg: Config) -> Measurement:
-    """Theorem 3, Figure 2: GD started inside the cone C_{mu,R} of an LMM converges in direction to that LMM."""
+    """Theorem 3, Figure 2: GD started inside the cone C_{mu,R} of an LMM converges in direction to that LMM. The
+    theorem says nothing of the path in between: the measurement says which paths leave the cone on the way."""
     fig2 = cfg["synthetic"]["fig2"]
-    return all_reach(
+    measured, verdict, note = all_reach(
         runs_of(t, "fig2"),
         "lmm",
         f"cone of half-angle {fig2['half_angle_deg']:g} deg at radius {fig2['start_radius']:g} around the Fig 1(b) "
-        "LMM; wider or closer cones let GD escape to the GMM",
+        "LMM; wider or closer cones let GD escape to the GMM; Theorem 3 claims convergence from inside the cone, "
+        "not that a path stays in it",
     )
+    exits = _cone_exits(t["fig2"], direction_of(t, "fig2", "lmm"))
+    n = t["fig2"]["label"].nunique()
+    left = f"{len(exits)} of {n} paths {'leaves' if len(exits) == 1 else 'leave'} the cone on the way"
+    left += f" ({'; '.join(exits)})" if exits else ""
+    return f"{measured}; {left}", verdict, note
 
 
 def _gd_local_or_global(t: Tables, figure: str) -> Measurement:

@@ -71,7 +71,7 @@ def _draw_runs(
     limit = {row.kind: style.direction_of(row._asdict()) for row in limits}
     dims = [c for c in ("p1", "p2", "p3") if c in traj and traj[c].notna().all()]
     runs = list(traj.groupby("label", sort=False))
-    finals, largest = [], 0.0
+    lowest, largest = np.inf, 0.0
     widths = np.linspace(4.0, 1.2, len(runs)) if len(runs) > 1 else [1.2]
     for i, ((label, run), lw) in enumerate(zip(runs, widths, strict=True)):
         color = style.RUN_COLORS[i % len(style.RUN_COLORS)]
@@ -81,11 +81,12 @@ def _draw_runs(
         style.draw_trajectory(ax, style.clip_to_radius(xy, radius), color, label=legend, lw=lw, zorder=zorder)
         angle = angle_to(run[dims].to_numpy(), limit[went[label]][: len(dims)])
         angle_ax.plot(run["iteration"], angle, color=color, lw=lw, zorder=zorder, solid_capstyle="butt")
-        finals, largest = [*finals, angle[-1]], max(largest, float(np.nanmax(angle)))
+        positive = angle[angle > 0]  # a start on its direction (angle 0) has no place on a log axis
+        lowest, largest = min(lowest, float(positive.min())), max(largest, float(np.nanmax(angle)))
     angle_ax.set_yscale("log")
-    # whole decades, from the one below the closest final angle: the dips where a path crosses its direction stop at
-    # the bottom edge instead of stretching the axis
-    angle_ax.set_ylim(10 ** np.floor(np.log10(min(finals))), min(10 ** np.ceil(np.log10(largest)), 200.0))
+    # whole decades, from the one below the smallest angle any path reaches: a path that comes close to its
+    # direction and then turns away (claim gd_corr_increases) shows its minimum, not a floor above it
+    angle_ax.set_ylim(10 ** np.floor(np.log10(lowest)), min(10 ** np.ceil(np.log10(largest)), 200.0))
     angle_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}°"))
     angle_ax.set_xlim(0, traj["iteration"].max())
     angle_ax.set_xlabel("iteration $t$")

@@ -259,6 +259,7 @@ DIRECTIONS: tuple[Column, ...] = (
 # The tables whose claims read them (by the experiment's name), and what each claim reads.
 _CLAIMS = {
     "fig1a": ("gd_corr_increases",),
+    "fig2": ("gd_lmm_cone",),  # which paths leave the cone on the way
     "fig3a": ("joint_probabilities",),
     "fig4": ("normalized_gd_faster", "constant_gd_levels_off"),
     "fig5": ("loss_transient_bias",),
