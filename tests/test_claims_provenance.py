@@ -213,6 +213,27 @@ def test_a_bootstrap_interval_decides_the_verdict_the_census_rule_gives():
     assert abs((high - low) / 2 - half) < 0.1 * half and abs((high + low) / 2 - large.mean()) < 0.1 * half
 
 
+def test_a_mean_over_few_units_gets_students_t_interval_and_over_many_the_bootstrap():
+    """claims.base.mean_interval: below MIN_BOOTSTRAP_UNITS units, Student's t-interval (scipy's, written out
+    independently); from there on, the percentile bootstrap of the config; one unit: no interval (NaN bounds)."""
+    from scipy import stats
+
+    from maxmargin.claims.base import MIN_BOOTSTRAP_UNITS, mean_interval
+
+    guard = DEFAULT_CONFIG["vit"]["guard"]
+    few = np.array([0.3, 0.1, 0.45, 0.2])
+    interval = mean_interval(few, confidence=0.95, bootstrap=guard["bootstrap"])
+    expected = stats.t.interval(0.95, few.size - 1, loc=few.mean(), scale=stats.sem(few))
+    assert interval.method == "t" and interval.n == 4
+    np.testing.assert_allclose([interval.low, interval.high], expected, rtol=1e-12)
+    many = np.random.default_rng(2).normal(0.3, 0.1, MIN_BOOTSTRAP_UNITS)
+    interval = mean_interval(many, confidence=0.95, bootstrap=guard["bootstrap"])
+    assert interval.method == "bootstrap"
+    assert (interval.low, interval.high) == bootstrap_interval(many, "mean", **guard["bootstrap"], confidence=0.95)
+    one = mean_interval(np.array([0.4, np.nan]), confidence=0.95, bootstrap=guard["bootstrap"])
+    assert one.n == 1 and one.estimate == 0.4 and np.isnan(one.low) and np.isnan(one.high)
+
+
 def test_a_note_gives_the_reason_when_a_claim_does_not_hold():
     assert note_of("holds", "why", "rule") == "rule"
     assert note_of("differs", "one trial decides it", "rule") == "differs: one trial decides it; rule"

@@ -276,24 +276,27 @@ def _w_svm_table(cosine: dict[int, list[float]], null: float = 0.1, null_sd: flo
             })  # fmt: skip
     table = pd.DataFrame(rows)[columns("vit_w_svm")]
     last_epoch = table["epoch"] == max(cosine)
-    for key, value in last.items():
+    for key, value in last.items():  # a scalar, or one value per head
         table.loc[last_epoch, key] = value
     return table
 
 
-RISING = {0: [0.1, 0.12, 0.09, 0.11], 10: [0.3, 0.35, 0.3, 0.32], 20: [0.5, 0.55, 0.5, 0.52]}
+START = {0: [0.1, 0.12, 0.09, 0.11], 10: [0.3, 0.35, 0.3, 0.32]}  # the jump from the initialisation
+RISING = {**START, 20: [0.4, 0.45, 0.4, 0.42], 30: [0.45, 0.5, 0.45, 0.47], 40: [0.5, 0.55, 0.5, 0.52]}
 
 
 @pytest.mark.parametrize(
     "cosine, verdict",
     [
-        (RISING, "holds"),  # +0.42 over the null, rising toward the ceiling
-        ({0: [0.1, 0.12, 0.09, 0.11], 10: [0.2, 0.25, 0.2, 0.22], 20: [0.25, 0.3, 0.2, 0.26]}, "differs"),  # +0.15
-        ({0: [0.1, 0.12, 0.09, 0.11], 10: [0.6, 0.58, 0.6, 0.59], 20: [0.4, 0.45, 0.4, 0.42]}, "differs"),  # falls
-        ({0: [0.1, 0.1, 0.1, 0.1], 10: [0.2, 0.3, 0.2, 0.3], 20: [0.25, 0.35, 0.25, 0.6]}, "inconclusive"),  # ~0.2
+        (RISING, "holds"),  # +0.42 over the null, rising toward the ceiling over the last half (epochs 20-40)
+        ({**START, 20: [0.2, 0.22, 0.2, 0.21], 30: [0.2, 0.23, 0.2, 0.21], 40: [0.2, 0.24, 0.2, 0.22]}, "differs"),
+        ({**START, 20: [0.5, 0.55, 0.5, 0.52], 30: [0.45, 0.5, 0.45, 0.47], 40: [0.4, 0.45, 0.4, 0.42]}, "differs"),
+        ({**START, 20: [0.2, 0.3, 0.2, 0.3], 30: [0.22, 0.32, 0.22, 0.4], 40: [0.25, 0.35, 0.25, 0.6]}, "inconclusive"),
     ],
-)
+)  # fmt: skip
 def test_the_direction_claim_needs_the_gain_over_the_matched_null_and_a_rise_toward_the_ceiling(cosine, verdict):
+    """Gain +0.42 and rising: holds; gain +0.12: differs; falling over the last half: differs; a gain whose
+    t-interval over the 4 heads contains the bar 0.2: inconclusive."""
     assert DEFAULT_CONFIG["vit"]["guard"]["min_w_svm_gain"] == 0.2
     claims = evaluate_claims({"vit_w_svm": _w_svm_table(cosine)}, DEFAULT_CONFIG).set_index("claim_id")
     row = claims.loc["vit_w_svm_direction"]
@@ -303,16 +306,73 @@ def test_the_direction_claim_needs_the_gain_over_the_matched_null_and_a_rise_tow
         assert row["note"].startswith(f"{verdict}: ")
 
 
+def test_the_direction_claims_trend_is_judged_over_the_last_half_of_the_epochs():
+    """A rise over all epochs made by the first epochs' jump from the initialisation, then no rise: judged over
+    all epochs the trend would hold (Spearman about 0.8); over the last half (the epochs from
+    vit.guard.w_svm_trend_from = 0.5 of the last on), which the measurement and the note name, it differs."""
+    guard = DEFAULT_CONFIG["vit"]["guard"]
+    assert guard["w_svm_trend_from"] == 0.5 and guard["min_w_svm_spearman"] == 0.8
+    shape = [0.1, 0.3, 0.4, 0.45, 0.48, 0.5, 0.52, 0.54, 0.53, 0.52, 0.51]  # epochs 0-10: peak at 7
+    cosine = {e: [c + 0.01 * h for h in range(4)] for e, c in enumerate(shape)}
+    row = evaluate_claims({"vit_w_svm": _w_svm_table(cosine)}, DEFAULT_CONFIG).set_index("claim_id")
+    row = row.loc["vit_w_svm_direction"]
+    assert row["verdict"] == "differs", row.to_dict()
+    assert "from epoch 5 on (the last 50% of the 10 epochs: vit.guard.w_svm_trend_from)" in row["measured"]
+    assert row["note"].startswith("differs: the cosine's share of its ceiling does not rise steadily from epoch 5 on")
+    assert "peaks at epoch 7" in row["note"] and "the theory is about W's limit direction" in row["note"]
+
+
+def test_a_trend_that_cannot_be_measured_says_why():
+    """Two measured epochs (the first and the last snapshot of a long run) leave one epoch in the judged window: no
+    Spearman, and the verdict is inconclusive with that reason, not an empty one."""
+    row = evaluate_claims({"vit_w_svm": _w_svm_table({0: START[0], 400: RISING[40]})}, DEFAULT_CONFIG)
+    row = row.set_index("claim_id").loc["vit_w_svm_direction"]
+    assert row["verdict"] == "inconclusive", row.to_dict()
+    assert row["note"].startswith(
+        "inconclusive: the trend is not measured: the probe measured 1 epoch from epoch 400 on (the last 50% of the "
+        "400 epochs: vit.guard.w_svm_trend_from), and a Spearman needs at least 3 (measured epochs: 0, 400)"
+    ), row["note"]
+    assert "not measured (1 epoch)" in row["measured"] and "nan" not in row["measured"]
+
+
+def test_three_heads_whose_bootstrap_excludes_0_and_t_interval_does_not_are_inconclusive():
+    """Three heads, each far from its shuffled null by 0.05, 0.1 and 0.6: every percentile bootstrap resample's
+    mean is at least 0.05 (its interval excludes 0), Student's t-interval over 3 heads (t_2 = 4.30) contains 0: the
+    specificity and nuclear claims are inconclusive, and their notes say the interval is Student's t."""
+    from maxmargin.claims.base import bootstrap_interval, mean_interval
+
+    excess = np.array([0.05, 0.1, 0.6])
+    guard = DEFAULT_CONFIG["vit"]["guard"]
+    assert bootstrap_interval(excess, "mean", **guard["bootstrap"], confidence=guard["confidence"])[0] > 0
+    interval = mean_interval(excess, confidence=guard["confidence"], bootstrap=guard["bootstrap"])
+    assert interval.method == "t" and interval.low < 0 < interval.high
+    epochs = {e: [0.5, 0.5, 0.5] for e in (0, 10, 20)}
+    table = _w_svm_table(
+        epochs, null_shuffled=0.5 - excess, null_shuffled_sd=1e-6, null_nuclear_gap=0.1 - excess,
+        null_nuclear_gap_sd=1e-6, cosine_nuclear=0.5, cosine_frobenius_nuclear_images=0.4,
+    )  # fmt: skip
+    claims = evaluate_claims({"vit_w_svm": table}, DEFAULT_CONFIG).set_index("claim_id")
+    for claim in ("vit_w_svm_specific", "vit_w_svm_nuclear"):
+        row = claims.loc[claim]
+        assert row["verdict"] == "inconclusive", row.to_dict()
+        assert "[-" in row["measured"] and "contains 0" in row["note"], row.to_dict()
+        assert "95% Student t-interval over the 3 heads" in row["note"], row["note"]
+
+
 @pytest.mark.parametrize(
     "last, specific, nuclear",
     [
         ({}, "holds", "holds"),  # own 0.52 vs shuffled 0.2; nuclear gap 0.1 vs the null's 0.05
         ({"null_shuffled": 0.6, "cosine_nuclear": 0.42}, "differs", "differs"),
-        ({"null_shuffled": 0.52, "null_shuffled_sd": 0.2, "null_nuclear_gap": 0.1, "null_nuclear_gap_sd": 0.3},
+        # each head's null a draw of its own: the heads' differences spread around 0 (own - shuffled: 0.2, 0.05,
+        # -0.2, -0.03; nuclear excess: 0.1, -0.05, -0.1, 0.06)
+        ({"null_shuffled": [0.3, 0.5, 0.7, 0.55], "null_nuclear_gap": [0.0, 0.15, 0.2, 0.04]},
          "inconclusive", "inconclusive"),
     ],
 )  # fmt: skip
-def test_the_specificity_and_nuclear_claims_are_judged_against_their_nulls_spread(last, specific, nuclear):
+def test_the_specificity_and_nuclear_claims_are_judged_by_the_heads_spread(last, specific, nuclear):
+    """Each head's null is a mean over its own draws: the heads' spread of their differences with it carries the
+    draws' spread, and the interval over heads (Student's t for these 4) is judged against 0."""
     claims = evaluate_claims({"vit_w_svm": _w_svm_table(RISING, **last)}, DEFAULT_CONFIG).set_index("claim_id")
     assert claims.loc["vit_w_svm_specific", "verdict"] == specific, claims.loc["vit_w_svm_specific"].to_dict()
     assert claims.loc["vit_w_svm_nuclear", "verdict"] == nuclear, claims.loc["vit_w_svm_nuclear"].to_dict()
