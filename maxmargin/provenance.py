@@ -271,3 +271,28 @@ def _value(config: Mapping[str, Any], key: str) -> Any:
             return None
         value = value[part]
     return value
+
+
+def sentences_record(claims_sha256: str, sentences: Mapping[str, str]) -> dict[str, Any]:
+    """What ``tables/claims.json`` holds: the report captions' sentences (what the run measured), bound to the claims
+    table by its sha256 and to themselves by theirs, so that a sentence edited by hand never reaches a caption
+    (:func:`checked_sentences`)."""
+    return {"claims_sha256": claims_sha256, "sentences_sha256": _sentences_sha256(sentences), "sentences": sentences}
+
+
+def checked_sentences(found: Any, claims_sha256: str | None) -> dict[str, str]:
+    """The sentences of a ``tables/claims.json`` record (:func:`sentences_record`), once they are text, of the claims
+    table whose sha256 is ``claims_sha256`` and the sentences that were written (their sha256); a ValueError says
+    which of these fails."""
+    sentences = found.get("sentences") if isinstance(found, Mapping) else None
+    if not isinstance(sentences, Mapping) or not all(isinstance(v, str) for v in sentences.values()):
+        raise ValueError("it holds no sentences, or sentences that are not text")
+    if found.get("claims_sha256") != claims_sha256:
+        raise ValueError("it is not of the claims table beside it")
+    if found.get("sentences_sha256") != _sentences_sha256(sentences):
+        raise ValueError("it holds sentences other than those rule claims_table wrote (edited since, or an older form)")
+    return dict(sentences)
+
+
+def _sentences_sha256(sentences: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(sentences, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

@@ -5,6 +5,7 @@ import json
 from maxmargin.claims import claims_html, claims_markdown, evaluate_claims, run_sentences
 from maxmargin.files import atomic_path, file_sha256
 from maxmargin.logs import rule_logging
+from maxmargin.provenance import sentences_record
 from maxmargin.tables import read_table, write_csv
 
 with rule_logging(snakemake) as log:
@@ -15,8 +16,8 @@ with rule_logging(snakemake) as log:
         tmp.write_text(claims_markdown(claims))
     with atomic_path(snakemake.output.html) as tmp:
         tmp.write_text(claims_html(claims))
-    # The captions' sentences, bound to this table by its sha256 (workflow/rules/common.smk: run_sentences)
-    sentences = {"claims_sha256": file_sha256(snakemake.output.csv), "sentences": run_sentences(claims, tables)}
+    # The captions' sentences, bound to this table and to themselves (workflow/rules/common.smk: run_sentences)
+    sentences = sentences_record(file_sha256(snakemake.output.csv), run_sentences(claims, tables))
     with atomic_path(snakemake.output.sentences) as tmp:
         tmp.write_text(json.dumps(sentences, indent=1, ensure_ascii=False) + "\n")
     for row in claims.itertuples():

@@ -20,7 +20,13 @@ from maxmargin import registry
 from maxmargin.config import check_config_beyond_schema, load_yaml
 from maxmargin.experiments.census import CensusSettings, run_trials
 from maxmargin.logs import rule_logging
-from maxmargin.provenance import TableIntegrityError, provenance_path, table_record
+from maxmargin.provenance import (
+    TableIntegrityError,
+    checked_sentences,
+    provenance_path,
+    sentences_record,
+    table_record,
+)
 from maxmargin.tables import TableContractError, find_contract, read_table, write_csv
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
@@ -327,3 +333,25 @@ def train_seconds(run: Path) -> list[float]:
 def test_yaml_loader_is_used_for_the_docs_too() -> None:
     # tools/config_docs.py documents the config the pipeline reads: with the same duplicate-refusing loader.
     assert "load_yaml" in (REPO / "tools/config_docs.py").read_text()
+
+
+def test_a_hand_edited_caption_sentence_never_reaches_the_report() -> None:
+    """tables/claims.json, as rule claims_table writes it, gives its sentences to the captions; with a sentence
+    edited by hand (its claims table untouched), one of another claims table, one of the older form without its
+    sentences' sha256, or sentences that are not text, it is refused, saying which (workflow/rules/common.smk then
+    reports it, the captions say their claims are not measured, and the next run writes it again)."""
+    sentences = {"census_lmm": "34.5% of the trials reach an LMM", "vit_dataset": "Made from CIFAR-10"}
+    written = json.loads(json.dumps(sentences_record("a" * 64, sentences)))  # as the file holds it
+    assert checked_sentences(written, "a" * 64) == sentences
+    edited = {**written, "sentences": {**sentences, "census_lmm": "99.9% of the trials reach an LMM"}}
+    older = {key: value for key, value in written.items() if key != "sentences_sha256"}
+    cases = [
+        (edited, "a" * 64, "other than those rule claims_table wrote"),
+        (older, "a" * 64, "other than those rule claims_table wrote"),
+        (written, "b" * 64, "not of the claims table beside it"),
+        ({**written, "sentences": {"census_lmm": 34.5}}, "a" * 64, "not text"),
+        (["not", "a", "record"], "a" * 64, "no sentences"),
+    ]
+    for found, claims_sha256, problem in cases:
+        with pytest.raises(ValueError, match=f"^it .*{problem}"):
+            checked_sentences(found, claims_sha256)

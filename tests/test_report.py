@@ -95,11 +95,12 @@ def test_a_report_after_a_config_change_describes_its_data_not_the_new_config(ci
 
 
 def test_a_damaged_or_stale_claims_file_never_stops_planning(ci_copy):
-    """A damaged tables/claims.json (or one not of the claims table beside it): every command still plans, says so,
-    and the next run writes it again."""
+    """A damaged tables/claims.json (or one not of the claims table beside it, or with a sentence edited by hand):
+    every command still plans, says so, and the next run writes it again."""
     sentences = ci_copy / RESULTS / "tables/claims.json"
     good = json.loads(sentences.read_text())
-    for damaged in ('{"broken', json.dumps({**good, "claims_sha256": "0" * 64})):
+    edited = {**good, "sentences": {**good["sentences"], "census_lmm": "every trial reaches an LMM"}}
+    for damaged in ('{"broken', json.dumps({**good, "claims_sha256": "0" * 64}), json.dumps(edited)):
         sentences.write_text(damaged)
         for args in (["-n"], ["--unlock"], ["-n", "--forcerun", "claims_table"]):
             proc = snakemake(ci_copy, *args, config=ci_config(), check=False)

@@ -8,7 +8,7 @@ import sys
 import maxmargin
 from maxmargin import registry
 from maxmargin.registry import derived
-from maxmargin.provenance import RUN_ARGS_ENV
+from maxmargin.provenance import RUN_ARGS_ENV, checked_sentences
 from maxmargin.registry.reads import read_keys, subset
 
 # Every output lives under one results root chosen by the config (`results`), so a paper-scale run
@@ -121,25 +121,22 @@ def claims_record():
 def run_sentences():
     """What the last run measured (its claims table's sentences, registry.RUN_SENTENCES_FILE), for the captions'
     {run[...]} fields: `snakemake --report` reads the workflow after the run, so its captions state the run's
-    numbers; before a run, each such field says it is not measured. A damaged file, or one not of the claims table
-    beside it, never stops the parse: it is reported, the captions say their claims are not measured, and its time
-    is set back so that the next run's claims_table writes it again."""
+    numbers; before a run, each such field says it is not measured. A damaged file, one not of the claims table
+    beside it, or one whose sentences were edited since (provenance.checked_sentences) never stops the parse: it is
+    reported, the captions say their claims are not measured, and its time is set back so that the next run's
+    claims_table writes it again."""
     path = Path(table_path("claims", "json"))
     if not path.exists():
         return {}
     try:
         found = json.loads(path.read_text())
-        sentences = found["sentences"]
-        if not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in sentences.items()
-        ):
-            raise TypeError("a sentence is not text")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except (OSError, ValueError) as err:
         problem = f"it cannot be read ({type(err).__name__}: {err})"
     else:
-        if found.get("claims_sha256") == claims_record().get("sha256"):
-            return sentences
-        problem = "it is not of the claims table beside it"
+        try:
+            return checked_sentences(found, claims_record().get("sha256"))
+        except ValueError as err:
+            problem = str(err)
     print(
         f"{path}: {problem}; the report's captions say their claims are not measured until rule claims_table "
         "writes it again (set to rerun: `snakemake --cores all` does it)",
