@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -30,6 +32,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     An interrupted job then never leaves a half-written output that looks complete. The file gets the mode that
     the umask gives a new file (``mkstemp`` makes it 0600, which collaborators on a shared file system cannot read).
+    A write that fails on a full disk raises ``OSError(ENOSPC)`` naming the file, whatever the writer raised (torch's
+    stream writer says only ``basic_ios::clear: iostream error``).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -39,9 +43,22 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
+    except Exception as err:
+        if _disk_full(target.parent) and not (isinstance(err, OSError) and err.errno == errno.ENOSPC):
+            raise OSError(errno.ENOSPC, f"No space left on device while writing {target} ({err})") from err
+        raise
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _disk_full(folder: Path) -> bool:
+    """Whether the file system of ``folder`` has (almost) no space left: the failed write's partial file, not yet
+    removed, filled it. Under 1 MiB free counts as full (the last blocks a write could not get)."""
+    try:
+        return shutil.disk_usage(folder).free < 2**20
+    except OSError:
+        return False
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:

@@ -84,6 +84,26 @@ def _unguarded_writes(tree: ast.AST) -> set[str]:
     return found
 
 
+def test_a_full_disk_is_named_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails on a full disk says "No space left on device" and names the file, whatever the writer
+    raised (torch.save: "basic_ios::clear: iostream error"); with room left, the writer's own error stands. Neither
+    leaves a file behind."""
+    from maxmargin import files
+
+    def failing_write(path: Path) -> None:
+        with files.atomic_path(path) as tmp:
+            tmp.write_bytes(b"the first blocks")
+            raise RuntimeError("basic_ios::clear: iostream error")
+
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda folder: SimpleNamespace(total=2**30, used=2**30, free=0))
+    with pytest.raises(OSError, match=r"^\[Errno 28\] No space left on device while writing .*snapshots\.pt \(basic"):
+        failing_write(tmp_path / "snapshots.pt")
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda folder: SimpleNamespace(total=2**30, used=0, free=2**30))
+    with pytest.raises(RuntimeError, match="basic_ios::clear"):
+        failing_write(tmp_path / "snapshots.pt")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_every_file_the_package_writes_goes_through_atomic_path() -> None:
     """A killed job never leaves half a file that looks whole: every write is a temporary file that replaces its
     target when complete (maxmargin.files.atomic_path), but the listed ones."""
