@@ -225,17 +225,19 @@ def _typed_integers(value: Any, node: Mapping[str, Any], root: Mapping[str, Any]
             yield from _typed_integers(v, node["items"], root, f"{key}[{i}]")
 
 
-def _test_images(data: Mapping[str, Any], block: str) -> tuple[int, str]:
-    """How many test images a ViT run can have, and why: ``n_test``, and the smallest test set among the data set
-    and its stand-ins (any of them may be the one the run gets)."""
+def _test_images(data: Mapping[str, Any], block: str) -> tuple[int, str, str]:
+    """How many test images a ViT run can have, why, and the other fix where a stand-in sets the limit: ``n_test``,
+    and the smallest test set among the data set and its stand-ins (any of them may be the one the run gets)."""
     n_test = int(data["n_test"])
     names = list(dict.fromkeys([data["dataset"], *data["fallback"]]))
     smallest = min(names, key=TEST_IMAGES.__getitem__)
     limit = TEST_IMAGES[smallest]
     why = f"{smallest} (of {block}.data.dataset and fallback {names}) has {limit}"
     if 0 < n_test < limit:
-        return n_test, f"{block}.data.n_test keeps {n_test}, and {why}"
-    return limit, why
+        return n_test, f"{block}.data.n_test keeps {n_test}, and {why}", ""
+    # a stand-in's smaller test set is the limit only while it may be used: dropping it from the fallback lifts it
+    drop = f", or drop {smallest} from {block}.data.fallback" if smallest != data["dataset"] else ""
+    return limit, why, drop
 
 
 def check_data_indices(config: Mapping[str, Any]) -> None:
@@ -252,16 +254,16 @@ def check_data_indices(config: Mapping[str, Any]) -> None:
         data, probe = {**vit["data"], **study.get("data", {})}, {**vit["probe"], **study.get("probe", {})}
         blocks.append(("vit_recipes", data, probe, key))
     for name, data, probe, key in blocks:
-        n, why = _test_images(data, name if name == "vit" or "n_test" in study.get("data", {}) else "vit")
+        n, why, drop = _test_images(data, name if name == "vit" or "n_test" in study.get("data", {}) else "vit")
         if not 0 <= int(probe["image_index"]) < n:
             raise ValueError(
                 f"config key '{key}' is {probe['image_index']}, outside the {n} test images of the {name} run "
-                f"({why}); pick an index below {n}"
+                f"({why}); pick an index below {n}{drop}"
             )
         if int(probe["n_images"]) > n:
             raise ValueError(
                 f"config key '{name}.probe.n_images' is {probe['n_images']}, more than the {n} test images of the "
-                f"{name} run ({why}); lower it to at most {n}"
+                f"{name} run ({why}); lower it to at most {n}{drop}"
             )
 
 

@@ -114,6 +114,22 @@ def test_deep_merge_merges_mappings_and_replaces_everything_else() -> None:
     assert over == {"a": {"c": [3], "f": {"g": 2}}, "d": {"h": 3}, "e": {"i": 4}}
 
 
+def test_a_limit_set_by_a_stand_in_names_both_fixes() -> None:
+    """More probe images than the digits stand-in's 360 test images, with CIFAR-10 configured: lower the count, or
+    drop digits from the fallback (the configured data set has 10,000); with digits configured, only the first."""
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    config["vit"]["data"] |= {"dataset": "cifar10", "fallback": ["fashion_mnist", "digits"], "n_test": 0}
+    config["vit"]["probe"]["n_images"] = 500
+    with pytest.raises(ValueError, match=r"lower it to at most 360, or drop digits from vit.data.fallback$"):
+        check_data_indices(config)
+    config["vit"]["probe"] |= {"n_images": 16, "image_index": 400}
+    with pytest.raises(ValueError, match=r"pick an index below 360, or drop digits from vit.data.fallback$"):
+        check_data_indices(config)
+    config["vit"]["data"] |= {"dataset": "digits", "fallback": []}
+    with pytest.raises(ValueError, match=r"pick an index below 360$"):
+        check_data_indices(config)
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
