@@ -117,6 +117,15 @@ def test_the_correlation_over_negative_gaps_is_judged_by_its_bootstrap_interval(
     assert claim["verdict"] == "differs" and claim["note"].startswith("differs: the interval [")
 
 
+def test_a_census_statistic_pooled_over_d_says_which_d_and_how_many_trials_each() -> None:
+    """The claims on the trials with gamma < 0 pool them over d: the note names each d and its trials, so that the
+    smallest d's weight in the pool (most of the default census's 29) is read, not assumed away."""
+    trials = census_trials([-0.1] * 29 + [0.3], [0.999] * 30).assign(d=[2] * 16 + [5] * 10 + [10] * 4)
+    claims = evaluate_claims({"census_trials": trials}, CONFIG).set_index("claim_id")
+    for claim in ("census_gap_size", "census_negative_corr"):
+        assert "; pooled over d = 2 (16 trials), 5 (10 trials), 10 (3 trials); " in claims.loc[claim, "note"], claim
+
+
 def test_every_statement_names_existing_claims_or_why_none() -> None:
     for s in APPENDIX_E + ELSEWHERE:
         assert bool(s.claims) != bool(s.why_none), s

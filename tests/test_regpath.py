@@ -368,3 +368,23 @@ def test_lemma1_claim_reads_the_max_deviation_column_by_name():
     assert claim["verdict"] == "holds" and "2.0e-15" in claim["measured"]
     broken = evaluate_claims({"lemma1": table.assign(max_deviation=[1e-3])}, DEFAULT_CONFIG)
     assert broken.set_index("claim_id").loc["lemma1", "verdict"] == "differs"
+
+
+def test_the_regpath_caption_names_only_what_the_figure_draws() -> None:
+    """The figure has two axes per instance (cosine, 1 - cosine) and prints the path's largest KKT residual under
+    each column, on no axis of its own: the caption says so."""
+    import matplotlib.pyplot as plt
+
+    from maxmargin import registry
+    from maxmargin.figures.regpath import draw_regpath
+
+    rows = [
+        {"instance": i, "method": "path", "run": "path", "kind": "gmm", "R": r, "cosine": c, "kkt_residual": 1e-9}
+        for i in ("fig1b", "fig3a")
+        for r, c in ((1.0, 0.9), (10.0, 0.99))
+    ]
+    fig = draw_regpath(pd.DataFrame(rows), pd.DataFrame(columns=list(rows[0])))
+    assert len(fig.axes) == 4 and all("KKT residual" in ax.get_xlabel() for ax in fig.axes[2:])
+    plt.close(fig)
+    caption = registry.panel("regpath").caption
+    assert "on its own axis" not in caption and "under each column, the path's largest KKT residual" in caption

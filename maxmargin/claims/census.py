@@ -75,6 +75,13 @@ def _corr_reason(trials: pd.DataFrame, judged: Judged, threshold: float) -> str:
     return why
 
 
+def pooled(trials: pd.DataFrame) -> str:
+    """Which d a statistic over ``trials`` pools, with the trials each gives: the smallest d (where softmax often
+    does not saturate, claim census_small_d) can weigh most in a pool of the rare trials."""
+    counts = trials.groupby("d").size()
+    return "pooled over d = " + ", ".join(f"{int(d)} ({n} trials)" for d, n in counts.items())
+
+
 def _census_corr(t: Tables, cfg: Config) -> Measurement:
     """Appendix E, Figure 9: over the saturated trials, GD's correlation with its LMM/GMM direction averages 0.997;
     judged by the bootstrap interval of the mean against :data:`ALIGNED_CORR`."""
@@ -88,7 +95,7 @@ def _census_corr(t: Tables, cfg: Config) -> Measurement:
         note_of(
             judged.verdict,
             _corr_reason(sat, judged, ALIGNED_CORR),
-            f"holds when the interval of the mean lies above {ALIGNED_CORR:g}; {bootstrap_text(cfg)}",
+            f"holds when the interval of the mean lies above {ALIGNED_CORR:g}; {pooled(sat)}; {bootstrap_text(cfg)}",
         ),
     )
 
@@ -152,7 +159,8 @@ def _census_gap_size(t: Tables, cfg: Config) -> Measurement:
             judged.verdict,
             why,
             f"holds when the interval of the {spec['statistic']} of |gamma| over the saturated trials with gamma < 0 "
-            f"lies below census.negative_gap.near_zero = {spec['near_zero']:g}; {bootstrap_text(cfg)}",
+            f"lies below census.negative_gap.near_zero = {spec['near_zero']:g}; {pooled(negative)}; "
+            f"{bootstrap_text(cfg)}",
         ),
     )
 
@@ -175,7 +183,7 @@ def _census_negative_corr(t: Tables, cfg: Config) -> Measurement:
             judged.verdict,
             _corr_reason(negative, judged, NEGATIVE_GAP_CORR),
             "corr = cos(p, p_mm(alpha)), alpha the tokens GD selects (census_trials.csv); holds when the interval of "
-            f"the mean lies above {NEGATIVE_GAP_CORR:g}; {bootstrap_text(cfg)}",
+            f"the mean lies above {NEGATIVE_GAP_CORR:g}; {pooled(negative)}; {bootstrap_text(cfg)}",
         ),
     )
 

@@ -72,7 +72,8 @@ PANELS: tuple[Panel, ...] = (
         "3(a)/(b) data: (v_r, p_R) = argmin over ||v|| <= r, ||p|| <= R of L(v, p) with r = R; v_r/r goes to v_mm "
         "(sklearn SVM) and p_R/R to p_mm in (a) (Theorem 5) and to p_relax of eq. (10), not p_mm, in (b) (Theorem 6). "
         "This run: {run[regpath_gmm]}; {run[regpath_joint_a]}; {run[regpath_joint_b]}. "
-        "Bottom row: 1 - cosine with each direction, and the path's KKT residual on its own axis. Numbers: "
+        "Bottom row: 1 - cosine with each direction (log scale); under each column, the path's largest KKT "
+        "residual (one number). Numbers: "
         "``tables/regpath.csv`` and ``tables/regpath_compare.csv``.",
         caption_blocks=("regpath",),
     ),
