@@ -129,6 +129,7 @@ _HOMES = {
     ),
     "w_svm": (
         "HULL_TOL",
+        "SOLVE_RTOL",
         "W_SVM_TOL",
         "WSVMResult",
         "frobenius_cosine",

@@ -17,14 +17,21 @@ ceiling, the constraints' span, random matrices of its rank): :mod:`.w_svm_nulls
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from maxmargin.core.gd import cosine
-from maxmargin.core.w_svm_dual import NUMPY, LinearAlgebra, _active_set, _dual_qp, _nuclear_dual
+from maxmargin.core.w_svm_dual import (
+    NUMPY,
+    LinearAlgebra,
+    Planes,
+    _cutting_planes,
+    _frobenius_solve,
+    _nuclear_dual,
+    _size,
+)
 
 # Margin tolerance: a constraint a^T W d >= 1 counts as met at 1 - W_SVM_TOL (the cutting planes stop there).
 W_SVM_TOL = 1e-9
@@ -33,6 +40,12 @@ W_SVM_TOL = 1e-9
 # hard-margin cutting planes stop once ||W||_F >= 1 / (HULL_TOL f). A feasible probe is far from it (the largest
 # ||W_mm||_F f seen: about 1e3).
 HULL_TOL = 1e-5
+# A solve's margins m_k = sum_l G_kl alpha_l carry an error that grows with the multipliers, up to about
+# SOLVE_RTOL sum_l alpha_l max_l G_ll: the nearest-hull fallback's QP, where pivoting cannot polish it, is solved
+# to 1e-12 (block pivoting's error, float64 rounding, is far below). A hard margin counts as met at
+# 1 - max(tol, that): at multipliers of 5e7 a margin of 1 - 3.9e-9 is the optimum to float64's precision, and
+# 1 - 1e-9 is tighter than it allows.
+SOLVE_RTOL = 1e-11
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,11 @@ class WSVMResult:
 
     ``solution`` is W_mm ((C + 1) x C, unnormalised); ``hard``: every margin met (the hard-margin optimum), else
     the soft-margin one; ``met``: the fraction of the hard constraints it meets; ``support``: constraints with a
-    positive multiplier; ``rounds``: cutting-plane rounds.
+    positive multiplier; ``rounds``: cutting-plane rounds; ``status``: how its solves were solved, the worst of its
+    rounds: ``"optimal"`` (exact pivoting, or cvxopt's status optimal), ``"looser"`` (cvxopt optimal only at
+    tolerances 1000 times looser), ``"repaired"`` (the nuclear norm's SDP: cvxopt's status not optimal, its W
+    rescaled onto the margins and accepted by its duality gap, at most ``tol``). A solve that is none of these
+    raises an ArithmeticError naming it.
     """
 
     solution: NDArray[np.float64]
@@ -50,6 +67,7 @@ class WSVMResult:
     n_constraints: int
     support: int
     rounds: int
+    status: str = "optimal"
 
 
 def query_inputs(z: NDArray[np.float64], query_bias: bool = True) -> NDArray[np.float64]:
@@ -136,84 +154,6 @@ def w_margins(
     return margins
 
 
-def _violated(margins: NDArray[np.float64], inside: NDArray[np.bool_], per_input: int, tol: float) -> NDArray:
-    """Up to ``per_input`` constraints of each input that are outside the working set and violated (margin < 1 -
-    tol), the most violated first: the cutting planes of one round, as a mask of shape (n, T)."""
-    m = np.where(inside, np.inf, margins)
-    order = np.argsort(m, axis=1)[:, :per_input]
-    add = np.zeros_like(inside)
-    rows = np.arange(len(m))[:, None]
-    add[rows, order] = m[rows, order] < 1.0 - tol
-    return add
-
-
-def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The multipliers of ``inside`` placed in the working set ``inside | add`` (zeros for the added)."""
-    grown = np.flatnonzero((inside | add).ravel())
-    out = np.zeros(len(grown))
-    out[np.searchsorted(grown, np.flatnonzero(inside.ravel()))] = alpha
-    return out
-
-
-# A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it) -> (multipliers, W).
-Solve = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], tuple[NDArray, NDArray]]
-# The cutting planes' outcome: W, the margins of every constraint, the working set's multipliers, the rounds used.
-Planes = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int]
-
-
-def _cutting_planes(
-    a: NDArray[np.float64],
-    d: NDArray[np.float64],
-    other: NDArray[np.bool_],
-    solve: Solve,
-    per_input: int,
-    tol: float,
-    max_rounds: int,
-    bound: float = np.inf,
-) -> Planes:
-    """The dual on a growing working set: W, all margins, the working set's multipliers, the rounds used.
-
-    The working set starts with the closest other token of each input; each round ``solve`` gives the multipliers
-    and W, and the most violated constraints outside the set (``per_input`` per input) join it. Constraints with no
-    multiplier and slack in their margin leave (the next solve's cost grows with the set). The full set of
-    constraints is only ever evaluated, never factorised. ||W||_F at ``bound`` or beyond stops the rounds (the
-    hard problem has no solution: its dual is unbounded).
-    """
-    n = len(a)
-    inside = np.zeros(other.shape, dtype=bool)
-    inside[np.arange(n), np.where(other, np.linalg.norm(d, axis=-1), np.inf).argmin(axis=1)] = True
-    alpha, rounds = np.zeros(n), 0
-    while rounds < max_rounds:
-        rounds += 1
-        ii, tt = np.nonzero(inside)
-        alpha, w = solve(a[ii], d[ii, tt], alpha)
-        margins = np.where(other, np.einsum("ic,itc->it", a @ w, d), np.inf)
-        add = _violated(margins, inside, per_input, tol)
-        if not add.any() or np.linalg.norm(w) >= bound:
-            break
-        idle = (alpha <= 1e-9 * alpha.max(initial=0.0)) & (margins[ii, tt] > 1.0 + 1e-6)
-        inside[ii[idle], tt[idle]] = False
-        alpha = _extend(inside, add, alpha[~idle])
-        inside |= add
-    return w, margins, alpha, rounds
-
-
-def _frobenius_solve(boxed: bool, soft_c: float, linalg: LinearAlgebra = NUMPY) -> Solve:
-    """The Frobenius dual on a working set: block principal pivoting on ``linalg`` (hard margin; the features'
-    nearest hull point for a round where it cycles) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft
-    margin); W = sum_k alpha_k a_k d_k^T."""
-
-    def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray]:
-        if boxed:
-            alpha = _dual_qp((ak @ ak.T) * (dk @ dk.T), soft_c)
-            return alpha, ak.T @ (alpha[:, None] * dk)
-        ak, dk = linalg.array(ak), linalg.array(dk)
-        alpha = _active_set((ak @ ak.T) * (dk @ dk.T), linalg.array(alpha), linalg)
-        return linalg.numpy(alpha), linalg.numpy(ak.T @ (alpha[:, None] * dk))
-
-    return solve
-
-
 def _differences(
     z: NDArray[np.float64], x: NDArray[np.float64], selected: NDArray[np.int_], query_bias: bool
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
@@ -225,11 +165,18 @@ def _differences(
     return query_inputs(z, query_bias), d, np.arange(T)[None, :] != selected[:, None]
 
 
-def _result(w: NDArray, margins: NDArray, alpha: NDArray, rounds: int, other: NDArray, tol: float) -> WSVMResult:
-    """The result of a solve: hard exactly when W meets every margin (a feasible W is a certificate)."""
-    met = float(np.mean(margins[other] >= 1.0 - tol))
+def _result(planes: Planes, other: NDArray[np.bool_], met_at: float, hard: bool) -> WSVMResult:
+    """The result of the cutting planes: the margins met at 1 - ``met_at``, ``hard`` as decided by the hard
+    problem (:func:`_feasible`)."""
+    w, margins, alpha, rounds, status = planes
+    met = float(np.mean(margins[other] >= 1.0 - met_at))
     support = int(np.sum(alpha > 1e-8 * max(1.0, float(alpha.max(initial=0.0)))))
-    return WSVMResult(w, met == 1.0, met, int(other.sum()), support, rounds)
+    return WSVMResult(w, hard, met, int(other.sum()), support, rounds, status)
+
+
+def _hull_bound(a: NDArray[np.float64], d: NDArray[np.float64]) -> float:
+    """1 / (HULL_TOL f), f the typical ||a_i|| ||d_it||: from this ||W||_F on, no W counts as meeting every margin."""
+    return 1.0 / (HULL_TOL * np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2))))
 
 
 def _hard_margin_planes(
@@ -241,13 +188,37 @@ def _hard_margin_planes(
     max_rounds: int,
     linalg: LinearAlgebra,
 ) -> Planes | None:
-    """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped at ||W||_F >= 1 / (HULL_TOL f), f the typical
-    ||a_i|| ||d_it||; None where a token equals the selected one (d_it = 0: a^T W d_it >= 1 cannot hold)."""
+    """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped at ||W||_F >= :func:`_hull_bound`; None where
+    a token equals the selected one (d_it = 0: a^T W d_it >= 1 cannot hold)."""
     if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):
         return None
-    typical = np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2)))  # f = ||a_i|| ||d_it||
     hard_solve = _frobenius_solve(False, np.inf, linalg)  # unboxed: the box is the soft margin's alone
-    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, 1.0 / (HULL_TOL * typical))
+    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, _hull_bound(a, d))
+
+
+def _feasible(
+    planes: Planes | None, a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
+) -> float | None:
+    """Whether some W meets every margin, decided by the hard-margin planes: the slack 1 - max(tol, SOLVE_RTOL
+    sum_k alpha_k max_k ||a_k||^2 ||d_k||^2) at which their W meets every margin (:data:`SOLVE_RTOL`; 1e-6 at
+    most), ||W||_F below :func:`_hull_bound`; None where no W does (a token equal to the selected one, ||W||_F at
+    the bound, read by :func:`_size`). An ArithmeticError where the planes stopped short of both (out of rounds,
+    or a solve that misses its own margins)."""
+    if planes is None:
+        return None
+    w, margins, alpha, rounds, _ = planes
+    if _size(w, alpha) >= _hull_bound(a, d):
+        return None
+    kernel = np.max(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2), where=other, initial=0.0)
+    slack = min(max(tol, SOLVE_RTOL * float(alpha.sum()) * kernel), 1e-6)
+    if margins[other].min() >= 1.0 - slack:
+        return slack
+    unmet = int(np.sum(margins[other] < 1.0 - slack))
+    raise ArithmeticError(
+        f"the hard-margin W-ATT-SVM left {unmet} of {int(other.sum())} margins below 1 - {slack:.1e} (the smallest "
+        f"{margins[other].min():.9f}) after {rounds} cutting-plane rounds, with ||W||_F below the bound at which no "
+        "W counts as meeting them: out of rounds (raise max_rounds) or a solve that misses its own margins"
+    )
 
 
 def w_att_svm(
@@ -268,9 +239,11 @@ def w_att_svm(
     The hard-margin dual (alpha >= 0, W = sum_k alpha_k a_k d_k^T) by block principal pivoting on cutting planes
     (exact on its support, no QP tolerance; cvxopt's QP for a round where pivoting cycles). Feasibility is decided
     by the hard problem: its W meets every margin or it does not, whatever ``soft_c`` (||W||_F growing past
-    1 / (:data:`HULL_TOL` f), f the features' typical norm, counts as none meeting them). Where it does not
-    (no W meets every margin), the soft-margin (hinge-loss) dual, 0 <= alpha <= ``soft_c``, by cvxopt on the same
-    planes. A soft-margin solution that meets every margin is the hard one.
+    1 / (:data:`HULL_TOL` f), f the features' typical norm, counts as none meeting them; a margin counts as met
+    at 1 - ``tol``, or lower by the rounding its multipliers carry, :data:`SOLVE_RTOL`). Where it does not (no W
+    meets every margin), the soft-margin (hinge-loss) dual, 0 <= alpha <= ``soft_c``, by cvxopt on the same
+    planes (``hard`` False). A cvxopt solve whose status is not optimal is solved again at looser tolerances
+    (``status``), an ArithmeticError where it fails again.
 
     Parameters
     ----------
@@ -312,11 +285,14 @@ def w_att_svm(
     """
     a, d, other = _differences(z, x, selected, query_bias)
     planes = _hard_margin_planes(a, d, other, per_input, tol, max_rounds, linalg)
-    if (planes is None or planes[1].min() < 1.0 - tol) and soft:  # no W meets every margin
+    slack = _feasible(planes, a, d, other, tol)
+    if slack is not None:
+        return _result(planes, other, slack, True)
+    if soft:  # no W meets every margin
         planes = _cutting_planes(a, d, other, _frobenius_solve(True, soft_c), per_input, tol, max_rounds)
     if planes is None:  # a copy of the selected token, and no soft-margin solve asked for
         return WSVMResult(np.zeros((a.shape[1], d.shape[2])), False, 0.0, int(other.sum()), 0, 0)
-    return _result(*planes, other, tol)
+    return _result(planes, other, tol, False)
 
 
 def frobenius_cosine(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
@@ -357,9 +333,12 @@ def w_att_svm_nuclear(
 
     The implicit bias of W trained as the product W_Q^T W_K (Tarzanagh et al., "Transformers as Support Vector
     Machines", 2023). W lies in span{a_i} x R^C (projecting onto it lowers ||W||_* and keeps every margin), so the
-    SDP is solved in that basis, on cutting planes as :func:`w_att_svm`; an interior-point solve, to ``tol`` in
-    the margins. Where no W meets every margin, the box ``soft_c`` on the multipliers makes it the soft-margin
-    problem min ||W||_* + soft_c sum hinge (``hard`` False, ``met`` < 1).
+    SDP is solved in that basis, on cutting planes as :func:`w_att_svm`. Feasibility is decided by the hard
+    problem, the Frobenius one's (both norms share the feasible set): where some W meets every margin the SDP is
+    the hard problem, whatever ``soft_c``; where none does, the box ``soft_c`` on the multipliers makes it the
+    soft-margin problem min ||W||_* + soft_c sum hinge (``hard`` False, ``met`` < 1). Each round's SDP is accepted
+    by its duality gap (at most ``tol``, relative), whatever cvxopt's status says; ``status`` records how it was
+    solved (:class:`WSVMResult`), an ArithmeticError where it could not be.
 
     Parameters
     ----------
@@ -374,7 +353,7 @@ def w_att_svm_nuclear(
     per_input : int
         Violated constraints added per input per round.
     tol : float
-        A margin counts as met at 1 - tol.
+        A margin counts as met at 1 - tol; the SDP's relative duality gap at most.
     max_rounds : int
         Cutting-plane rounds at most.
     query_bias : bool
@@ -383,14 +362,27 @@ def w_att_svm_nuclear(
     Returns
     -------
     WSVMResult
-        W_mm (shape (C + 1, C), or (C, C)) of the nuclear norm, the fraction of margins met, the counts.
+        W_mm (shape (C + 1, C), or (C, C)) of the nuclear norm, the fraction of margins met, the counts, the
+        solve's ``status``.
     """
     a, d, other = _differences(z, x, selected, query_bias)
+    frobenius = _hard_margin_planes(a, d, other, 4, W_SVM_TOL, max_rounds, NUMPY)
+    feasible = _feasible(frobenius, a, d, other, W_SVM_TOL) is not None
+    # Feasible: the hard problem (no box), on differences scaled by s = ||W_F||_F (the Frobenius optimum's norm), so
+    # that its optimum ||W_mm||_* / s lies in [1, sqrt(C)] (||W||_F <= ||W||_* <= sqrt(rank) ||W||_F) and cvxopt's
+    # absolute tolerances mean the same at any scale of the inputs.
+    scale = float(np.linalg.norm(frobenius[0])) if feasible else 1.0
+    box = np.inf if feasible else soft_c
     basis = np.linalg.svd(a.T, full_matrices=False)[0]  # span{a_i}
 
-    def solve(ak: NDArray, dk: NDArray, _alpha: NDArray) -> tuple[NDArray, NDArray]:
-        return _nuclear_dual(ak, dk, soft_c)
+    def solve(ak: NDArray, dk: NDArray, _alpha: NDArray) -> tuple[NDArray, NDArray, str]:
+        return _nuclear_dual(ak, dk, box, tol)
 
-    w, margins, alpha, rounds = _cutting_planes(a @ basis, d, other, solve, per_input, tol, max_rounds)
-    res = _result(w, margins, alpha, rounds, other, tol)
-    return WSVMResult(basis @ w, res.hard, res.met, res.n_constraints, res.support, rounds)
+    w, margins, alpha, rounds, status = _cutting_planes(a @ basis, d * scale, other, solve, per_input, tol, max_rounds)
+    unmet = int(np.sum(margins[other] < 1.0 - tol))
+    if feasible and unmet:
+        raise ArithmeticError(
+            f"the nuclear-norm W-ATT-SVM left {unmet} of {int(other.sum())} margins unmet after {rounds} "
+            f"cutting-plane rounds on an instance some W meets: raise max_rounds (now {max_rounds})"
+        )
+    return _result((scale * basis @ w, margins, alpha, rounds, status), other, tol, feasible)

@@ -1,8 +1,15 @@
-"""The duals of (W-ATT-SVM) on a working set of its margins (:mod:`.w_svm`): the hard margin by block principal
-pivoting (on numpy or a torch device, :class:`LinearAlgebra`), the nearest point of the features' convex hull to 0
-where pivoting cycles, the soft margin by cvxopt's QP, and the nuclear norm by cvxopt's SDP.
+"""The duals of (W-ATT-SVM) on a working set of its margins (:mod:`.w_svm`), and the cutting planes that grow the
+working set: the hard margin by block principal pivoting (on numpy or a torch device, :class:`LinearAlgebra`), the
+nearest point of the features' convex hull to 0 where pivoting cycles, the soft margin by cvxopt's QP, and the
+nuclear norm by cvxopt's SDP.
 
 A working set's margins are a_k^T W d_k >= 1 with kernel G_kl = (a_k . a_l)(d_k . d_l); W = sum_k alpha_k a_k d_k^T.
+
+Every solve says how it was solved, the status of :class:`~maxmargin.core.w_svm.WSVMResult`: ``"optimal"``
+(pivoting settled, or cvxopt's status optimal at its tolerances), ``"looser"`` (cvxopt optimal only at tolerances
+1000 times looser: its interior point broke down or stopped short at the first), ``"repaired"`` (the nuclear
+norm's SDP alone: cvxopt's status not optimal, its answer rescaled onto the margins and accepted by its duality
+gap). Any other outcome raises an ArithmeticError naming the problem and cvxopt's statuses.
 """
 
 from __future__ import annotations
@@ -17,66 +24,117 @@ from scipy.linalg import cho_factor, cho_solve
 
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12, "maxiters": 200}
 _SDP_OPTIONS = {"show_progress": False, "abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9, "maxiters": 100}
+# How a solve was solved, the worst last (a cutting-plane solve reports the worst of its rounds).
+_STATUSES = ("optimal", "looser", "repaired")
 
 # Block principal pivoting's steps at most: it takes a handful where the hard margin is well posed; past them
 # (pivoting that cycles, one exchange a step) the nearest hull point solves the round.
 _PIVOTING_STEPS = 50
+# The margins of a pivoting step's free set are 1 (its multipliers solve G_FF alpha_F = 1); where G_FF is singular
+# and 1 outside its range (features f and 2f), least squares misses them by far more than rounding (1e-9 at
+# multipliers of 5e7): the nearest hull point solves that round.
+_FREE_RESIDUAL = 1e-6
+# The support of the nearest hull point, read from its margins (its multipliers of the constraints off the support
+# are not 0 but the QP's tolerance over rho^2): those within this of 1.
+_SUPPORT_MARGIN = 1e-4
+
+# An answer of cvxopt's and why it is refused (None: accepted).
+Checked = tuple[Any, str | None]
 
 
-def _cvxopt(solve: Callable[..., dict], options: dict[str, Any], what: str, **problem: Any) -> dict:
-    """``solve`` (cvxopt's qp or sdp) on ``problem`` at ``options``; where its interior point breaks down (a zero
-    gap divides, a singular KKT system: seen on infeasible W-ATT-SVM working sets), again at tolerances 1000 times
-    looser; an ArithmeticError naming ``what`` where that breaks down too."""
-    try:
-        return solve(**problem, options=options)
-    except (ArithmeticError, ValueError):
-        looser = {k: v * 1e3 if k.endswith("tol") else v for k, v in options.items()}
+def _worst(*statuses: str) -> str:
+    return max(statuses, key=_STATUSES.index)
+
+
+def _cvxopt(
+    solve: Callable[..., dict], options: dict[str, Any], what: str, check: Callable[[dict], Checked], **problem: Any
+) -> tuple[Any, str]:
+    """``solve`` (cvxopt's qp or sdp) on ``problem``: the answer ``check`` accepts, and its status (the module's
+    docstring). ``check`` turns cvxopt's solution into the answer and says why it refuses it (a status but optimal
+    with no certificate, a duality gap); a refused answer, or an interior point that breaks down (a zero gap
+    divides, a singular KKT system), is solved again at tolerances 1000 times looser; an ArithmeticError naming
+    ``what`` and each refusal where that fails too."""
+    refused = []
+    looser = {k: v * 1e3 if k.endswith("tol") else v for k, v in options.items()}
+    for status, opts in (("optimal", options), ("looser", looser)):
         try:
-            return solve(**problem, options=looser)
+            sol = solve(**problem, options=opts)
         except (ArithmeticError, ValueError) as err:
-            raise ArithmeticError(f"cvxopt could not solve {what} ({type(err).__name__}: {err})") from err
+            refused.append(f"{type(err).__name__}: {err}")
+            continue
+        answer, why = check(sol)
+        if why is None:
+            return answer, status if sol["status"] == "optimal" else "repaired"
+        refused.append(f"status {sol['status']}, {why}")
+    raise ArithmeticError(f"cvxopt could not solve {what}: {'; at 1000x looser tolerances, '.join(refused)}")
 
 
-def _dual_qp(g: NDArray[np.float64], soft_c: float) -> NDArray[np.float64]:
-    """argmin 1/2 alpha^T G alpha - 1^T alpha s.t. 0 <= alpha <= soft_c (cvxopt): the SVM's dual on a working set."""
+def _optimal(sol: dict) -> Checked:
+    """cvxopt's x, accepted where its status is optimal (a QP's: at the looser tolerances it always was here)."""
+    return np.array(sol["x"]).ravel(), None if sol["status"] == "optimal" else "not optimal"
+
+
+def _dual_qp(g: NDArray[np.float64], soft_c: float) -> tuple[NDArray[np.float64], str]:
+    """argmin 1/2 alpha^T G alpha - 1^T alpha s.t. 0 <= alpha <= soft_c (cvxopt): the SVM's dual on a working set,
+    and its status."""
     from cvxopt import matrix, solvers
 
     m = len(g)
     eye = np.eye(m)
-    sol = _cvxopt(
+    x, status = _cvxopt(
         solvers.qp,
         _QP_OPTIONS,
         f"the soft-margin dual on {m} margins",
+        _optimal,
         P=matrix(g),
         q=matrix(-np.ones(m)),
         G=matrix(np.vstack([-eye, eye])),
         h=matrix(np.concatenate([np.zeros(m), np.full(m, soft_c)])),
     )
-    return np.maximum(np.array(sol["x"]).ravel(), 0.0)
+    return np.maximum(x, 0.0), status
 
 
-def _min_norm_dual(g: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The hard-margin dual through the nearest point of the features' convex hull to 0 (Gilbert's problem): with
-    beta = argmin beta^T G beta s.t. beta >= 0, sum beta = 1 (cvxopt) and rho^2 = beta^T G beta, the SVM's
-    multipliers are beta / rho^2 and ||W_mm||_F = 1 / rho (huge where 0 is in the hull: no W meets every margin,
-    which the cutting planes tell by :data:`HULL_TOL`)."""
+def _nearest_hull_point(g: NDArray[np.float64], scale: float) -> tuple[NDArray[np.float64], str]:
+    """beta = argmin beta^T G beta s.t. beta >= 0, sum beta = 1 (cvxopt's QP, on G / ``scale``: its tolerances
+    are absolute), and the solve's status."""
     from cvxopt import matrix, solvers
 
     m = len(g)
-    sol = _cvxopt(
+    x, status = _cvxopt(
         solvers.qp,
         _QP_OPTIONS,
         f"the nearest hull point of {m} margins",
-        P=matrix(2.0 * g),
+        _optimal,
+        P=matrix(2.0 * g / scale),
         q=matrix(np.zeros(m)),
         G=matrix(-np.eye(m)),
         h=matrix(np.zeros(m)),
         A=matrix(np.ones((1, m))),
         b=matrix(1.0),
     )
-    beta = np.maximum(np.array(sol["x"]).ravel(), 0.0)
-    beta /= beta.sum()
-    return beta / max(float(beta @ g @ beta), 1e-300)
+    beta = np.maximum(x, 0.0)
+    return beta / beta.sum(), status
+
+
+def _min_norm_dual(g: NDArray[np.float64]) -> tuple[NDArray[np.float64], str]:
+    """The hard-margin dual through the nearest point of the features' convex hull to 0 (Gilbert's problem): with
+    beta from :func:`_nearest_hull_point` and rho^2 = beta^T G beta, the SVM's multipliers are beta / rho^2 and
+    ||W_mm||_F = 1 / rho (huge where 0 is in the hull: no W meets every margin, which the cutting planes tell by
+    :data:`HULL_TOL`); and the solve's status. The QP's tolerances are absolute: it is solved on G divided by
+    its mean diagonal, the features' typical squared norm f^2 (rho^2 must be told from 0 to HULL_TOL^2 f^2 = 1e-10
+    f^2, and features of norm 0.01 leave 1e-14 to resolve); where rho^2 is small beside f^2, the margins
+    G beta / rho^2 would be off by the tolerance over rho^2, so it is solved again on G / rho^2 (its optimum then
+    1; G / (1e-10 f^2) at most); where cvxopt cannot solve that one, the first answer stands."""
+    typical = float(np.mean(np.diag(g)))
+    beta, status = _nearest_hull_point(g, typical)
+    rho2 = float(beta @ g @ beta)
+    if rho2 < 1e-3 * typical:
+        try:
+            beta, again = _nearest_hull_point(g, max(rho2, 1e-10 * typical))
+            status, rho2 = _worst(status, again), float(beta @ g @ beta)
+        except ArithmeticError:
+            pass
+    return beta / max(rho2, 1e-300), status
 
 
 @dataclass(frozen=True)
@@ -102,15 +160,12 @@ def _cho(sub: NDArray[np.float64], rhs: NDArray[np.float64]) -> NDArray[np.float
 NUMPY = LinearAlgebra(np.asarray, np.asarray, _cho, lambda sub, rhs: np.linalg.lstsq(sub, rhs, rcond=None)[0])
 
 
-def _active_set(g: Any, alpha: Any, linalg: LinearAlgebra) -> Any:
+def _pivoting(g: Any, free: Any, linalg: LinearAlgebra) -> Any | None:
     """min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0 by block principal pivoting (Judice & Pires 1994; Kim &
-    Park 2011): exact on the final passive set. ``alpha`` (the previous round's) gives the first passive set. Where
-    pivoting has not settled in ``_PIVOTING_STEPS`` steps (it cycles, or the problem has no solution),
-    :func:`_min_norm_dual` solves the round. ``g`` and ``alpha`` are arrays of ``linalg`` (numpy or torch: only
-    the operators both share are used)."""
-    free = alpha > 0
-    if not free.any():
-        free = alpha == alpha
+    Park 2011) from the passive set ``free``: exact on the final passive set. None where it has not settled in
+    ``_PIVOTING_STEPS`` steps (it cycles, or the problem has no solution) or a singular free set cannot meet its
+    margins (``_FREE_RESIDUAL``). ``g`` and ``free`` are arrays of ``linalg`` (numpy or torch: only the operators
+    both share are used)."""
     best, backup = len(g) + 1, 3
     for _ in range(_PIVOTING_STEPS):
         out = g[0] * 0.0
@@ -119,6 +174,8 @@ def _active_set(g: Any, alpha: Any, linalg: LinearAlgebra) -> Any:
             solved = linalg.spd_solve(sub, rhs)
             out[free] = solved if solved is not None else linalg.lstsq(sub, rhs)
         gradient = g @ out - 1.0
+        if free.any() and float(abs(gradient[free]).max()) > _FREE_RESIDUAL:
+            return None  # least squares on a singular free set whose margins cannot all be 1
         wrong = (free & (out < 0)) | (~free & (gradient < -1e-12))
         if not wrong.any():
             return out
@@ -131,14 +188,59 @@ def _active_set(g: Any, alpha: Any, linalg: LinearAlgebra) -> Any:
         else:
             last = int(linalg.numpy(wrong).nonzero()[0][-1])
             free[last] = ~free[last]
-    return linalg.array(_min_norm_dual(linalg.numpy(g)))
+    return None
 
 
-def _nuclear_dual(a: NDArray[np.float64], d: NDArray[np.float64], soft_c: float) -> tuple[NDArray, NDArray]:
-    """max 1^T alpha s.t. ||sum_k alpha_k a_k d_k^T||_2 <= 1, 0 <= alpha <= ``soft_c`` (cvxopt's SDP, the LMI
-    [[I, B], [B^T, I]] >= 0): the multipliers and W = -2 Z_12 from the LMI's dual variable Z, the minimiser of
-    ||W||_* + soft_c sum_k max(0, 1 - <W, a_k d_k^T>). The box keeps the SDP bounded where no W meets every
-    margin; where one does and ``soft_c`` exceeds every multiplier, it is the hard-margin problem."""
+def _active_set(g: Any, alpha: Any, linalg: LinearAlgebra) -> tuple[Any, str]:
+    """The hard-margin dual on a working set, min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0, and its status:
+    :func:`_pivoting` from the previous round's passive set (``alpha`` > 0); where it fails, the nearest hull point
+    (:func:`_min_norm_dual`), polished by pivoting from its support, the margins within ``_SUPPORT_MARGIN`` of 1
+    (exact where that settles: the QP's margins are only as good as its tolerance)."""
+    free = alpha > 0
+    out = _pivoting(g, free if free.any() else alpha == alpha, linalg)
+    if out is not None:
+        return out, "optimal"
+    g_np = linalg.numpy(g)
+    beta, status = _min_norm_dual(g_np)
+    polished = _pivoting(g, linalg.array(g_np @ beta < 1.0 + _SUPPORT_MARGIN) > 0, linalg)
+    return (polished if polished is not None else linalg.array(beta)), status
+
+
+def _nuclear_certificate(sol: dict, a: NDArray, d: NDArray, box: float) -> tuple[NDArray, NDArray, float]:
+    """The multipliers and W of cvxopt's SDP solution, each made feasible, and their relative duality gap.
+
+    alpha clipped to [0, ``box``] and divided by max(1, ||sum_k alpha_k a_k d_k^T||_2) is dual feasible: 1^T alpha
+    bounds the optimum from below. W = -2 Z_12 (Z the LMI's dual variable) bounds it from above: without a box
+    (the hard margin) divided by its smallest margin, so that it meets every margin, ||W||_*; with one, the soft
+    objective ||W||_* + box sum_k max(0, 1 - a_k^T W d_k), which any W has. The gap (upper - lower) / upper is 0
+    at the optimum whatever cvxopt's status says (an 'unknown' status has come back with the right direction at
+    the wrong scale: dividing by the smallest margin repairs it). An infinite gap where there is nothing to certify.
+    """
+    if sol["x"] is None or sol["zs"][0] is None:
+        return np.zeros(len(a)), np.zeros((a.shape[1], d.shape[1])), np.inf
+    p, q = a.shape[1], d.shape[1]
+    alpha = np.clip(np.array(sol["x"]).ravel(), 0.0, box)
+    alpha /= max(1.0, float(np.linalg.norm(a.T @ (alpha[:, None] * d), 2)))
+    w = -2.0 * np.array(sol["zs"][0]).reshape(p + q, p + q).T[:p, p:]
+    margins = np.einsum("kp,pq,kq->k", a, w, d)
+    if np.isinf(box):
+        if not margins.min() > 0:
+            return alpha, w, np.inf
+        w = w / margins.min()
+        upper = float(np.linalg.svd(w, compute_uv=False).sum())
+    else:
+        upper = float(np.linalg.svd(w, compute_uv=False).sum() + box * np.maximum(0.0, 1.0 - margins).sum())
+    return alpha, w, (upper - float(alpha.sum())) / upper
+
+
+def _nuclear_dual(
+    a: NDArray[np.float64], d: NDArray[np.float64], box: float, tol: float
+) -> tuple[NDArray, NDArray, str]:
+    """max 1^T alpha s.t. ||sum_k alpha_k a_k d_k^T||_2 <= 1, 0 <= alpha <= ``box`` (cvxopt's SDP, the LMI
+    [[I, B], [B^T, I]] >= 0): the multipliers, W = -2 Z_12 from the LMI's dual variable Z, the minimiser of
+    ||W||_* + box sum_k max(0, 1 - <W, a_k d_k^T>) (``box`` inf: of ||W||_* under every margin, the hard problem,
+    bounded where some W meets every margin), and the status. Accepted where cvxopt's status is optimal, or else
+    at a relative duality gap of ``tol`` at most (:func:`_nuclear_certificate`: repaired)."""
     from cvxopt import matrix, solvers
 
     m, p, q = len(a), a.shape[1], d.shape[1]
@@ -146,17 +248,113 @@ def _nuclear_dual(a: NDArray[np.float64], d: NDArray[np.float64], soft_c: float)
     blocks[:, :p, p:] = a[:, :, None] * d[:, None, :]
     blocks[:, p:, :p] = blocks[:, :p, p:].transpose(0, 2, 1)
     gs = -blocks.transpose(0, 2, 1).reshape(m, -1).T  # cvxopt's column-major vec of each symmetric block
-    sol = _cvxopt(
+    boxed = np.isfinite(box)
+    gl = np.vstack([-np.eye(m), np.eye(m)]) if boxed else -np.eye(m)
+    hl = np.concatenate([np.zeros(m), np.full(m, box)]) if boxed else np.zeros(m)
+
+    def check(sol: dict) -> Checked:
+        alpha, w, gap = _nuclear_certificate(sol, a, d, box)
+        accepted = gap <= tol or (sol["status"] == "optimal" and np.isfinite(gap))
+        return (alpha, w), None if accepted else f"relative duality gap {gap:.1e} above {tol:g}"
+
+    (alpha, w), status = _cvxopt(
         solvers.sdp,
         _SDP_OPTIONS,
         f"the nuclear-norm dual on {m} margins",
+        check,
         c=matrix(-np.ones(m)),
-        Gl=matrix(np.vstack([-np.eye(m), np.eye(m)])),
-        hl=matrix(np.concatenate([np.zeros(m), np.full(m, soft_c)])),
+        Gl=matrix(gl),
+        hl=matrix(hl),
         Gs=[matrix(gs)],
         hs=[matrix(np.eye(p + q))],
     )
-    if sol["x"] is None or sol["zs"][0] is None:
-        raise ArithmeticError(f"cvxopt's SDP found no solution ({sol['status']})")
-    z = np.array(sol["zs"][0]).reshape(p + q, p + q).T
-    return np.maximum(np.array(sol["x"]).ravel(), 0.0), -2.0 * z[:p, p:]
+    return alpha, w, status
+
+
+def _violated(margins: NDArray[np.float64], inside: NDArray[np.bool_], per_input: int, tol: float) -> NDArray:
+    """Up to ``per_input`` constraints of each input that are outside the working set and violated (margin < 1 -
+    tol), the most violated first: the cutting planes of one round, as a mask of shape (n, T)."""
+    m = np.where(inside, np.inf, margins)
+    order = np.argsort(m, axis=1)[:, :per_input]
+    add = np.zeros_like(inside)
+    rows = np.arange(len(m))[:, None]
+    add[rows, order] = m[rows, order] < 1.0 - tol
+    return add
+
+
+def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The multipliers of ``inside`` placed in the working set ``inside | add`` (zeros for the added)."""
+    grown = np.flatnonzero((inside | add).ravel())
+    out = np.zeros(len(grown))
+    out[np.searchsorted(grown, np.flatnonzero(inside.ravel()))] = alpha
+    return out
+
+
+# A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it) -> (multipliers, W,
+# status).
+Solve = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], tuple[NDArray, NDArray, str]]
+# The cutting planes' outcome: W, the margins of every constraint, the working set's multipliers, the rounds used,
+# the worst status of their solves.
+Planes = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int, str]
+
+
+def _size(w: NDArray[np.float64], alpha: NDArray[np.float64]) -> float:
+    """||W||_F of a working set's hard-margin solution, read as max(||W||_F, sqrt(1^T alpha)): equal at the optimum
+    (||W||^2 = alpha^T G alpha = 1^T alpha), and where 0 is in the features' hull the multipliers grow without
+    bound while sum_k alpha_k a_k d_k^T cancels to a W of modest norm."""
+    return max(float(np.linalg.norm(w)), float(np.sqrt(max(alpha.sum(), 0.0))))
+
+
+def _cutting_planes(
+    a: NDArray[np.float64],
+    d: NDArray[np.float64],
+    other: NDArray[np.bool_],
+    solve: Solve,
+    per_input: int,
+    tol: float,
+    max_rounds: int,
+    bound: float = np.inf,
+) -> Planes:
+    """The dual on a growing working set: W, all margins, the working set's multipliers, the rounds used, the
+    worst status of the rounds' solves.
+
+    The working set starts with the closest other token of each input; each round ``solve`` gives the multipliers
+    and W, and the most violated constraints outside the set (``per_input`` per input) join it. Constraints with no
+    multiplier and slack in their margin leave (the next solve's cost grows with the set). The full set of
+    constraints is only ever evaluated, never factorised. ||W||_F at ``bound`` or beyond (:func:`_size`) stops the
+    rounds (the hard problem has no solution: its dual is unbounded).
+    """
+    n = len(a)
+    inside = np.zeros(other.shape, dtype=bool)
+    inside[np.arange(n), np.where(other, np.linalg.norm(d, axis=-1), np.inf).argmin(axis=1)] = True
+    alpha, rounds, worst = np.zeros(n), 0, "optimal"
+    while rounds < max_rounds:
+        rounds += 1
+        ii, tt = np.nonzero(inside)
+        alpha, w, status = solve(a[ii], d[ii, tt], alpha)
+        worst = _worst(worst, status)
+        margins = np.where(other, np.einsum("ic,itc->it", a @ w, d), np.inf)
+        add = _violated(margins, inside, per_input, tol)
+        if not add.any() or _size(w, alpha) >= bound:
+            break
+        idle = (alpha <= 1e-9 * alpha.max(initial=0.0)) & (margins[ii, tt] > 1.0 + 1e-6)
+        inside[ii[idle], tt[idle]] = False
+        alpha = _extend(inside, add, alpha[~idle])
+        inside |= add
+    return w, margins, alpha, rounds, worst
+
+
+def _frobenius_solve(boxed: bool, soft_c: float, linalg: LinearAlgebra = NUMPY) -> Solve:
+    """The Frobenius dual on a working set: block principal pivoting on ``linalg`` (hard margin; the features'
+    nearest hull point for a round where it cycles) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft
+    margin); W = sum_k alpha_k a_k d_k^T."""
+
+    def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray, str]:
+        if boxed:
+            alpha, status = _dual_qp((ak @ ak.T) * (dk @ dk.T), soft_c)
+            return alpha, ak.T @ (alpha[:, None] * dk), status
+        ak, dk = linalg.array(ak), linalg.array(dk)
+        alpha, status = _active_set((ak @ ak.T) * (dk @ dk.T), linalg.array(alpha), linalg)
+        return linalg.numpy(alpha), linalg.numpy(ak.T @ (alpha[:, None] * dk)), status
+
+    return solve
