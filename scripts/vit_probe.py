@@ -10,12 +10,11 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from maxmargin.experiments.vit import VitSettings, load_image_data
-from maxmargin.experiments.vit.data import normalize
-from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, probe_snapshots
+from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, chosen_image_count, image_sets, probe_snapshots
 from maxmargin.experiments.vit_run_snapshots import run_snapshots
 from maxmargin.logs import rule_logging
 from maxmargin.registry import columns
-from maxmargin.tables import write_csv
+from maxmargin.tables import read_table, write_csv
 
 with rule_logging(snakemake) as log:
     vit = snakemake.params.reads["vit"]
@@ -23,18 +22,24 @@ with rule_logging(snakemake) as log:
     torch.set_num_threads(settings.train.threads)
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     data = load_image_data(settings.data, settings.train.seed, manifest)
-    images = normalize(data.x_test[: settings.probe.n_images], data.mean, data.std)
+    images = image_sets(data, probe.image_sets, settings.probe.n_images)
+    n = probe.images
+    if "curve" in snakemake.input.keys():
+        chosen_on = "train" if "train" in probe.image_sets else "test"
+        n = chosen_image_count(read_table(snakemake.input.curve), chosen_on, probe.curve_tol)
+        log.info("%d images, read from the image-count curve of the %s images (vit.w_svm.curve_tol)", n, chosen_on)
     snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar)
-    log.info("snapshots of epochs %s; %d probe images of %s", snapshots["epochs"], probe.images, data.name)
+    log.info("snapshots of epochs %s; %d images of %s (%s)", snapshots["epochs"], n, data.name, ", ".join(images))
     with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x
-        rows = probe_snapshots(snapshots, settings.model, images, probe, 2 * settings.train.batch_size)
+        rows = probe_snapshots(snapshots, settings.model, images, probe, 2 * settings.train.batch_size, n)
     names = columns("vit_w_svm")
     table = pd.DataFrame(rows, columns=names[:-1]).assign(dataset=data.name)[names]
     write_csv(table, snakemake.output[0])
-    for epoch, g in table.groupby("epoch"):
+    for (epoch, which), g in table.groupby(["epoch", "images"]):
         log.info(
-            "epoch %d: cos(Wt_h, W_mm,h) %s; null (rank d_head) %s; ceiling %s (%.1f s)",
+            "epoch %d, %s images: cos(Wt_h, W_mm,h) %s; null (rank d_head) %s; ceiling %s (%.1f s)",
             epoch,
+            which,
             " ".join(f"{c:.3f}" for c in g["cosine"]),
             " ".join(f"{c:.3f}" for c in g["null_rank"]),
             " ".join(f"{c:.3f}" for c in g["ceiling"]),

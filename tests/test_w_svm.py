@@ -125,8 +125,8 @@ def test_the_probe_of_snapshots_gives_every_column_with_its_nulls_and_ceiling():
     snapshots = {"epochs": [0, 3, 7], "states": {0: state, 3: state, 7: state}}
     settings = ModelSettings(patch_size=8, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0, img_size=32,
                              num_classes=10)  # fmt: skip
-    rows = probe.probe_snapshots(snapshots, settings, images, probe.WSvmSettings(**PROBE), batch_size=2)
-    assert [(r["epoch"], r["head"]) for r in rows] == [(e, h) for e in (0, 3, 7) for h in (0, 1)]
+    rows = probe.probe_snapshots(snapshots, settings, {"test": images}, probe.WSvmSettings(**PROBE), batch_size=2)
+    assert [(r["epoch"], r["head"], r["images"]) for r in rows] == [(e, h, "test") for e in (0, 3, 7) for h in (0, 1)]
     for r in rows:
         assert r["n_constraints"] == 4 * 16 and r["n_images"] == 4 and r["hard_margin"] and r["margins_met"] == 1.0
         assert 0.0 < r["cosine"] <= r["span_cosine"] + 1e-9 <= 1.0 + 1e-9
@@ -136,8 +136,8 @@ def test_the_probe_of_snapshots_gives_every_column_with_its_nulls_and_ceiling():
     assert [np.isnan(r["selection_kept"]) for r in rows[:2]] == [True, True]
     assert [r["selection_kept"] for r in rows[2:]] == [1.0] * 4
     assert [np.isfinite(r["cosine_nuclear"]) for r in rows] == [True, True, False, False, True, True]
-    with pytest.raises(ValueError, match="vit.w_svm.images is 4, but the run has 3 probe images"):
-        probe.probe_snapshots(snapshots, settings, images[:3], probe.WSvmSettings(**PROBE), batch_size=2)
+    with pytest.raises(ValueError, match=r"the probe needs 4 test images \(vit.w_svm.images\), but the run has 3"):
+        probe.probe_snapshots(snapshots, settings, {"test": images[:3]}, probe.WSvmSettings(**PROBE), batch_size=2)
 
 
 def test_the_authors_form_without_the_bias_row_is_the_same_svm_in_z():

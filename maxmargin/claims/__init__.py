@@ -13,7 +13,7 @@ import html
 
 import pandas as pd
 
-from maxmargin.claims import basin, census, lemma1, regpath, synthetic, synthetic_variants, vit
+from maxmargin.claims import basin, census, lemma1, regpath, synthetic, synthetic_variants, vit, vit_regime
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
 from maxmargin.registry import CLAIMS_CONFIG_KEYS as CONFIG_KEYS
 from maxmargin.registry import derived
@@ -29,6 +29,7 @@ CLAIMS: tuple[Claim, ...] = (
     + regpath.CLAIMS
     + lemma1.CLAIMS
     + vit.CLAIMS
+    + vit_regime.CLAIMS
 )
 
 __all__ = [

@@ -181,9 +181,23 @@ def _not_probed(cfg: Config) -> Measurement:
     return f"not measured: {why}", "not run", "no W-ATT-SVM rows"
 
 
+JUDGED_IMAGES = ("train", "test")  # the theory's max-margin problem is over the training inputs: those first
+
+
+def judged_set(table: pd.DataFrame) -> str:
+    """The image set the W-ATT-SVM claims are judged on: the training images where the probe solved on them (the
+    theory's problem), else the held-out probe images (tables made before the ``images`` column: those)."""
+    present = set(table["images"].dropna()) if "images" in table else set()
+    return next((name for name in JUDGED_IMAGES if name in present), "test")
+
+
 def _w_svm_last(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The table sorted by epoch and head, and its last measured epoch's rows."""
-    table = t["vit_w_svm"].sort_values(["epoch", "head"])
+    """The rows of the judged image set (:func:`judged_set`) sorted by epoch and head, and its last measured epoch's
+    rows."""
+    table = t["vit_w_svm"]
+    if "images" in table and table["images"].notna().any():
+        table = table[table["images"] == judged_set(table)]
+    table = table.sort_values(["epoch", "head"])
     return table, table[table["epoch"] == table["epoch"].max()]
 
 

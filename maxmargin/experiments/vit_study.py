@@ -119,3 +119,27 @@ def reset_peak_memory(device: torch.device) -> None:
         import torch  # here: the study's tables and settings need no torch
 
         torch.cuda.reset_peak_memory_stats(device)
+
+
+def pick_pilot_recipe(table: pd.DataFrame, recipes: list[Mapping[str, Any]], fall: float = 0.1) -> tuple[str, str]:
+    """The SGD arm's recipe, read from its pilot (workflow/config/cpu_paper_epochs_sgd_pilot.yaml): among the recipes
+    whose training loss never rose above its epoch-0 value, plain SGD (momentum 0) with the lowest last training
+    loss where one ends below ``fall`` x its epoch-0 loss; else the lowest last training loss of them all, momentum
+    included. The recipe's name and the reason, in words."""
+    momentum = {r["name"]: float(r.get("momentum", 0.0)) for r in recipes}
+    runs = {name: g.sort_values("epoch") for name, g in table.groupby("recipe")}
+    stable = {name: g for name, g in runs.items() if (g["train_loss"] <= g["train_loss"].iloc[0]).all()}
+    if not stable:
+        raise ValueError("every recipe of the pilot diverged (its training loss rose above its epoch-0 value)")
+    last = {name: float(g["train_loss"].iloc[-1]) for name, g in stable.items()}
+    start = {name: float(g["train_loss"].iloc[0]) for name, g in stable.items()}
+    plain = [n for n in last if momentum[n] == 0.0 and last[n] < fall * start[n]]
+    name = min(plain or last, key=last.get)
+    epochs = int(stable[name]["epoch"].iloc[-1])
+    losses = ", ".join(f"{n} {v:.3f}" for n, v in sorted(last.items(), key=lambda kv: kv[1]))
+    why = (
+        f"plain SGD reaching below {fall:g} x its epoch-0 loss in {epochs} epochs"
+        if plain
+        else f"no plain rate reached below {fall:g} x its epoch-0 loss in {epochs} epochs, so the lowest of all"
+    )
+    return name, f"{name}: {why} (training loss at epoch {epochs}: {losses})"

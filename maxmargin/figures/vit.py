@@ -321,3 +321,79 @@ def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
         if warnings:
             _footer(fig, warnings)
     return fig
+
+
+def _loss(ax: Axes, metrics: pd.DataFrame, regime_loss: float) -> None:
+    """Panel (a): the training loss on a log scale (left) and the training accuracy (right), with claim
+    ``vit_regime``'s bar on the loss."""
+    ax.semilogy(metrics["epoch"], metrics["train_loss"], color="k", lw=1.4, label="training loss")
+    ax.axhline(regime_loss, color=WARNING_COLOR, ls=":", lw=1.0, label=f"regime bar {regime_loss:g}")
+    ax.set_ylabel("Training loss (log scale)")
+    right = ax.twinx()
+    right.plot(metrics["epoch"], metrics["train_acc"], color="C2", lw=1.0, label="training accuracy")
+    right.set_ylim(0.0, 1.02)
+    right.set_ylabel("Training accuracy", color="C2")
+    right.tick_params(axis="y", colors="C2")
+    right.spines["right"].set_visible(True)
+    right.grid(False)
+    handles = ax.get_lines() + right.get_lines()
+    ax.legend(handles, [h.get_label() for h in handles], loc="center right", fontsize=7)
+    ax.set_title("(a) Training loss and accuracy", fontsize=9)
+
+
+def _saturation(ax: Axes, metrics: pd.DataFrame, tokens: int) -> None:
+    """Panel (b): the attention's saturation, each head's largest [CLS] softmax probability averaged over heads and
+    probe images, between the uniform attention's 1 / (1 + T) and the theory's limit 1."""
+    ax.axhline(1.0, color="k", ls=":", lw=1.0, label="one token (the limit)")
+    ax.axhline(1.0 / tokens, color="0.6", ls="-.", lw=0.8, label=f"uniform (1/{tokens})")
+    if "cls_max_attention" in metrics and metrics["cls_max_attention"].notna().any():
+        ax.plot(metrics["epoch"], metrics["cls_max_attention"], color=style.COLORS["p"], lw=1.4, label="saturation")
+    else:
+        ax.text(0.5, 0.5, "not measured in this run", transform=ax.transAxes, ha="center", fontsize=8)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("Largest [CLS] softmax probability")
+    ax.legend(loc="center right", fontsize=7)
+    ax.set_title("(b) Saturation of the attention", fontsize=9)
+
+
+def _turning(ax: Axes, metrics: pd.DataFrame, max_direction_angle: float) -> None:
+    """Panel (c): the angle W turns between consecutive metrics rows and its angle to the final W, in degrees."""
+    step = int(metrics["epoch"].diff().median()) if len(metrics) > 1 else 1
+    angles = {
+        f"between rows ({step} epoch{'s' * (step != 1)})": metrics["w_cosine_previous"],
+        "to the final W": metrics["w_cosine_final"],
+    }
+    for (label, cosine), ls in zip(angles.items(), ("-", "--"), strict=True):
+        ax.plot(metrics["epoch"], np.degrees(np.arccos(np.clip(cosine, -1, 1))), color=style.COLORS["v"], ls=ls,
+                lw=1.4 if ls == "-" else 1.0, label=label)  # fmt: skip
+    ax.axhline(max_direction_angle, color=WARNING_COLOR, ls=":", lw=1.0, label=f"{max_direction_angle:g} degrees")
+    ax.set_ylim(0.0, 95.0)
+    ax.set_ylabel("Angle of W (degrees)")
+    ax.legend(loc="upper right", fontsize=7)
+    ax.set_title("(c) Does W's direction settle?", fontsize=9)
+
+
+def draw_regime(
+    metrics: pd.DataFrame,
+    sidecar: dict[str, Any],
+    *,
+    regime_loss: float,
+    max_direction_angle: float,
+    settings_footer: bool,
+) -> Figure:
+    """Companion of Figure 7 (beyond the paper): is the run in the regime the theory is about? (a) the training loss
+    (log scale) and accuracy, (b) the attention's saturation, (c) W's turning between rows and to its final value."""
+    metrics = metrics.sort_values("epoch")
+    tokens = 1 + int(np.prod(sidecar["grid"]))
+    with style.paper_style():
+        fig = plt.figure(figsize=(11.5, 3.6), layout="constrained")
+        axes = fig.subplots(1, 3, width_ratios=[1.2, 1.0, 1.0])
+        _loss(axes[0], metrics, regime_loss)
+        _saturation(axes[1], metrics, tokens)
+        _turning(axes[2], metrics, max_direction_angle)
+        for ax in axes:
+            ax.set_xlabel("Epoch")
+            ax.set_xlim(metrics["epoch"].min(), metrics["epoch"].max())
+        warning = stand_in_warning(sidecar["dataset"], sidecar.get("dataset_note", ""))
+        _footer(fig, [(warning, WARNING_COLOR)] * bool(warning) + [(source_note(sidecar), "0.4")] * settings_footer)
+    return fig

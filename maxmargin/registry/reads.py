@@ -55,6 +55,7 @@ READS: dict[str, tuple[str, ...]] = {
     "vit_baseline": ("vit.data", "vit.train.seed", "vit.train.threads", "vit.model.num_classes", "vit.baseline"),
     "vit_metrics_table": (),
     "vit_probe": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), "vit.w_svm"),
+    "vit_probe_images": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), "vit.w_svm"),
     "plot_census": ("{options}",),
     "plot_regpath": ("{options}",),
     "plot_vit": ("{options}",),

@@ -135,6 +135,25 @@ PANELS: tuple[Panel, ...] = (
         "``tables/vit_w_svm.csv``; docs/vit.md.",
         caption_blocks=("vit",),
     ),
+    Panel(
+        name="fig7_regime",
+        target="fig7",
+        family="vit",
+        label="Figure 7 (regime)",
+        draw="draw_regime",
+        tables=("vit_metrics",),
+        options=("vit.guard.regime_loss", "vit.guard.max_direction_angle", "vit.plots.settings_footer"),
+        caption="Companion of Figure 7, beyond the paper: is the run in the regime the theory is about, where the "
+        "training loss approaches zero and W / ||W||_F settles? (a) The training loss (log scale; the mean over each "
+        "epoch's batches) with the bar of claim vit_regime ({guard[regime_loss]:g}), and the training accuracy. (b) "
+        "The attention's saturation: each last-layer head's largest softmax probability in its [CLS] row, averaged "
+        "over heads and probe images; 1 where every head selects one token (the limit of the theory's softmax), "
+        "1 / (1 + T) for uniform attention. (c) The angle W turns between consecutive metrics rows, and its angle to "
+        "the final W, with the {guard[max_direction_angle]:g} degrees of claim vit_w_direction. This run: "
+        "{run[vit_regime]}; {run[vit_w_direction]}. {run[vit_dataset]} Numbers: ``tables/vit_metrics.csv`` "
+        "(``train_loss``, ``train_acc``, ``cls_max_attention``, ``w_cosine_previous``, ``w_cosine_final``).",
+        caption_blocks=("vit",),
+    ),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -158,7 +177,7 @@ TABLES: tuple[Table, ...] = (
         caption="The ViT run of Figures 6-7 (Section 4), one row per measured epoch (epoch 0, every "
         "{train[eval_every]} and the last of {train[epochs]}): what the figures draw, on the data set it names.",
         caption_blocks=("vit",),
-        claims=("vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates"),
+        claims=("vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates", "vit_regime"),
         extensions=("csv", "json"),
     ),
     Table(
@@ -280,6 +299,12 @@ CHECKPOINTS = {
 }
 
 _BOTH = "on the same epoch's inputs (the first ``vit.w_svm.images`` probe images)"
+IMAGE_SET = described(
+    text("images", ("test", "train"), required=False),
+    "the images the solutions are computed on: ``test``, the first held-out probe images, or ``train``, the first "
+    "training images (the ones the loss is on, the theory's max-margin problem) (``vit.w_svm.image_sets``; absent "
+    "from tables made before it: ``test``)",
+)
 TABLES += (
     Table(
         name="vit_w_svm",
@@ -360,6 +385,7 @@ TABLES += (
                 "at the first): whether the target W_mm,h moves because the selections do",
             ),
             described(real("seconds", ge=0), "wall seconds of this head's row (every solve included)"),
+            IMAGE_SET,
             DATASET,
         ),
         rule="vit_probe",
@@ -369,6 +395,32 @@ TABLES += (
         "nuclear-norm solution and the stability of its selections (rule vit_probe; docs/vit.md).",
         caption_blocks=("vit",),
         claims=("vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear"),
+    ),
+)
+
+TABLES += (
+    Table(
+        name="vit_w_svm_images",
+        family="vit",
+        columns=(
+            IMAGE_SET,
+            described(positive("n_images"), "the first n images of the set the W-ATT-SVM is solved on"),
+            described(count("head"), "the head h of the last layer"),
+            described(cosine("cosine"), "cos(Wt_h, W_mm,h) at the last snapshot, W_mm,h solved on these n images"),
+            described(cosine("null_rank"), "null (a) on the same n images: random rank-d_head matrices (mean)"),
+            described(real("null_rank_sd", ge=0, nullable=True), "its standard deviation over the draws"),
+            described(unit("ceiling"), "the rank-d_head ceiling of W_mm,h"),
+            described(flag("hard_margin"), "whether W_mm,h meets every margin"),
+            described(positive("n_constraints"), "the margins: one per image and token other than the selected"),
+            described(real("seconds", ge=0), "wall seconds of this row"),
+            DATASET,
+        ),
+        rule="vit_probe_images",
+        label="ViT heads against their W-ATT-SVM, by the number of images",
+        caption="Beyond the paper: how each last-layer head's cosine with its W-ATT-SVM solution at the last snapshot "
+        "depends on the number of images the solution is computed on ({w_svm[curve_images]}), on the held-out probe "
+        "images and on the training images; rule vit_probe reads the number it uses from it (docs/vit.md).",
+        caption_blocks=("vit",),
     ),
 )
 

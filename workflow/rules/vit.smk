@@ -257,6 +257,7 @@ rule docs_vit_recipes:
 # probe did not finish still makes the page, without them.
 DOCS_W_SVM_INPUTS = (
     {"w_svm_table": table_path("vit_w_svm"), "fig7_w_svm": panel_files("fig7_w_svm")[1]}
+    | ({"w_svm_images": table_path("vit_w_svm_images")} if VIT["w_svm"]["curve_images"] else {})
     if VIT["docs_w_svm"]
     else {}
 )
@@ -265,6 +266,11 @@ DOCS_W_SVM_OUTPUTS = (
         "fig7_w_svm": f"docs/results/{VIT['docs']}_fig7_w_svm.png",
         "w_svm": f"docs/results/{VIT['docs']}_w_svm.csv",
     }
+    | (
+        {"w_svm_images": f"docs/results/{VIT['docs']}_w_svm_images.csv"}
+        if VIT["w_svm"]["curve_images"]
+        else {}
+    )
     if VIT["docs_w_svm"]
     else {}
 )
@@ -282,11 +288,13 @@ rule docs_vit:
         sidecar=rules.vit_train.output.sidecar,
         fig6=panel_files("fig6")[1],
         fig7=panel_files("fig7")[1],
+        fig7_regime=panel_files("fig7_regime")[1],
     output:
         **DOCS_W_SVM_OUTPUTS,
         md=f"docs/results/{VIT['docs']}.md",
         fig6=f"docs/results/{VIT['docs']}_fig6.png",
         fig7=f"docs/results/{VIT['docs']}_fig7.png",
+        fig7_regime=f"docs/results/{VIT['docs']}_fig7_regime.png",
         metrics=f"docs/results/{VIT['docs']}_metrics.csv",
         baseline=f"docs/results/{VIT['docs']}_baseline.csv",
         claims=f"docs/results/{VIT['docs']}_claims.csv",
@@ -304,6 +312,41 @@ rule docs_vit:
         "../../scripts/docs_vit.py"
 
 
+rule vit_probe_images:
+    """Beyond the paper: each last-layer head at the last snapshot against its W-ATT-SVM solved on the first n images
+    of each image set, for every n of `vit.w_svm.curve_images`: how the cosine depends on the number of images, from
+    which rule vit_probe takes the number it uses (docs/vit.md).
+    """
+    input:
+        snapshots=results_path(registry.file("vit_snapshots").path),
+        sidecar=rules.vit_train.output.sidecar,
+        manifest=data_manifest("vit"),
+    output:
+        table_outputs("vit_w_svm_images"),
+    log:
+        results_path("logs/vit_probe_images/vit_w_svm_images.log"),
+    benchmark:
+        results_path("benchmarks/vit_probe_images/vit_w_svm_images.tsv")
+    conda:
+        "../envs/torch.yaml"
+    threads: VIT["train"]["threads"]
+    resources:
+        gpu=VIT["resources"]["gpu"] if VIT["w_svm"]["device"] == "cuda" else 0,
+        runtime=VIT["w_svm"]["runtime"],
+        mem_mb=VIT["resources"]["mem_mb"],
+    params:
+        reads=reads("vit_probe_images"),
+        code=analysis_fingerprint(),
+    script:
+        "../../scripts/vit_probe_images.py"
+
+
+# Where vit.w_svm.curve_images is set, rule vit_probe reads its number of images from the measured curve.
+VIT_PROBE_CURVE = (
+    {"curve": table_path("vit_w_svm_images")} if VIT["w_svm"]["curve_images"] else {}
+)
+
+
 rule vit_probe:
     """Beyond the paper: each last-layer head against its W-ATT-SVM solution, its matched nulls, its rank ceiling
     and the nuclear-norm solution, at every snapshot of the run (docs/vit.md). Reads the snapshots: a change to the
@@ -311,6 +354,7 @@ rule vit_probe:
     another run in its place is refused, naming both (maxmargin/experiments/vit_run_snapshots.py).
     """
     input:
+        **VIT_PROBE_CURVE,
         snapshots=results_path(registry.file("vit_snapshots").path),
         sidecar=rules.vit_train.output.sidecar,
         manifest=data_manifest("vit"),

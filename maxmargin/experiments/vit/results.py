@@ -102,11 +102,14 @@ def save_result(
 # The metrics of the docs page, in the paper's words.
 _PAGE_COLUMNS = {
     "epoch": "epoch",
+    "train_loss": "train loss",
+    "train_acc": "train acc",
     "test_acc": "test acc",
     "soft_sparsity": "soft-sparsity",
     "w_frobenius": "||W||_F",
     "w_cosine_previous": "cos(W, previous W)",
     "w_cosine_final": "cos(W, final W)",
+    "cls_max_attention": "saturation",  # absent from runs made before it was measured
 }
 
 
@@ -116,6 +119,7 @@ def run_page(
     sidecar: dict[str, Any],
     claims: pd.DataFrame,
     w_svm: pd.DataFrame,
+    curve: pd.DataFrame | None = None,
 ) -> str:
     """The body of a ViT run's docs page (Markdown): data, model, recipe, machine and times from the run's sidecar,
     the linear baseline, every evaluated epoch's metrics (Figures 6-7's numbers), each head against its
@@ -123,11 +127,12 @@ def run_page(
     s, times = sidecar["settings"], sidecar["epoch_times"]
     m, t = s["model"], s["train"]
     grid = "x".join(str(g) for g in sidecar["grid"])
-    recipe = f"{t['optimizer']} at lr {t['lr']:g}, batch {t['batch_size']}, {t['epochs']} epochs"
+    recipe = f"{t['optimizer']} at lr {t['lr']:g}" + (f", momentum {t['momentum']:g}" if t["optimizer"] == "sgd" else "")
+    recipe += f", batch {t['batch_size']}, {t['epochs']} epochs"
     recipe += f", warm-up {t['warmup_epochs']:g} epochs" if t["warmup_epochs"] else ""
     recipe += f", {t['schedule']} schedule, gradient clipping at {t['grad_clip']:g}" if t["grad_clip"] else ""
     recipe += f", weight decay {t['weight_decay']:g}" if t["weight_decay"] else ""
-    table = metrics[list(_PAGE_COLUMNS)].rename(columns=_PAGE_COLUMNS)
+    table = metrics[[c for c in _PAGE_COLUMNS if c in metrics]].rename(columns=_PAGE_COLUMNS)
     lines = [
         f"- Data: {sidecar['dataset']}, {sidecar['n_train']} training and {sidecar['n_test']} test images "
         f"(soft-sparsity over the first {sidecar['n_probe']}).",
@@ -140,31 +145,58 @@ def run_page(
         f"- Linear baseline (logistic regression on the same training pixels): test accuracy "
         f"{float(baseline['test_acc'].iloc[0]):.3f}; chance {1 / m['num_classes']:.3f}.",
     ]
-    sections = ["", "## Every epoch", "", markdown_table(table), *w_svm_section(w_svm)]
+    sections = ["", "## Every epoch", "", markdown_table(table), *w_svm_section(w_svm, curve)]
     sections += ["## The ViT claims", "", markdown_table(claims)]
     return "\n".join(lines + sections)
 
 
-def w_svm_section(table: pd.DataFrame) -> list[str]:
-    """The page's per-head W-ATT-SVM cosines (table ``vit_w_svm``): one row per measured epoch, a column per head,
-    beside the matched null, the rank ceiling and the nuclear-norm cosine (head means)."""
+def w_svm_section(table: pd.DataFrame, curve: pd.DataFrame | None = None) -> list[str]:
+    """The page's per-head W-ATT-SVM cosines (table ``vit_w_svm``): for each image set, one row per measured epoch, a
+    column per head, beside the matched null, the rank ceiling and the nuclear-norm cosine (head means); then, where
+    measured, the cosine against the number of images (table ``vit_w_svm_images``)."""
     if table.empty:
         return []
-    wide = table.pivot(index="epoch", columns="head", values="cosine")
-    wide.columns = [f"head {h}" for h in wide.columns]
-    means = table.groupby("epoch")[["null_rank", "ceiling", "cosine_nuclear", "selection_kept"]].mean()
-    wide = wide.join(means.rename(columns=_W_SVM_MEANS))
+    sets = table["images"].fillna("test") if "images" in table else pd.Series("test", index=table.index)
     n = int(table["n_constraints"].iloc[0])
-    return [
+    lines = [
         "## Each head against its max-margin solution",
         "",
         f"cos(Wt_h, W_mm,h) of each last-layer head with the Frobenius W-ATT-SVM solution of the tokens it selects "
-        f"({n} constraints), beside the head means of its matched rank-d_head null, its rank ceiling, its cosine "
-        "with the nuclear-norm solution and the share of probe images whose selection is unchanged since the "
-        f"previous measured epoch (docs/vit.md; every column: table `vit_w_svm`). Rule vit_probe took "
-        f"{table['seconds'].sum():.0f} s for these rows (the sum of their `seconds`).",
+        f"on {int(table['n_images'].iloc[0])} images ({n} constraints), beside the head means of its matched "
+        "rank-d_head null, its rank ceiling, its cosine with the nuclear-norm solution and the share of images whose "
+        "selection is unchanged since the previous measured epoch (docs/vit.md; every column: table `vit_w_svm`). "
+        f"Rule vit_probe took {table['seconds'].sum():.0f} s for these rows (the sum of their `seconds`).",
+    ]
+    for name, rows in table.groupby(sets, sort=False):
+        wide = rows.pivot(index="epoch", columns="head", values="cosine")
+        wide.columns = [f"head {h}" for h in wide.columns]
+        means = rows.groupby("epoch")[["null_rank", "ceiling", "cosine_nuclear", "selection_kept"]].mean()
+        wide = wide.join(means.rename(columns=_W_SVM_MEANS))
+        lines += ["", f"On the {_IMAGE_SETS[name]}:", "", markdown_table(wide.reset_index())]
+    return lines + (curve_section(curve) if curve is not None and not curve.empty else [])
+
+
+_IMAGE_SETS = {
+    "test": "held-out probe images (the first test images)",
+    "train": "training images (the first ones, which the loss is on)",
+}
+
+
+def curve_section(curve: pd.DataFrame) -> list[str]:
+    """The cosine at the last snapshot against the number of images the W-ATT-SVM is solved on (table
+    ``vit_w_svm_images``): head means and the rank null, per image set."""
+    means = curve.groupby(["n_images", "images"])[["cosine", "null_rank"]].mean().unstack("images")
+    means.columns = [f"{'cosine' if c == 'cosine' else 'null'} ({s})" for c, s in means.columns]
+    return [
         "",
-        markdown_table(wide.reset_index()),
+        "### The cosine against the number of images",
+        "",
+        "At the last snapshot, each head against its W-ATT-SVM solved on the first n images of each set (head "
+        "means; the null: random rank-d_head matrices on the same images; table `vit_w_svm_images`). Rule "
+        f"vit_probe read its number of images from this curve (vit.w_svm.curve_tol); it took "
+        f"{curve['seconds'].sum():.0f} s.",
+        "",
+        markdown_table(means.reset_index()),
     ]
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 
@@ -33,6 +34,7 @@ from maxmargin.core.progress import Progress
 from maxmargin.core.w_svm import WSVMResult, frobenius_cosine, w_att_svm, w_att_svm_nuclear, w_logits
 from maxmargin.core.w_svm_dual import NUMPY, LinearAlgebra
 from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_cosine
+from maxmargin.experiments.vit.data import ImageData, normalize
 from maxmargin.experiments.vit.model import build_vit, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
 
@@ -54,10 +56,14 @@ class WSvmSettings:
     seed: int
     device: str
     runtime: int
+    image_sets: tuple[str, ...] = ("test",)
+    curve_images: tuple[int, ...] = ()
+    curve_tol: float = 0.02
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> WSvmSettings:
-        return cls(**cfg)
+        lists = {key: tuple(cfg[key]) for key in ("image_sets", "curve_images") if key in cfg}
+        return cls(**{**cfg, **lists})
 
     def frobenius(self, z: np.ndarray, x: np.ndarray, selected: np.ndarray, soft: bool = True) -> WSVMResult:
         """The Frobenius W-ATT-SVM of ``selected`` on these inputs, by these settings (its pivoting on ``device``;
@@ -223,26 +229,89 @@ def probe_head(
     return {**row, "_selected": selected}
 
 
+def image_sets(data: ImageData, names: tuple[str, ...], n_probe: int) -> dict[str, torch.Tensor]:
+    """The probe's image sets, normalised: ``test``, the run's first ``n_probe`` held-out probe images
+    (``vit.probe.n_images``), and ``train``, its training images in order (the ones the loss is on)."""
+    raw = {"test": data.x_test[:n_probe], "train": data.x_train}
+    return {name: normalize(raw[name], data.mean, data.std) for name in names}
+
+
 def probe_snapshots(
-    snapshots: Mapping[str, Any], model: ModelSettings, images: torch.Tensor, s: WSvmSettings, batch_size: int
+    snapshots: Mapping[str, Any],
+    model: ModelSettings,
+    images: Mapping[str, torch.Tensor],
+    s: WSvmSettings,
+    batch_size: int,
+    n_images: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Every head of the last layer at every snapshot epoch, in order: the rows of table ``vit_w_svm`` (but its
-    ``dataset``). ``images``: the normalised probe images (their first ``s.images`` are used)."""
-    if len(images) < s.images:
-        raise ValueError(f"vit.w_svm.images is {s.images}, but the run has {len(images)} probe images")
+    """Every head of the last layer at every snapshot epoch, in order, on the first ``n_images`` (default
+    ``s.images``) of each image set (``images``: name -> normalised images, e.g. the held-out probe images ``test``
+    and the training images ``train`` the loss is on): the rows of table ``vit_w_svm`` (but its ``dataset``)."""
+    n = s.images if n_images is None else n_images
+    for name, x in images.items():
+        if len(x) < n:
+            raise ValueError(f"the probe needs {n} {name} images (vit.w_svm.images), but the run has {len(x)}")
     net, rows, previous = build_vit(model), [], {}
     rng = np.random.default_rng(s.seed)
     epochs = [int(e) for e in snapshots["epochs"]]
-    bar = Progress("W-ATT-SVM probe: heads", len(epochs) * model.num_heads)
+    bar = Progress("W-ATT-SVM probe: heads", len(epochs) * len(images) * model.num_heads)
     for epoch in epochs:
         net.load_state_dict(snapshots["states"][epoch])
-        z, x = attention_inputs(net, images[: s.images], batch_size)
         attn = last_attention(net)
-        for head, w in enumerate(head_key_query(attn, s.query_bias)):
-            row = probe_head(w, z, x, attn.head_dim, s, rng, s.nuclear_due(epoch, epochs))
-            selected = row.pop("_selected")
-            kept = float(np.mean(selected == previous[head])) if head in previous else math.nan
-            previous[head] = selected
-            rows.append({"epoch": epoch, "head": head, **row, "selection_kept": kept})
-            bar.update(len(rows), f"epoch {epoch} head {head}: cosine {row['cosine']:.3f} ({row['seconds']:.1f} s)")
+        for name, x_set in images.items():
+            z, x = attention_inputs(net, x_set[:n], batch_size)
+            for head, w in enumerate(head_key_query(attn, s.query_bias)):
+                row = probe_head(w, z, x, attn.head_dim, s, rng, s.nuclear_due(epoch, epochs))
+                selected = row.pop("_selected")
+                kept = float(np.mean(selected == previous[name, head])) if (name, head) in previous else math.nan
+                previous[name, head] = selected
+                rows.append({"epoch": epoch, "head": head, **row, "selection_kept": kept, "images": name})
+                bar.update(len(rows), f"epoch {epoch} {name} head {head}: cosine {row['cosine']:.3f} ({row['seconds']:.1f} s)")
     return rows
+
+
+def probe_image_counts(
+    state: Mapping[str, torch.Tensor],
+    model: ModelSettings,
+    images: Mapping[str, torch.Tensor],
+    s: WSvmSettings,
+    batch_size: int,
+) -> list[dict[str, Any]]:
+    """How cos(Wt_h, W_mm,h) depends on the number of images the W-ATT-SVM is solved on: each head of the model
+    ``state`` on the first n images of each set, for every n of ``s.curve_images`` the set holds, with the rank
+    null (``s.null_draws`` draws) and the ceiling at each n (table ``vit_w_svm_images``)."""
+    net, rows = build_vit(model), []
+    net.load_state_dict(state)
+    attn = last_attention(net)
+    counts = {name: [n for n in s.curve_images if n <= len(x)] for name, x in images.items()}
+    bar = Progress("W-ATT-SVM by image count: heads", sum(map(len, counts.values())) * model.num_heads)
+    for name, x_set in images.items():
+        for n in counts[name]:
+            z, x = attention_inputs(net, x_set[:n], batch_size)
+            rng = np.random.default_rng(s.seed)
+            for head, w in enumerate(head_key_query(attn, s.query_bias)):
+                t0 = time.perf_counter()
+                res = s.frobenius(z, x, w_logits(w, z, x, s.query_bias).argmax(axis=1))
+                cosine = frobenius_cosine(w, res.solution)
+                null, null_sd = _spread([c for _, c in _null_rank(z, x, w.shape, attn.head_dim, s, rng)])
+                rows.append(
+                    {"images": name, "n_images": n, "head": head, "cosine": cosine, "null_rank": null,
+                     "null_rank_sd": null_sd, "ceiling": rank_ceiling(res.solution, attn.head_dim),
+                     "hard_margin": res.hard, "n_constraints": res.n_constraints,
+                     "seconds": time.perf_counter() - t0}
+                )  # fmt: skip
+                bar.update(len(rows), f"{name} {n} images head {head}: cosine {cosine:.3f}")
+    return rows
+
+
+def chosen_image_count(curve: pd.DataFrame, images: str, tol: float) -> int:
+    """The number of images the probe's W-ATT-SVM is solved on, read from the measured curve (table
+    ``vit_w_svm_images`` of set ``images``): the smallest n from which every larger n measured changes the head-mean
+    cos(Wt_h, W_mm,h) by less than ``tol``; the largest n measured where the cosine has not levelled off by then."""
+    means = curve[curve["images"] == images].groupby("n_images")["cosine"].mean().sort_index()
+    if means.empty:
+        raise ValueError(f"the image-count curve has no {images!r} rows (vit.w_svm.curve_images)")
+    for n in means.index:
+        if (means.loc[n:] - means.loc[n]).abs().max() < tol:
+            return int(n)
+    return int(means.index[-1])
