@@ -191,3 +191,16 @@ def test_the_regime_panel_draws_with_and_without_the_saturation(tmp_path: Path) 
         turning = fig.axes[2].get_lines()[0].get_ydata()
         np.testing.assert_allclose(turning[1:], np.degrees(np.arccos(0.99)))
         assert fig.axes[0].get_yscale() == "log"
+
+
+def test_the_probe_records_how_each_solve_was_solved() -> None:
+    """The probe's status columns take the solver's statuses, ordered best first as the solver orders them."""
+    from maxmargin.core.w_svm_dual import _STATUSES
+    from maxmargin.registry.vit import SOLVE_STATUSES
+
+    assert SOLVE_STATUSES == _STATUSES
+    snapshots, settings, images = _tiny_snapshots()
+    s = probe.WSvmSettings(**{**PROBE, "nuclear_images": 2})
+    rows = probe.probe_snapshots(snapshots, settings, {"test": images["test"]}, s, batch_size=4)
+    assert {r["status"] for r in rows} <= set(SOLVE_STATUSES)
+    assert [r["nuclear_status"] in SOLVE_STATUSES for r in rows] == [True] * len(rows)  # the first and last epoch

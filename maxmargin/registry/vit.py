@@ -299,6 +299,7 @@ CHECKPOINTS = {
 }
 
 _BOTH = "on the same epoch's inputs (the first ``vit.w_svm.images`` probe images)"
+SOLVE_STATUSES = ("optimal", "looser", "repaired")  # WSVMResult.status, best first
 IMAGE_SET = described(
     text("images", ("test", "train"), required=False),
     "the images the solutions are computed on: ``test``, the first held-out probe images, or ``train``, the first "
@@ -366,6 +367,17 @@ TABLES += (
                 "W_mm(M)) on those images: what a rank-d_head matrix gets from the nuclear norm by its rank alone",
             ),
             described(real("null_nuclear_gap_sd", ge=0, nullable=True), "its standard deviation over the draws"),
+            described(
+                text("nuclear_status", SOLVE_STATUSES, nullable=True, required=False),
+                "how the nuclear-norm SDPs of the row were solved, the worst of them (``WSVMResult.status``: optimal; "
+                "looser, at 1000x looser tolerances; repaired, rescaled onto its margins and accepted by its duality "
+                "gap); empty where none ran; absent from tables made before it",
+            ),
+            described(
+                text("status", SOLVE_STATUSES, required=False),
+                "how the head's Frobenius W-ATT-SVM was solved (``WSVMResult.status``); absent from tables made "
+                "before it",
+            ),
             described(
                 flag("hard_margin"), "whether W_mm,h meets every margin (the hard-margin solution), else soft-margin"
             ),

@@ -37,6 +37,7 @@ from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_co
 from maxmargin.experiments.vit.data import ImageData, normalize
 from maxmargin.experiments.vit.model import build_vit, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
+from maxmargin.registry.vit import SOLVE_STATUSES
 
 
 @dataclass(frozen=True)
@@ -177,12 +178,13 @@ def _null_shuffled(w: np.ndarray, z: np.ndarray, x: np.ndarray, selected, s: WSv
     return out, drawn
 
 
-def nuclear_gap(w: np.ndarray, z: np.ndarray, x: np.ndarray, s: WSvmSettings) -> tuple[float, float]:
-    """cos(W, W_nuc) and cos(W, W_fro) for the tokens ``w`` selects, both on the same inputs."""
+def nuclear_gap(w: np.ndarray, z: np.ndarray, x: np.ndarray, s: WSvmSettings) -> tuple[float, float, str]:
+    """cos(W, W_nuc) and cos(W, W_fro) for the tokens ``w`` selects, both on the same inputs, and how the
+    nuclear-norm SDP was solved (``WSVMResult.status``)."""
     sel = w_logits(w, z, x, s.query_bias).argmax(axis=1)
-    nuc = w_att_svm_nuclear(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias).solution
+    nuc = w_att_svm_nuclear(z, x, sel, soft_c=s.soft_c, query_bias=s.query_bias)
     fro = s.frobenius(z, x, sel).solution
-    return frobenius_cosine(w, nuc), frobenius_cosine(w, fro)
+    return frobenius_cosine(w, nuc.solution), frobenius_cosine(w, fro), nuc.status
 
 
 def probe_head(
@@ -209,13 +211,16 @@ def probe_head(
         "cosine_frobenius_nuclear_images": math.nan,
         "null_nuclear_gap": math.nan,
         "null_nuclear_gap_sd": math.nan,
+        "nuclear_status": None,
     }
     if nuclear:
         zn, xn = z[: s.nuclear_images], x[: s.nuclear_images]
-        row["cosine_nuclear"], row["cosine_frobenius_nuclear_images"] = nuclear_gap(w, zn, xn, s)
-        gaps = [float(np.subtract(*nuclear_gap(m, zn, xn, s))) for m, _ in nulls[: s.nuclear_draws]]
-        row["null_nuclear_gap"], row["null_nuclear_gap_sd"] = _spread(gaps)
+        row["cosine_nuclear"], row["cosine_frobenius_nuclear_images"], row["nuclear_status"] = nuclear_gap(w, zn, xn, s)
+        gaps = [nuclear_gap(m, zn, xn, s) for m, _ in nulls[: s.nuclear_draws]]
+        row["null_nuclear_gap"], row["null_nuclear_gap_sd"] = _spread([nuc - fro for nuc, fro, _ in gaps])
+        row["nuclear_status"] = max([row["nuclear_status"], *(status for *_, status in gaps)], key=SOLVE_STATUSES.index)
     row.update(
+        status=res.status,
         hard_margin=res.hard,
         margins_met=res.met,
         n_images=len(z),
