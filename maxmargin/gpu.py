@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 import threading
@@ -176,12 +177,17 @@ def claim_out_dir(out: Path) -> IO[str]:
     gets it): OUT_DIR must be new or empty, so that what comes back is this session's files only."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"OUT_DIR {out} is a file: give a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
     log = out / "session.log"
     try:
+        out.mkdir(parents=True, exist_ok=True)
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
         raise UsageError(_not_empty(out, "another session writes into it or wrote into it")) from None
+    except OSError as err:  # not writable, a path through a file, a full or read-only disk
+        raise UsageError(
+            f"OUT_DIR {out} cannot be written ({err.strerror or err}): give a folder this user can create and write "
+            "into (the node's output folder, e.g. $OUT)"
+        ) from None
     handle = os.fdopen(fd, "w", buffering=1)
     others = sorted(p.name for p in out.iterdir() if p.name != "session.log")
     if others:
@@ -239,6 +245,16 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _echo_line(line: str) -> None:
+    """``line`` on the terminal, where there is one: a closed terminal (SIGHUP) or a killed parent leaves a broken
+    pipe, which must not stop the session's last steps (its salvage, session.json): session.log has the line."""
+    try:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    except OSError:
+        pass
+
+
 class Session:
     """A session's wall clock, its log (also echoed), the files it brought back and how it ran (``summary``:
     session.json), and its stages' processes."""
@@ -256,8 +272,8 @@ class Session:
 
     def log(self, text: str) -> None:
         line = f"[gpu-session {time.time() - self.start:6.1f}s] {text}"
-        print(line, flush=True)
-        self.log_file.write(line + "\n")
+        self.log_file.write(line + "\n")  # session.log first: it comes back, the terminal may be gone
+        _echo_line(line + "\n")
 
     def keep(self, source: Path, name: str, record: dict[str, Any]) -> bool:
         """Copy ``source`` into OUT_DIR as ``name``; session.json's ``files`` records what it is. Whether it was
@@ -336,8 +352,8 @@ class Session:
 
     def _echo(self, proc: subprocess.Popen, said: list[str]) -> None:
         for line in proc.stdout:
-            print(line, end="", flush=True)
             self.log_file.write(line)
+            _echo_line(line)
             said.append(line)
 
     def stop(self, proc: subprocess.Popen, locks: set[Path]) -> int:

@@ -4,8 +4,9 @@ The plan: the epochs that fit after the pilot, or, without a pilot, the config's
 the first session measured (:data:`MEASURED`, :func:`project_run`), then checked against the run's own epochs as
 they come (:func:`run_projection`, :func:`probe_projection`: the rule logs' lines). The judgement: a file comes
 back only when it is of the planned run (its settings, its epoch count included, and its fingerprint), and it says
-whether this session made it or an earlier one did (a stage with nothing to do); a run of other settings is another
-run, never brought back as this one. Standard library only: the session imports this before the kit.
+whether this session trained it or an earlier one did (by what the training job's own log says it did:
+:func:`job_work`); a run of other settings is another run, never brought back as this one. Standard library only:
+the session imports this before the kit.
 """
 
 from __future__ import annotations
@@ -222,11 +223,12 @@ def run_projection(lines: Iterable[str], total: int, since: float = -math.inf, f
     """The training's rate and end from its rule log's epoch lines (those read back from a checkpoint left out):
     the rate of the epochs after the first two of this job (the first carries the evaluation's compilation or a
     resumed run's training's, the second the training's), once ``few`` of them are done; None before. Every row
-    and checkpoint of those epochs is in the rate."""
+    and checkpoint of those epochs is in the rate. An epoch past ``total`` is no line of this run (another run
+    writing into the same results root from another working directory: docs/gpu.md): left out."""
     points = [
         (t, int(m[1]))
         for t, line in stamped(lines, since)
-        if (m := _EPOCH.search(line)) and "(from the checkpoint)" not in line
+        if (m := _EPOCH.search(line)) and "(from the checkpoint)" not in line and int(m[1]) <= total
     ]
     if len(points) < 2 + few:
         return None
@@ -338,11 +340,43 @@ class Verdict:
     message: str
 
 
+@dataclass(frozen=True)
+class JobWork:
+    """What a stage's training job did, by its own rule log (:func:`job_work`): the first epoch it trained (None:
+    none), and whether it restored a finished run's outputs from its checkpoint instead."""
+
+    trained_from: int | None
+    restored: bool = False
+
+
+_RESUMED = re.compile(r" INFO resuming from .* at epoch (\d+)$")
+_RESTORED = " INFO restoring the outputs of the finished run "
+
+
+def job_work(lines: Iterable[str], since: float) -> JobWork:
+    """What the training job did, by its rule log's lines from ``since`` on (the stage's start: an earlier job's
+    lines left out). It trained from epoch 0 where its first metrics row is its own (a fresh start: the
+    initialisation), from k + 1 where it says it resumed at epoch k; it trained nothing where it restored a finished
+    run, where it wrote no line (it did not run: Snakemake had nothing to do) or failed before its first row. The
+    job's word, not a file's time: a checkpoint taken back from aside, or a file copied in, is not this session's
+    training."""
+    for _, line in stamped(lines, since):
+        if _RESTORED in line:
+            return JobWork(None, restored=True)
+        if m := _RESUMED.search(line):
+            return JobWork(int(m[1]) + 1)
+        if (m := _EPOCH.search(line)) and "(from the checkpoint)" not in line:
+            return JobWork(int(m[1]))
+    return JobWork(None)
+
+
 def judge_run(
-    settings: Mapping[str, Any], fingerprint: str, epochs: int, planned: Mapping[str, Any], made_here: bool
+    settings: Mapping[str, Any], fingerprint: str, epochs: int, planned: Mapping[str, Any], job: JobWork
 ) -> Verdict:
     """A run's file against the plan: the same settings (its epoch count included) is the planned run, made by this
-    session or by an earlier one (nothing new: reported as such); other settings are another run, never returned."""
+    session where its job trained up to ``epochs`` (``job``: what the job did, by its log), else by an earlier one
+    (nothing trained here: said so, and how); other settings are another run, never returned."""
+    made_here = job.trained_from is not None and job.trained_from <= epochs
     record = {"fingerprint": fingerprint, "epochs": epochs, "made_here": made_here}
     wrong = differences(settings, planned)
     if wrong:
@@ -350,15 +384,21 @@ def judge_run(
         record["differences"] = wrong
         return Verdict(False, record, f"of another run (fingerprint {fingerprint}): {'; '.join(wrong[:4])}")
     if not made_here:
-        record["status"] = "this run, made by an earlier session (nothing new here)"
-        return Verdict(True, record, f"of this run (fingerprint {fingerprint}), made by an earlier session")
+        how = (
+            "restored by this session's job from its finished checkpoint"
+            if job.restored
+            else "taken as it stood (this session's job did not run or trained no epoch)"
+        )
+        record["status"] = f"this run, trained by an earlier session and {how}: nothing trained here"
+        return Verdict(True, record, f"of this run (fingerprint {fingerprint}), trained by an earlier session, {how}")
     record["status"] = "this session's run"
+    record["trained_from"] = job.trained_from
     return Verdict(True, record, f"this session's run (fingerprint {fingerprint}, {epochs} epochs)")
 
 
-def judge_finished(sidecar: Path, table: Path, planned: Mapping[str, Any], since: float) -> Verdict:
-    """A finished run's metrics table against the plan, by its sidecar (settings, fingerprint, the table's sha256):
-    made in this session when the sidecar was written after ``since``; its last row is the planned last epoch."""
+def judge_finished(sidecar: Path, table: Path, planned: Mapping[str, Any], job: JobWork) -> Verdict:
+    """A finished run's metrics table against the plan, by its sidecar (settings, fingerprint, the table's sha256);
+    ``job``: what this session's training job did (:func:`job_work`). Its last row is the planned last epoch."""
     if not sidecar.is_file() or not table.is_file():
         return Verdict(False, {"status": "missing"}, f"{table.name} or its sidecar is missing")
     record = json.loads(sidecar.read_text())
@@ -366,16 +406,14 @@ def judge_finished(sidecar: Path, table: Path, planned: Mapping[str, Any], since
         return Verdict(False, {"status": "not its sidecar's table"}, f"{table} differs from its sidecar's record")
     with table.open(newline="") as f:
         epochs = max((int(row["epoch"]) for row in csv.DictReader(f)), default=-1)
-    made_here = sidecar.stat().st_mtime >= since
-    verdict = judge_run(record.get("settings", {}), str(record.get("fingerprint")), epochs, planned, made_here)
+    verdict = judge_run(record.get("settings", {}), str(record.get("fingerprint")), epochs, planned, job)
     if verdict.returned and epochs != planned["train"]["epochs"]:
         message = f"its last epoch is {epochs}, not the planned {planned['train']['epochs']}"
         return Verdict(False, {**verdict.record, "status": "unfinished"}, message)
     return verdict
 
 
-def judge_checkpoint(state: Mapping[str, Any], checkpoint: Path, planned: Mapping[str, Any], since: float) -> Verdict:
-    """A cut run's checkpoint (its ``settings``, ``fingerprint`` and ``epoch``) against the plan: made in this session
-    when written after ``since``."""
-    made_here = checkpoint.stat().st_mtime >= since
-    return judge_run(state.get("settings", {}), str(state.get("fingerprint")), int(state["epoch"]), planned, made_here)
+def judge_checkpoint(state: Mapping[str, Any], planned: Mapping[str, Any], job: JobWork) -> Verdict:
+    """A cut run's checkpoint (its ``settings``, ``fingerprint`` and ``epoch``) against the plan; ``job``: what this
+    session's training job did (:func:`job_work`)."""
+    return judge_run(state.get("settings", {}), str(state.get("fingerprint")), int(state["epoch"]), planned, job)

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -116,6 +117,8 @@ def test_a_run_is_projected_from_its_own_epochs() -> None:
     assert p.end == pytest.approx(times[-1] + 394 * 0.9, abs=0.1)
     assert p.by(times[-1] + 9.0) == 16
     assert gpu_plan.run_projection(lines[:-2], 400, since=t0).done == 4  # epochs 2-4: three steady ones
+    other = [f"{stamp(times[-1] + 1)} INFO epoch 461: train loss 1.0 acc 0.5 (0.9s); epochs 461/500"]  # not this run
+    assert gpu_plan.run_projection(lines + other, 400, since=t0) == p
     assert gpu_plan.run_projection(lines[:-3], 400, since=t0) is None
 
 
@@ -209,6 +212,14 @@ def test_out_dir_is_new_or_empty_and_taken_by_one_session(tmp_path: Path) -> Non
     assert sorted(p.name for p in old.iterdir()) == ["vit_gpu.md"]
 
 
+def test_an_out_dir_that_cannot_be_written_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """A folder that cannot be made (here: below a file; a read-only disk or another user's folder alike) is a
+    refusal naming the folder and the reason (exit 2 and a message), not a traceback."""
+    (tmp_path / "file").write_text("")
+    with pytest.raises(gpu.UsageError, match=r"OUT_DIR .*file/out cannot be written \(Not a directory\): give a"):
+        gpu.claim_out_dir(tmp_path / "file" / "out")
+
+
 def test_what_comes_back_is_at_most_8_files_of_at_most_16_mib(tmp_path: Path) -> None:
     """A file over 16 MiB is not kept; beyond 6 files (session.log and session.json beside them) none is; an
     archive lists each member with its sha256."""
@@ -246,8 +257,9 @@ def test_a_missing_kit_is_named(tmp_path: Path) -> None:
 
 
 def test_a_file_of_another_run_is_never_brought_back(tmp_path: Path) -> None:
-    """The run's table against the plan by its sidecar: the planned settings made here; the planned settings made
-    before this stage (an earlier session: said so); another epoch count (another run: refused, saying how)."""
+    """The run's table against the plan by its sidecar: the planned settings trained by this session's job; the
+    planned settings its job restored, or did not touch (an earlier session's: said so, and how); another epoch
+    count (another run: refused, saying how). The files' times play no part."""
     planned = gpu_plan.planned_settings(
         gpu.merged_config([REPO / REHEARSAL], REPO / "workflow/config/default.yaml")["vit"]
     )
@@ -256,21 +268,63 @@ def test_a_file_of_another_run_is_never_brought_back(tmp_path: Path) -> None:
     table.write_text("epoch,test_acc\n" + "".join(f"{e},0.5\n" for e in range(epochs + 1)))
     record = {"settings": planned, "fingerprint": "abc", "metrics_table": {"sha256": gpu.sha256(table)}}
     sidecar.write_text(json.dumps(record))
-    made = sidecar.stat().st_mtime
-    verdict = gpu_plan.judge_finished(sidecar, table, planned, since=made - 1)
+    trained, restored, idle = gpu_plan.JobWork(0), gpu_plan.JobWork(None, restored=True), gpu_plan.JobWork(None)
+    verdict = gpu_plan.judge_finished(sidecar, table, planned, trained)
     assert verdict.returned and verdict.record == {
         "fingerprint": "abc",
         "epochs": epochs,
         "made_here": True,
         "status": "this session's run",
+        "trained_from": 0,
     }
-    earlier = gpu_plan.judge_finished(sidecar, table, planned, since=made + 1)
-    assert earlier.returned and not earlier.record["made_here"] and "earlier session" in earlier.message
+    assert gpu_plan.judge_finished(sidecar, table, planned, gpu_plan.JobWork(epochs - 1)).record["made_here"]
+    for job, how in ((restored, "restored by this session's job"), (idle, "did not run or trained no epoch")):
+        earlier = gpu_plan.judge_finished(sidecar, table, planned, job)
+        assert earlier.returned and not earlier.record["made_here"] and "earlier session" in earlier.message
+        assert how in earlier.record["status"] and "nothing trained here" in earlier.record["status"]
     other = {**planned, "train": {**planned["train"], "epochs": 3000}}
-    verdict = gpu_plan.judge_finished(sidecar, table, other, since=made - 1)
+    verdict = gpu_plan.judge_finished(sidecar, table, other, trained)
     assert not verdict.returned and f"train.epochs {epochs} (planned 3000)" in verdict.message
     table.write_text("epoch,test_acc\n0,0.5\n")  # not the table its sidecar describes
-    assert not gpu_plan.judge_finished(sidecar, table, planned, since=made - 1).returned
+    assert not gpu_plan.judge_finished(sidecar, table, planned, trained).returned
+    # a cut run's checkpoint: this session's where its job trained up to the checkpoint's epoch
+    state = {"settings": planned, "fingerprint": "abc", "epoch": 5}
+    assert gpu_plan.judge_checkpoint(state, planned, gpu_plan.JobWork(3)).record["made_here"]
+    assert not gpu_plan.judge_checkpoint(state, planned, gpu_plan.JobWork(6)).record["made_here"]  # resumed at 5
+
+
+def test_what_the_training_job_did_is_read_from_its_own_log() -> None:
+    """The job's lines from the stage's start on: a fresh start trained from epoch 0; a resumed run from the epoch
+    after the one it resumed at (the rows it read back from its checkpoint are not its own); a restored run and a
+    job that wrote nothing (Snakemake had nothing to do: only an earlier job's lines) trained nothing."""
+    t0 = 1_800_000_000.0
+    earlier = [f"{stamp(t0 - 60)} INFO epoch {e}: train loss 1.0 acc 0.5 (1.0s)" for e in range(3)]
+    row = "INFO epoch {}: train loss 1.0 acc 0.5, test acc 0.5 (1.0s)"
+    fresh = [f"{stamp(t0 + 2)} INFO data digits: 64 train", f"{stamp(t0 + 3)} {row.format(0)}"]
+    read_back = [f"{stamp(t0 + 3)} {row.format(e)} (from the checkpoint)" for e in range(8)]
+    resumed = [*read_back, f"{stamp(t0 + 3)} INFO resuming from results/runs/vit/checkpoint.pt at epoch 7"]
+    resumed += [f"{stamp(t0 + 4)} {row.format(8)}"]
+    restored = [*read_back, f"{stamp(t0 + 3)} INFO restoring the outputs of the finished run in ck.pt: no training"]
+    assert gpu_plan.job_work(earlier + fresh, t0) == gpu_plan.JobWork(0)
+    assert gpu_plan.job_work(earlier + resumed, t0) == gpu_plan.JobWork(8)
+    assert gpu_plan.job_work(earlier + restored, t0) == gpu_plan.JobWork(None, restored=True)
+    assert gpu_plan.job_work(earlier, t0) == gpu_plan.JobWork(None)
+    assert gpu_plan.job_work(earlier + fresh[:1], t0) == gpu_plan.JobWork(None)  # failed before its first row
+
+
+def test_a_probe_stopped_by_a_signal_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM during the probe's stage: session.json's probe says it was interrupted, after how long (not "not
+    started"), and the signal goes on to end the session (exit 128 + N)."""
+    request = gpu.session_request(str(tmp_path / "out"), "9", {}, REPO)
+    s = gpu.Session(request, time.time(), gpu.claim_out_dir(request.out), REPO)
+
+    def stopped(*args: object, **kwargs: object) -> bool:
+        raise processes.Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(gpu_session, "stage", stopped)
+    with pytest.raises(processes.Interrupted):
+        gpu_session.probe_stage(s, [], {"results": str(tmp_path / "results")}, {"fingerprint": "abc"})
+    assert s.summary["probe"]["status"] == "interrupted" and s.summary["probe"]["seconds"] >= 0
 
 
 def test_stages_give_every_config_file_after_one_configfile() -> None:
@@ -319,6 +373,25 @@ def check_out_dir(out: Path) -> dict:
     assert len(files) <= gpu.MAX_FILES and all(NAME.match(f) for f in files), files
     assert all((out / f).stat().st_size < 16 * 2**20 for f in files)
     return json.loads((out / "session.json").read_text())
+
+
+def slowdown() -> float:
+    """How many times slower than on an idle machine the rehearsal's processes run now: the wall time of a
+    single-threaded start of the libraries every stage imports, over its CPU time (1 on an idle machine; about
+    n / 2 where n busy processes share 2 cores), at least 1. The sessions' wall limits are scaled by it
+    (:func:`scaled`): on a loaded machine (a CI runner shared with other work) each stage gets the wall time its CPU
+    time takes there, so that every assertion stays as it is on an idle one."""
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-c", "import torch, pandas, snakemake.api"], check=True, env=env, timeout=600)
+    wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return max(1.0, wall / max(cpu, 1e-3))
+
+
+def scaled(minutes: float) -> float:
+    """A session's wall limit of ``minutes`` on an idle machine, scaled by the machine's :func:`slowdown` now."""
+    return round(minutes * slowdown(), 2)
 
 
 def rehearse(tmp_path: Path, work: Path, name: str, minutes: float, rc: int, **env: str) -> tuple[Path, dict, float]:
@@ -377,13 +450,18 @@ def epochs_of(path: Path) -> list[int]:
 def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     """A: the whole session, every file of its run. D, the same run again without a pilot: nothing new trained, its
     files said to be an earlier session's. A refused config: nothing run, nothing brought back. B: a long run cut at
-    the wall limit: its own epochs. C, the same command again: B's run resumed, never A's table as its own. E, the
-    same while another Snakemake holds the directory: failed, and no checkpoint of before brought back."""
+    the wall limit: its own epochs. C, the same command again: B's run resumed, never A's table as its own. F, A's
+    command again: A's finished checkpoint, kept aside by B's run, taken back and restored without training: A's
+    table, marked as an earlier session's. E, the same as B while another Snakemake holds the directory: failed,
+    and no checkpoint of before brought back. Each wall limit is scaled by the machine's slowdown (:func:`scaled`)."""
     work = workspace(tmp_path)
-    out, a, seconds = rehearse(tmp_path, work, "a", 3.0, gpu.EXIT_DONE, GPU_SESSION_PILOT="1")
+    minutes = scaled(3.0)
+    out, a, seconds = rehearse(tmp_path, work, "a", minutes, gpu.EXIT_DONE, GPU_SESSION_PILOT="1")
     assert sorted(p.name for p in out.iterdir()) == sorted(["session.log", "session.json", "vit_pilot.csv", *RUN_FILES])
-    assert seconds < 180
-    assert a["command"].endswith("GPU_SESSION_PILOT=1 GPU_SESSION_RESERVE=30 bash tools/gpu_session.sh OUT_DIR 3")
+    assert seconds < 60 * minutes
+    assert a["command"].endswith(
+        f"GPU_SESSION_PILOT=1 GPU_SESSION_RESERVE=30 bash tools/gpu_session.sh OUT_DIR {minutes:g}"
+    )
     assert a["plan"]["fits"] and a["plan"]["pilot"]  # asked for: its run would fit without
     assert {k: (v["exit"], v["cut"]) for k, v in a["stages"].items()} == {
         "pilot": (0, False),
@@ -391,7 +469,7 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
         "figures": (0, False),
     }
     epochs = a["run"]["epochs_planned"]
-    assert a["run"]["epochs_done"] == epochs >= 1 and a["run"]["made_here"]
+    assert a["run"]["epochs_done"] == epochs >= 1 and a["run"]["made_here"] and a["run"]["trained_from"] == 0
     assert epochs_of(out / "vit_gpu_metrics.csv") == list(range(epochs + 1))
     fingerprint = a["run"]["fingerprint"]
     for name in RUN_FILES:  # each file of the run carries its fingerprint and epochs
@@ -411,10 +489,11 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     assert command.count("--configfile") == 1 and REHEARSAL in command and "epochs.yaml" in command
     assert all((work / f).is_file() for f in command.split("--configfile ")[1].split(" --")[0].split())
 
-    out, d, _ = rehearse(tmp_path, work, "d", 1.0, gpu.EXIT_DONE, GPU_SESSION_EPOCHS=str(epochs), GPU_SESSION_PILOT="0")
+    again = {"GPU_SESSION_EPOCHS": str(epochs), "GPU_SESSION_PILOT": "0"}
+    out, d, _ = rehearse(tmp_path, work, "d", scaled(1.0), gpu.EXIT_DONE, **again)
     assert "pilot" not in d["stages"] and d["stages"]["run"]["nothing_to_be_done"]
     assert d["run"]["fingerprint"] == fingerprint and not d["run"]["made_here"]
-    assert "earlier session" in d["run"]["status"] and not d["files"]["vit_gpu_metrics.csv"]["made_here"]
+    assert "did not run" in d["run"]["status"] and not d["files"]["vit_gpu_metrics.csv"]["made_here"]
     assert (out / "vit_gpu_metrics.csv").read_bytes() == (tmp_path / "a/vit_gpu_metrics.csv").read_bytes()
 
     (tmp_path / "bad.yaml").write_text("vit:\n  train:\n    batch_size: 0\n")
@@ -424,32 +503,40 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     assert "batch_size" in refused["refused"] and refused["stages"] == {} and refused["files"] == {}
 
     cut = {"GPU_SESSION_EPOCHS": "100000", "GPU_SESSION_PILOT": "0", "GPU_SESSION_RESERVE": "4"}
-    out, b, _ = rehearse(tmp_path, work, "b", 0.75, gpu.EXIT_CUT, **cut)
+    out, b, _ = rehearse(tmp_path, work, "b", scaled(0.75), gpu.EXIT_CUT, **cut)
     assert b["stages"]["run"]["cut"] and "stopping it at the wall limit" in (out / "session.log").read_text()
     done_b = b["run"]["epochs_done"]
     assert done_b >= 1 and b["run"]["made_here"] and b["run"]["fingerprint"] != fingerprint
     assert sorted(b["files"]) == ["vit_gpu_metrics.csv"] and epochs_of(out / "vit_gpu_metrics.csv")[-1] == done_b
 
-    out, c, _ = rehearse(tmp_path, work, "c", 0.75, gpu.EXIT_CUT, **cut)
+    out, c, _ = rehearse(tmp_path, work, "c", scaled(0.75), gpu.EXIT_CUT, **cut)
     assert not c["stages"]["run"]["nothing_to_be_done"] and c["run"]["fingerprint"] == b["run"]["fingerprint"]
     assert c["run"]["epochs_done"] > done_b and epochs_of(out / "vit_gpu_metrics.csv")[-1] == c["run"]["epochs_done"]
+    assert c["run"]["made_here"] and c["run"]["trained_from"] == done_b + 1  # its own epochs: those after B's
     assert rows(out / "vit_gpu_metrics.csv")[: done_b + 1] == rows(tmp_path / "b/vit_gpu_metrics.csv")  # B's, resumed
 
-    # E, the same command while another Snakemake holds the run's outputs: the stage fails, nothing comes back
+    # F: A's run again. B's job kept A's finished checkpoint aside; F's job takes it back and restores A's outputs
+    out, f, _ = rehearse(tmp_path, work, "f", scaled(2.0), gpu.EXIT_DONE, **again)
+    assert not f["stages"]["run"]["nothing_to_be_done"] and f["run"]["fingerprint"] == fingerprint
+    assert not f["run"]["made_here"] and "restored by this session's job" in f["run"]["status"]
+    assert not f["files"]["vit_gpu_metrics.csv"]["made_here"] and not f["files"]["vit_gpu.tar.gz"]["made_here"]
+    assert (out / "vit_gpu_metrics.csv").read_bytes() == (tmp_path / "a/vit_gpu_metrics.csv").read_bytes()
+
+    # E, the same command as B while another Snakemake holds the run's outputs: the stage fails, nothing comes back
     held = "results/gpu_rehearsal/runs/vit/vit_metrics.csv"
     (work / ".snakemake/locks").mkdir(exist_ok=True)
     (work / ".snakemake/locks/0.output.lock").write_text(f"{held}\n{work / held}\n")
-    out, e, _ = rehearse(tmp_path, work, "e", 0.6, gpu.EXIT_FAILED, **cut)
+    out, e, _ = rehearse(tmp_path, work, "e", scaled(0.6), gpu.EXIT_FAILED, **cut)
     assert e["stages"]["run"]["exit"] != 0 and not e["stages"]["run"]["cut"] and e["files"] == {}
     log = (out / "session.log").read_text()
     assert "cannot be locked" in log and "epochs done" not in log
 
 
-def start(tmp_path: Path, work: Path, **env: str) -> tuple[subprocess.Popen, Path]:
+def start(tmp_path: Path, work: Path, minutes: float = 3.0, **env: str) -> tuple[subprocess.Popen, Path]:
     """A session started in a process group of its own (as a terminal would), into OUT_DIR ``out``."""
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        ["bash", "tools/gpu_session.sh", str(out), "3"],
+        ["bash", "tools/gpu_session.sh", str(out), str(minutes)],
         cwd=work,
         env=session_env(tmp_path, **env),
         stdout=subprocess.PIPE,
@@ -467,6 +554,13 @@ def wait_for(out: Path, text: str, proc: subprocess.Popen, timeout: float = 120.
     while not (log.is_file() and text in log.read_text()):
         assert proc.poll() is None and time.time() < deadline, f"no {text!r}: {proc.communicate()}"
         time.sleep(0.2)
+
+
+def trained_epoch(log: Path) -> int:
+    """The last epoch a training job's rule log says it trained itself (-1: none yet); rows read back from a
+    checkpoint are not its own."""
+    own = [line for line in log.read_text().splitlines() if "(from the checkpoint)" not in line]
+    return max((int(m[1]) for line in own if (m := re.search(r" INFO epoch (\d+): train loss ", line))), default=-1)
 
 
 def check_stopped(work: Path, out: Path, proc: subprocess.Popen, signum: int, stage: str) -> dict:
@@ -488,25 +582,35 @@ def check_stopped(work: Path, out: Path, proc: subprocess.Popen, signum: int, st
 @pytest.mark.slow
 def test_a_failed_compile_runs_again_without_it_and_sigterm_stops_the_run(tmp_path: Path) -> None:
     """torch.compile fails (no C++ compiler for Inductor): the pilot runs again without it, and the run after it.
-    SIGTERM to the session during the run stops its Snakemake and the training job, and the session exits 143."""
+    SIGTERM to the session during the run, once it has trained two epochs, stops its Snakemake and the training job;
+    the epochs it finished come back from its checkpoint, and the session exits 143."""
     work = workspace(tmp_path)
     (tmp_path / "compile.yaml").write_text("vit:\n  train:\n    compile: true\n")
     proc, out = start(
         tmp_path,
         work,
+        scaled(3.0),
         GPU_SESSION_CONFIG=f"{REHEARSAL}:{tmp_path / 'compile.yaml'}",
         GPU_SESSION_EPOCHS="100000",
         CXX="/bin/false",
         TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
     )
     wait_for(out, "start vit_train", proc)
-    time.sleep(1.0)
+    job_log = work / "results/gpu_rehearsal/logs/vit_train/vit.log"
+    deadline = time.time() + 600
+    while not (job_log.is_file() and trained_epoch(job_log) >= 2):
+        assert proc.poll() is None and time.time() < deadline, f"no epoch 2 trained: {proc.communicate()}"
+        time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     summary = check_stopped(work, out, proc, signal.SIGTERM, "run")
     stages = {name: (stage["exit"] == 0, stage["cut"]) for name, stage in summary["stages"].items()}
     assert stages == {"pilot": (False, False), "pilot_eager": (True, False), "run": (False, True)}
     assert "InvalidCxxCompiler" in (out / "session.log").read_text()
     assert rows(out / "vit_pilot.csv")[0]["compiled"] == "False"
+    # the epochs the stopped run finished come back, read from its checkpoint, as a cut run's do
+    done = summary["run"]["epochs_done"]
+    assert done >= 2 and summary["run"]["made_here"] and summary["files"]["vit_gpu_metrics.csv"]["made_here"]
+    assert epochs_of(out / "vit_gpu_metrics.csv") == list(range(done + 1))
 
 
 @pytest.mark.slow
@@ -572,12 +676,16 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     its run fits by the measured figures, so no pilot; the run's own epochs projected; the probe as a stage of its
     own on the snapshots; the page packed with every file it links, which tools/gpu_report.py unpacks. Q: the same
     with a probe that cannot finish: cut at its limit, the page comes back all the same (exit 0), without the probe's
-    table and panel (`vit.docs_w_svm: false`, a config file the session writes), saying why; nothing trained again."""
+    table and panel (`vit.docs_w_svm: false`, a config file the session writes), saying why; nothing trained again.
+    The wall limits (and Q's page reserve) are scaled by the machine's slowdown (:func:`scaled`)."""
     work, docs = workspace(tmp_path), "vit_gpu_paper_epochs"
     (tmp_path / "cadences.yaml").write_text(CADENCES)
     configs = f"{PAPER_EPOCHS}:{REHEARSAL}:{tmp_path / 'cadences.yaml'}"
-    out, p, _ = rehearse(tmp_path, work, "p", 2.0, gpu.EXIT_DONE, GPU_SESSION_CONFIG=configs)
+    minutes = scaled(2.0)
+    out, p, _ = rehearse(tmp_path, work, "p", minutes, gpu.EXIT_DONE, GPU_SESSION_CONFIG=configs)
     assert p["plan"]["fits"] and not p["plan"]["pilot"] and p["plan"]["epochs"] == 8
+    # it fits 2 minutes by the measured figures, what the plan says with MINUTES 2 (the time left 60 s a minute less)
+    assert p["plan"]["run_seconds"] + 30 <= p["plan"]["left"] - 60 * (minutes - 2.0)
     assert {k: (v["exit"], v["cut"]) for k, v in p["stages"].items()} == {
         "run": (0, False),
         "probe": (0, False),
@@ -596,8 +704,12 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     assert "## Each head against its max-margin solution" in members[f"{docs}.md"].decode()
 
     (tmp_path / "slow_probe.yaml").write_text(SLOW_PROBE)
-    slow = {"GPU_SESSION_CONFIG": f"{configs}:{tmp_path / 'slow_probe.yaml'}", "GPU_SESSION_RESERVE": "20"}
-    out, q, _ = rehearse(tmp_path, work, "q", 1.4, gpu.EXIT_DONE, **slow)
+    factor = slowdown()  # the page's reserve too: its stage takes the machine's time
+    slow = {
+        "GPU_SESSION_CONFIG": f"{configs}:{tmp_path / 'slow_probe.yaml'}",
+        "GPU_SESSION_RESERVE": f"{20 * factor:.0f}",
+    }
+    out, q, _ = rehearse(tmp_path, work, "q", round(1.4 * factor, 2), gpu.EXIT_DONE, **slow)
     assert q["stages"]["run"]["nothing_to_be_done"] and not q["run"]["made_here"]  # P's run
     assert q["stages"]["probe"]["cut"] and q["probe"]["status"] == "cut"
     assert q["stages"]["figures"]["exit"] == 0 and not q["stages"]["figures"]["cut"]

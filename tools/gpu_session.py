@@ -28,10 +28,11 @@ of the run the session planned (its settings, epoch count and fingerprint: sessi
 session.json, the pilot's table, the run's metrics, the probe's table, and the page with every file it links as one
 archive (<docs>.tar.gz, without the probe's table and panel where it did not finish; tools/gpu_report.py unpacks
 it). A stage that would pass the wall limit is stopped with everything it started (maxmargin/processes.py), and the
-epochs a cut run finished are read back from its checkpoint. SIGTERM or SIGINT stops the stage the same way. Exit
-status: 0 the run and its page came back (with its W-ATT-SVM part, or session.json's ``probe`` says why not), 1 a
-stage failed or made another run's files, 2 refused before any work, 3 cut at the wall limit before the page
-(Figures 6-7), 128 + N stopped by signal N.
+epochs a cut run finished are read back from its checkpoint. SIGTERM, SIGINT or SIGHUP stops the stage the same way
+(a stopped run's epochs read back as a cut run's). Whether this session made the run is what its training job's log
+says it did (trained, restored, or nothing: gpu_plan.job_work). Exit status: 0 the run and its page came back (with
+its W-ATT-SVM part, or session.json's ``probe`` says why not), 1 a stage failed or made another run's files, 2 refused
+before any work, 3 cut at the wall limit before the page (Figures 6-7), 128 + N stopped by signal N.
 """
 
 from __future__ import annotations
@@ -287,21 +288,16 @@ def run_and_page(
     s.summary.update(docs=docs, results=config["results"])
     s.summary["run"] = {"epochs_planned": epochs, "reserve_seconds": reserve}
     s.log(f"run: {epochs} epochs ({s.left():.0f} s left, {reserve:.0f} s kept for the page)")
-    t0 = time.time()
-    watch = RunWatch(s, results / "logs/vit_train/vit.log", epochs, t0, reserve)
-    # vit_train named: its outputs missing (a cut run's), Snakemake trains even where the tables of a run before stand
-    targets = ["vit_train", "vit_metrics_table", "vit_baseline"]
-    finished = stage(s, "run", configs, targets, s.left() - 0.5 * reserve, watch=watch)
-    watch.final()
+    finished, job = run_stage(s, configs, results, planned, f"{docs}_metrics.csv")
     if probing is not None:
         s.summary["device"] = read_probe(s, probing)
     if not finished:
         if not s.last["cut"]:
             return EXIT_FAILED
-        salvage(s, results / CHECKPOINT, planned, t0, f"{docs}_metrics.csv")
+        salvage(s, results / CHECKPOINT, planned, job(), f"{docs}_metrics.csv")
         return EXIT_CUT
     table = results / "tables/vit_metrics.csv"
-    verdict = gpu_plan.judge_finished(results / "tables/vit_metrics.json", table, planned, t0)
+    verdict = gpu_plan.judge_finished(results / "tables/vit_metrics.json", table, planned, job())
     s.summary["run"].update(verdict.record, epochs_done=verdict.record.get("epochs"))
     s.log(f"run: {table.name} is {verdict.message}")
     if not verdict.returned:
@@ -330,6 +326,28 @@ def run_and_page(
         return EXIT_FAILED
     s.pack(files, f"{docs}.tar.gz", {"stage": "figures", **verdict.record})
     return EXIT_DONE
+
+
+def run_stage(
+    s: gpu.Session, configs: list[Path], results: Path, planned: dict, name: str
+) -> tuple[bool, Callable[[], gpu_plan.JobWork]]:
+    """The run's stage (vit_train, vit_metrics_table, vit_baseline), its training log watched (:class:`RunWatch`);
+    stopped by a signal, the epochs it finished are brought back as ``name`` (as a cut run's are) before the signal
+    ends the session. Whether it finished, and what its training job did (read when asked: :func:`job_work`)."""
+    t0, log, reserve = time.time(), results / TRAIN_LOG, s.request.reserve
+    watch = RunWatch(s, log, planned["train"]["epochs"], t0, reserve)
+    # vit_train named: its outputs missing (a cut run's), Snakemake trains even where the tables of a run before stand
+    targets = ["vit_train", "vit_metrics_table", "vit_baseline"]
+    try:
+        finished = stage(s, "run", configs, targets, s.left() - 0.5 * reserve, watch=watch)
+    except processes.Interrupted:
+        try:
+            salvage(s, results / CHECKPOINT, planned, job_work(log, t0), name)
+        except Exception as err:  # noqa: BLE001 - the signal's exit status stands, whatever the salvage meets
+            s.log(f"run stopped: its epochs could not be read back ({type(err).__name__}: {err})")
+        raise
+    watch.final()
+    return finished, lambda: job_work(log, t0)
 
 
 # What rule docs_vit writes beside its page (workflow/rules/vit.smk), which the page links: one archive brings them.
@@ -367,12 +385,17 @@ def probe_stage(s: gpu.Session, configs: list[Path], config: dict, record: dict)
     table = results / registry.table("vit_w_svm").pattern
     t0 = time.time()
     watch = ProbeWatch(s, results / "logs/vit_probe/vit_w_svm.log", t0, t0 + left - reserve)
-    done = stage(s, "probe", configs, [os.path.relpath(table, REPO)], left - reserve, watch=watch)
+    try:
+        done = stage(s, "probe", configs, [os.path.relpath(table, REPO)], left - reserve, watch=watch)
+    except processes.Interrupted:
+        probe.update(status="interrupted", seconds=round(time.time() - t0, 1))
+        raise
     watch.final()
     probe["seconds"] = round(time.time() - t0, 1)
     if done:
         probe["status"] = "done"
-        s.keep(table, "vit_w_svm.csv", {"stage": "probe", **record, "made_here": table.stat().st_mtime >= t0})
+        # made here where this stage's probe job ran (its log's start line), not where the table is newer
+        s.keep(table, "vit_w_svm.csv", {"stage": "probe", **record, "made_here": watch.started is not None})
         return True
     probe["status"] = "cut" if s.last["cut"] else "failed"
     hint = (
@@ -506,10 +529,21 @@ class ProbeWatch:
 
 
 CHECKPOINT = "runs/vit/checkpoint.pt"
+TRAIN_LOG = "logs/vit_train/vit.log"
 
 
-def salvage(s: gpu.Session, path: Path, planned: dict, since: float, name: str) -> None:
-    """The epochs a cut run finished, from its checkpoint, as CSV in OUT_DIR: only a checkpoint of the planned run."""
+def job_work(log: Path, since: float) -> gpu_plan.JobWork:
+    """What the run's training job did in this stage (trained from which epoch, restored, or nothing), by its rule
+    log's lines from ``since`` on: the job's own word (gpu_plan.job_work), never a file's time."""
+    if not log.is_file():
+        return gpu_plan.JobWork(None)
+    return gpu_plan.job_work(log.read_text(errors="replace").splitlines(), since)
+
+
+def salvage(s: gpu.Session, path: Path, planned: dict, job: gpu_plan.JobWork, name: str) -> None:
+    """The epochs a run cut at the wall limit or stopped by a signal finished, from its checkpoint, as CSV in
+    OUT_DIR: only a checkpoint of the planned run. ``job``: what the stage's training job did (this session's
+    epochs, or an earlier session's)."""
     if not path.is_file():
         s.summary["run"]["epochs_done"] = 0
         s.log("run cut: no checkpoint, no epoch finished")
@@ -521,7 +555,7 @@ def salvage(s: gpu.Session, path: Path, planned: dict, since: float, name: str) 
     except Exception as err:  # noqa: BLE001 - whatever a damaged file raises: said, and nothing brought back
         s.log(f"run cut: its checkpoint {path} cannot be read ({type(err).__name__}: {err}); nothing brought back")
         return
-    verdict = gpu_plan.judge_checkpoint(state, path, planned, since)
+    verdict = gpu_plan.judge_checkpoint(state, planned, job)
     s.summary["run"].update(verdict.record, epochs_done=verdict.record["epochs"] if verdict.returned else 0)
     if not verdict.returned:
         s.log(f"run cut: its checkpoint {path.relative_to(REPO)} is {verdict.message}; nothing brought back")
