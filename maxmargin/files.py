@@ -101,28 +101,6 @@ def source_fingerprint(paths: Iterable[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
-# The package whose drawing code the plot rules hash (a test points it at a copy).
-PACKAGE = Path(__file__).resolve().parent
-# The drawing code every panel shares, whatever its family: the one style, and the pipeline's reading, drawing and
-# saving of a panel (maxmargin/pipeline.py: draw_panel, draw_synthetic_panel, save_figure).
-SHARED_DRAWING_CODE = ("figures/style.py", "pipeline.py")
-
-
-def drawing_code_files(family: str) -> list[Path]:
-    """The source files a panel of ``family`` is drawn by: the shared drawing code and maxmargin/figures/<family>.py,
-    not the other families' modules (a new panel of one family redraws that family only)."""
-    own = PACKAGE / "figures" / f"{family}.py"
-    if not own.is_file():
-        raise ValueError(f"family {family!r} has no drawing module {own} (maxmargin.pipeline.FIGURE_MODULES)")
-    return [PACKAGE / name for name in SHARED_DRAWING_CODE] + [own]
-
-
-def family_drawing_code(family: str) -> str:
-    """The rerun trigger of a rule that draws panels of ``family`` (its ``code`` param): a hash of
-    :func:`drawing_code_files`, so that a changed drawing redraws its own panels and no others."""
-    return source_fingerprint(drawing_code_files(family))
-
-
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """The sha256 of a file's bytes, as its records hold it."""
     digest = hashlib.sha256()

@@ -1,9 +1,9 @@
 # The panels drawn from registered tables (census, regularization paths, ViT, basins): one rule per family, each
 # derived from the registry (maxmargin/registry/: Panel.tables, .files, .options), one script for all. One rule per
 # family keeps each at one level of the DAG (one node of the report's rule graph). Synthetic panels: synthetic.smk.
-# A rule's `code` param hashes the shared drawing code and its family's module only: a new census panel redraws the
-# census panels, no others (maxmargin/files.py: family_drawing_code).
-from maxmargin.files import family_drawing_code
+# A job's `code` param hashes what its panel is drawn by: its registry entry, the shared drawing code and its own
+# drawing function with what that names (maxmargin/drawing_code.py): an edit of one panel redraws that panel only.
+from maxmargin.drawing_code import drawing_code
 
 TABLE_FAMILIES = list(
     dict.fromkeys(p.family for p in registry.PANELS if p.family != "synthetic")
@@ -36,6 +36,6 @@ for family in TABLE_FAMILIES:
             "../envs/core.yaml"
         params:
             reads=reads(f"plot_{family}"),
-            code=family_drawing_code(family),
+            code=lambda wildcards: drawing_code(wildcards.panel),
         script:
             "../../scripts/plot_panel.py"

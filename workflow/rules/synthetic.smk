@@ -1,6 +1,6 @@
 # Synthetic experiments: GD trajectories on p and on (v, p). Experiments, panels, tables, figure targets and report
 # labels come from the figure registry (maxmargin/registry/synthetic.py, via common.smk).
-from maxmargin.files import family_drawing_code
+from maxmargin.drawing_code import drawing_code
 
 SYNTHETIC_EXPERIMENTS = [experiment.name for experiment in registry.EXPERIMENTS]
 SYNTHETIC_PANELS = [panel.name for panel in registry.panels_of("synthetic")]
@@ -56,7 +56,7 @@ rule plot_synthetic:
         "../envs/core.yaml"
     params:
         reads=reads("plot_synthetic"),
-        code=family_drawing_code("synthetic"),
+        code=lambda wildcards: drawing_code(wildcards.panel),
     script:
         "../../scripts/plot_synthetic.py"
 

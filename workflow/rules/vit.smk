@@ -8,7 +8,6 @@ from maxmargin.experiments.vit.settings import (
     recipe_config,
 )
 from maxmargin.experiments.vit.sources import data_plan
-from maxmargin.files import family_drawing_code
 from maxmargin.registry.reads import SOURCE_KEYS
 
 VIT = config["vit"]
@@ -257,7 +256,11 @@ rule docs_vit_recipes:
 # probe did not finish still makes the page, without them.
 DOCS_W_SVM_INPUTS = (
     {"w_svm_table": table_path("vit_w_svm"), "fig7_w_svm": panel_files("fig7_w_svm")[1]}
-    | ({"w_svm_images": table_path("vit_w_svm_images")} if VIT["w_svm"]["curve_images"] else {})
+    | (
+        {"w_svm_images": table_path("vit_w_svm_images")}
+        if VIT["w_svm"]["curve_images"]
+        else {}
+    )
     if VIT["docs_w_svm"]
     else {}
 )
@@ -307,7 +310,6 @@ rule docs_vit:
         "../envs/core.yaml"
     params:
         reads=reads("docs_vit"),
-        code=family_drawing_code("vit"),
     script:
         "../../scripts/docs_vit.py"
 

@@ -1,0 +1,213 @@
+"""What a panel is drawn by, hashed: the rerun trigger of the plot rules (their ``code`` param), one per panel.
+
+A panel's fingerprint covers three things, and nothing else:
+
+- its ``Panel`` entry, less the fields that reach only the report (:data:`REPORT_ONLY`: a new caption is read when
+  the report is built and redraws nothing);
+- the drawing code every panel shares, whole (:data:`SHARED_DRAWING_CODE`: the one style, and the pipeline's
+  reading, drawing and saving of a panel);
+- its drawing function's own code: the source of ``Panel.draw`` in its family's module
+  (``maxmargin/figures/<family>.py``, or ``<family>/__init__.py`` of a family drawn by several modules), and, by
+  the same rule again, of every module-level definition of the package (a function, a class, an assignment) that
+  source names: in its own module, imported by name (``from maxmargin.figures.vit.notes import footer``) or reached
+  through a module of the package (``notes.footer``). Names outside the package (numpy, matplotlib) and local
+  names are left out; a name the package defines in a way this does not follow (a lazy package's ``__init__``)
+  hashes that module's whole file instead.
+
+So a changed title, a panel drawn by another function, or an edit of its function or of a helper it calls redraws
+that panel; an edit of a neighbouring function in the same module, or a new panel, redraws no other panel. The
+source is read as text (:mod:`ast`), never imported: the rule files build the DAG without matplotlib.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from maxmargin import registry
+from maxmargin.registry.types import Panel
+
+# The package whose drawing code is hashed (a test points it at a copy).
+PACKAGE = Path(__file__).resolve().parent
+# The drawing code every panel shares, hashed whole: the one style, and the pipeline's reading, drawing and saving of
+# a panel (maxmargin/pipeline.py: draw_panel, draw_synthetic_panel, save_figure).
+SHARED_DRAWING_CODE = ("figures/style.py", "pipeline.py")
+# Fields of a Panel that only the report reads (its caption, label and group, and the target that builds it).
+REPORT_ONLY = ("target", "label", "caption", "caption_blocks", "subcategory")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Module:
+    """The module-level definitions of one source file: name -> its statements' source, and name -> where an
+    import of the package takes it from (a module, or a module and a name)."""
+
+    path: Path
+    text: str
+    defined: dict[str, list[str]]
+    imported: dict[str, tuple[str, str | None]]
+
+
+def module_file(dotted: str) -> Path | None:
+    """The source file of a module of the package (``maxmargin.figures.vit``: figures/vit.py or its __init__.py),
+    or None (not the package's, or no such module)."""
+    parts = dotted.split(".")
+    if parts[0] != PACKAGE.name:
+        return None
+    base = PACKAGE.joinpath(*parts[1:])
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module-level statements, those under a top-level ``if``/``try`` included (``if TYPE_CHECKING:``)."""
+    for node in body:
+        if isinstance(node, ast.If | ast.Try):
+            yield from _statements([*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])])
+        else:
+            yield node
+
+
+def _source(text: str, node: ast.stmt) -> str:
+    """A statement's source, its decorators included."""
+    lines = text.splitlines()
+    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return "\n".join(lines[start - 1 : node.end_lineno])
+
+
+def _targets(node: ast.stmt) -> list[str]:
+    """The names a module-level assignment binds."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+@functools.cache
+def _parse(path: Path, mtime: float) -> _Module:
+    """``path``'s definitions (cached by the file's time: a test edits its copy in place)."""
+    text = path.read_text()
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+    defined: dict[str, list[str]] = {}
+    imported: dict[str, tuple[str, str | None]] = {}
+    for node in _statements(ast.parse(text).body):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.setdefault(node.name, []).append(_source(text, node))
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            for name in _targets(node):
+                defined.setdefault(name, []).append(_source(text, node))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package of this module
+                parent = package.rsplit(".", node.level - (path.name == "__init__.py"))[0]
+                base = f"{parent}.{base}" if base else parent
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                found = (submodule, None) if module_file(submodule) else (base, alias.name)
+                imported[alias.asname or alias.name] = found
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                imported[alias.asname or alias.name.split(".")[0]] = (alias.name if alias.asname else "", None)
+    return _Module(path, text, defined, imported)
+
+
+def _module(path: Path) -> _Module:
+    return _parse(path, path.stat().st_mtime)
+
+
+def _named(source: str) -> tuple[set[str], set[tuple[str, str]]]:
+    """The names a piece of source reads, and its ``name.attribute`` pairs (a module's attribute)."""
+    tree = ast.parse(source)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    pairs = {
+        (n.value.id, n.attr) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+    }
+    return names, pairs
+
+
+def _shared(path: Path) -> bool:
+    return any(path == PACKAGE / name for name in SHARED_DRAWING_CODE)
+
+
+def function_sources(path: Path, name: str) -> dict[str, str]:
+    """The code a definition ``name`` of the module at ``path`` stands on (see the module's docstring): "module:name"
+    -> its source, for it and every definition of the package it names, transitively (the shared drawing code
+    left out: it is hashed whole). A KeyError when the module does not define or import ``name``."""
+    found: dict[str, str] = {}
+    # (module, name, how it was reached): "own" must be there; "local" may be a local or builtin name; "import" was
+    # named through an import of the package, so its module holds it, in a way this may not follow
+    todo = [(path, name, "own")]
+    while todo:
+        at, wanted, how = todo.pop()
+        key = f"{at.relative_to(PACKAGE.parent)}:{wanted}"
+        if key in found or _shared(at):
+            continue
+        module = _module(at)
+        if wanted in module.defined:
+            found[key] = "\n".join(module.defined[wanted])
+            names, pairs = _named(found[key])
+            todo += [(at, n, "local") for n in names]
+            for base, attr in pairs:
+                origin = module.imported.get(base)
+                target = module_file(origin[0]) if origin and origin[1] is None and origin[0] else None
+                if target is not None:
+                    todo.append((target, attr, "import"))
+        elif wanted in module.imported:
+            origin, attr = module.imported[wanted]
+            target = module_file(origin) if origin else None
+            if target is not None and attr is not None:
+                found[key] = f"from {origin} import {attr}"
+                todo.append((target, attr, "import"))
+        elif how == "own":
+            raise KeyError(wanted)
+        elif how == "import":
+            found[key] = module.text
+    return found
+
+
+def drawing_module(family: str) -> Path:
+    """The module a family's panels are named in (``Panel.draw``): maxmargin/figures/<family>.py, or the
+    ``__init__.py`` of maxmargin/figures/<family>/ (a family drawn by several modules)."""
+    path = module_file(f"{PACKAGE.name}.figures.{family}")
+    if path is None:
+        raise ValueError(
+            f"family {family!r} has no drawing module maxmargin/figures/{family}.py (maxmargin.pipeline.FIGURE_MODULES)"
+        )
+    return path
+
+
+def drawn_fields(entry: Panel) -> str:
+    """The fields of a Panel that reach its drawing (all but :data:`REPORT_ONLY`), as text."""
+    return repr({f.name: getattr(entry, f.name) for f in dataclasses.fields(entry) if f.name not in REPORT_ONLY})
+
+
+def panel_sources(entry: Panel) -> dict[str, str]:
+    """Everything a panel's fingerprint hashes, by name: its drawn fields, the shared drawing code and its drawing
+    function's code (:func:`function_sources`)."""
+    module = drawing_module(entry.family)
+    try:
+        own = function_sources(module, entry.draw)
+    except KeyError:
+        raise ValueError(
+            f"panel {entry.name!r} (maxmargin/registry/{entry.family}.py) is drawn by {entry.draw!r}, which "
+            f"{module.relative_to(PACKAGE.parent)} does not define; its public functions returning a Figure are "
+            "the drawing functions"
+        ) from None
+    shared = {name: (PACKAGE / name).read_text() for name in SHARED_DRAWING_CODE}
+    return {"panel": drawn_fields(entry), **shared, **dict(sorted(own.items()))}
+
+
+def panel_fingerprint(entry: Panel) -> str:
+    """A short hash of :func:`panel_sources`: the rerun trigger of a panel's job."""
+    digest = hashlib.sha256()
+    for name, text in panel_sources(entry).items():
+        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def drawing_code(panel: str) -> str:
+    """The ``code`` param of the job drawing the registered panel ``panel`` (:func:`panel_fingerprint`)."""
+    return panel_fingerprint(registry.panel(panel))
