@@ -26,7 +26,9 @@ with rule_logging(snakemake) as log:
     last = max(int(e) for e in snapshots["epochs"])
     log.info("epoch %d; image counts %s of %s (%s)", last, list(probe.curve_images), data.name, ", ".join(images))
     with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x
-        rows = probe_image_counts(snapshots["states"][last], settings.model, images, probe, 2 * settings.train.batch_size)
+        rows = probe_image_counts(
+            snapshots["states"][last], settings.model, images, probe, 2 * settings.train.batch_size
+        )
     names = columns("vit_w_svm_images")
     table = pd.DataFrame(rows, columns=names[:-1]).assign(dataset=data.name)[names]
     write_csv(table, snakemake.output[0])

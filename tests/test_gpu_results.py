@@ -53,8 +53,10 @@ def test_the_runs_table_and_speed_are_the_sessions_numbers() -> None:
     for name, s in SESSIONS.items():
         if "images_per_s" in s.get("run", {}):
             run = s["run"]
-            assert f"| {name} | {s['device']['name']} | run, its steps alone over its last {run['rate_epochs']} epochs" \
+            assert (
+                f"| {name} | {s['device']['name']} | run, its steps alone over its last {run['rate_epochs']} epochs"
                 f" | {run['images_per_s']:,.0f} | {100 * run['mfu']:.1f} % " in page
+            )
         if gpu_report.page_file(name, s).is_file():
             last = pd.read_csv(gpu_report.metrics_file(name, s)).iloc[-1]
             assert f"| {s['run']['epochs_done']} | " in page and f"{last.train_loss:.3f} (lowest" in page

@@ -91,9 +91,15 @@ def test_the_probe_takes_its_number_of_images_from_the_curve() -> None:
     counts = [16, 32, 64, 128, 256]
 
     def curve(train: list[float], test: list[float]) -> pd.DataFrame:
-        rows = [("train", n, c) for n, c in zip(counts, train)] + [("test", n, c) for n, c in zip(counts, test)]
+        rows = [("train", n, c) for n, c in zip(counts, train, strict=True)] + [
+            ("test", n, c) for n, c in zip(counts, test, strict=True)
+        ]
         return pd.DataFrame(
-            [{"images": s, "n_images": n, "head": h, "cosine": c + 0.01 * (h - 1)} for s, n, c in rows for h in range(3)]
+            [
+                {"images": s, "n_images": n, "head": h, "cosine": c + 0.01 * (h - 1)}
+                for s, n, c in rows
+                for h in range(3)
+            ]
         )
 
     table = curve([0.2, 0.35, 0.44, 0.45, 0.455], [0.2, 0.3, 0.4, 0.5, 0.6])
@@ -138,12 +144,14 @@ def test_the_probe_solves_on_each_image_set_and_the_curve_on_each_count() -> Non
     train, test = (np.array([r["cosine"] for r in rows[:4] if r["images"] == name]) for name in ("train", "test"))
     assert not np.allclose(train, test)  # other images, other W-ATT-SVMs
     curve = pd.DataFrame(probe.probe_image_counts(snapshots["states"][4], settings, images, s, batch_size=4))
-    assert sorted(set(zip(curve["images"], curve["n_images"]))) == [
+    assert sorted(set(zip(curve["images"], curve["n_images"], strict=True))) == [
         ("test", 2), ("test", 4), ("train", 2), ("train", 4), ("train", 6)
     ]  # fmt: skip
     at4 = curve[(curve["images"] == "train") & (curve["n_images"] == 4)].sort_values("head")
     np.testing.assert_allclose(at4["cosine"], train, rtol=1e-9)
-    assert (curve["cosine"] <= curve["ceiling"] + 1e-9).all() and (curve["n_constraints"] == curve["n_images"] * 16).all()
+    assert (curve["cosine"] <= curve["ceiling"] + 1e-9).all() and (
+        curve["n_constraints"] == curve["n_images"] * 16
+    ).all()
 
 
 def test_the_claims_are_judged_on_the_training_images_and_the_page_shows_both() -> None:
@@ -166,7 +174,9 @@ def test_the_sgd_arm_is_the_recipe_its_pilot_picks() -> None:
     name, why = pick_pilot_recipe(table, pilot["recipes"])
     recipe = next(r for r in pilot["recipes"] if r["name"] == name)
     arm = yaml.safe_load((REPO / "workflow/config/cpu_paper_epochs_sgd.yaml").read_text())["vit"]["train"]
-    assert {k: arm[k] for k in ("optimizer", "lr", "momentum")} == {k: recipe[k] for k in ("optimizer", "lr", "momentum")}
+    assert {k: arm[k] for k in ("optimizer", "lr", "momentum")} == {
+        k: recipe[k] for k in ("optimizer", "lr", "momentum")
+    }
     assert why.startswith(f"{name}: ") and "training loss at epoch 30" in why
     planted = pd.DataFrame(
         [{"recipe": r, "epoch": e, "train_loss": loss} for r, losses in
@@ -174,7 +184,9 @@ def test_the_sgd_arm_is_the_recipe_its_pilot_picks() -> None:
     )  # fmt: skip
     recipes = [{"name": "plain", "momentum": 0.0}, {"name": "fast", "momentum": 0.9}, {"name": "bad", "momentum": 0.0}]
     assert pick_pilot_recipe(planted, recipes)[0] == "plain"  # 0.2 < 0.23: plain is preferred over momentum
-    assert pick_pilot_recipe(planted.assign(train_loss=planted["train_loss"] * [1, 1.5, 1, 1, 1, 1]), recipes)[0] == "fast"
+    assert (
+        pick_pilot_recipe(planted.assign(train_loss=planted["train_loss"] * [1, 1.5, 1, 1, 1, 1]), recipes)[0] == "fast"
+    )
 
 
 def test_the_regime_panel_draws_with_and_without_the_saturation(tmp_path: Path) -> None:

@@ -237,8 +237,14 @@ def speed_rows(found: dict[str, dict]) -> list[str]:
         return []
     first = measured[0]
     rows = [
-        [name, d.get("name", "?"), what, f"{rate:,.0f}", f"{100 * mfu:.1f} % of {d['peak_tflops']:g} TFLOP/s "
-         f"({d['peak_source']})", f"{rate / first[3]:.2f}"]
+        [
+            name,
+            d.get("name", "?"),
+            what,
+            f"{rate:,.0f}",
+            f"{100 * mfu:.1f} % of {d['peak_tflops']:g} TFLOP/s ({d['peak_source']})",
+            f"{rate / first[3]:.2f}",
+        ]
         for name, d, what, rate, mfu in measured
     ]
     header = ["session", "device", "measured over", "training images/s", "MFU", f"images/s / {first[0]}'s"]

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 TABLES = REPO / "docs" / "results" / "default"
@@ -228,18 +227,10 @@ def gpu_run_claims(run: str) -> pd.DataFrame:
     return session_claims(GPU / run, REPO)
 
 
-def _claim_lines(claims: pd.DataFrame, ids: list[str]) -> list[str]:
-    """One line per claim: its verdict and measurement, and where it does not hold, its reason."""
-    rows = claims.set_index("claim_id").loc[ids]
-    return [
-        f"- `{c}` (**{r.verdict}**): {r.measured}"
-        + (f". Why: {str(r.note).removeprefix(r.verdict + ': ')}" if r.verdict in ("differs", "inconclusive") else "")
-        for c, r in rows.iterrows()
-    ]
-
-
 def vit_gpu(_folder: Path, pilot: str, run: str) -> str:
     """The GPU sessions: the pilot's speed and memory, and the run's ViT claims measured again by today's code."""
+    from maxmargin.claims.vit_runs import claim_lines
+
     p = pd.read_csv(GPU / pilot / "vit_pilot.csv").iloc[0]
     session = json.loads((GPU / run / "session.json").read_text())
     device = session["device"]
@@ -254,76 +245,40 @@ def vit_gpu(_folder: Path, pilot: str, run: str) -> str:
         f"- The run ({run}): {session['run']['epochs_done']} epochs of the paper's 400; its ViT claims, measured "
         "again by today's claims code from the files it brought back (the node's own verdicts are in "
         f"[{run}/{node}](gpu/{run}/{node})):",
-        *(f"  {line}" for line in _claim_lines(gpu_run_claims(run), ids)),
+        *(f"  {line}" for line in claim_lines(gpu_run_claims(run), ids)),
     ]
     return "\n".join(lines) + "\n"
 
 
-def _turns(m: pd.DataFrame) -> pd.Series:
-    """The angle (degrees) W turned between consecutive metrics rows, indexed by the later row's epoch."""
-    return pd.Series(np.degrees(np.arccos(np.clip(m["w_cosine_previous"], -1, 1))).to_numpy(), index=m["epoch"])
+def _speed_line(session: dict, pilot: str) -> str:
+    """The run's training rate and MFU against ``pilot``'s, each on its own card."""
+    p = pd.read_csv(GPU / pilot / "vit_pilot.csv").iloc[0]
+    ref = json.loads((GPU / pilot / "session.json").read_text())["device"]
+    ref_mfu = p["images_per_s"] * ref["gflops_per_image_train"] / (1e3 * ref["peak_tflops"])
+    run, device = session["run"], session["device"]
+    return (
+        f"- **Speed.** {run['images_per_s']:,.0f} training images/s over the steps of its last {run['rate_epochs']} "
+        f"epochs, {100 * run['mfu']:.1f} % MFU of {device['peak_tflops']:g} TFLOP/s ({device['peak_source']}) on the "
+        f"{device['name']}, against {p['images_per_s']:,.0f} images/s and {100 * ref_mfu:.1f} % in {pilot}'s pilot on "
+        f"the {p['device']} (x{run['images_per_s'] / p['images_per_s']:.2f}; another card, so this compares card and "
+        "code together)."
+    )
 
 
 def vit_gpu_paper_epochs(_folder: Path, run: str, pilot: str) -> str:
     """The paper's 400 epochs at the paper's model on one GPU: the loss, soft-sparsity and ||W||_F, W's direction,
     the heads against their W-ATT-SVM, and the speed against ``pilot``'s, each from the files ``run`` brought back."""
-    session = json.loads((GPU / run / "session.json").read_text())
-    docs, device = session["docs"], session["device"]
-    m = pd.read_csv(GPU / run / f"{docs}_metrics.csv").sort_values("epoch")
-    w = pd.read_csv(GPU / run / f"{docs}_w_svm.csv")
-    claims = gpu_run_claims(run)
-    sparsity_holds = claims.set_index("claim_id").loc["vit_sparsity", "verdict"] == "holds"
-    limit = float(yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]["guard"]["max_direction_angle"])
-    first, last = m.iloc[0], m.iloc[-1]
-    low = m.loc[m["train_loss"].idxmin()]
-    window = m[m["epoch"] >= 0.8 * last.epoch]
-    best = m.loc[m["test_acc"].idxmax()]
-    turns = _turns(m).dropna()
-    steepest = turns.idxmax()
-    heads = w[w["epoch"] == w["epoch"].max()]
-    p = pd.read_csv(GPU / pilot / "vit_pilot.csv").iloc[0]
-    pilot_device = json.loads((GPU / pilot / "session.json").read_text())["device"]
-    pilot_mfu = p["images_per_s"] * pilot_device["gflops_per_image_train"] / (1e3 * pilot_device["peak_tflops"])
+    from maxmargin.claims.sessions import session_config, session_tables
+    from maxmargin.claims.vit_runs import claim_lines, run_lines
+
+    session, tables = json.loads((GPU / run / "session.json").read_text()), session_tables(GPU / run)
+    claims, guard = gpu_run_claims(run), session_config(GPU / run, REPO)["vit"]["guard"]
+    n_train = int(session["baseline"]["n_train"])
     lines = [
-        f"- **Training loss.** {first.train_loss:.2f} at epoch 0, {last.train_loss:.3f} at epoch {last.epoch:.0f} "
-        f"(lowest {low.train_loss:.3f}, epoch {low.epoch:.0f}); over the last 20 % of the epochs ({window.epoch.min():.0f}"
-        f"-{last.epoch:.0f}) its mean is {window.train_loss.mean():.3f} and the training accuracy "
-        f"{window.train_acc.min():.3f}-{window.train_acc.max():.3f}. The test accuracy peaks at {best.test_acc:.3f} "
-        f"(epoch {best.epoch:.0f}) and ends at {last.test_acc:.3f}"
-        + (
-            f": the model memorises its {int(session['baseline']['n_train']):,} training images."
-            if last.test_acc < best.test_acc and window.train_acc.min() > best.test_acc
-            else "."
-        ),
-        f"- **Soft-sparsity and ||W||_F.** Soft-sparsity {first.soft_sparsity:.3f} -> {last.soft_sparsity:.3f} while "
-        f"||W||_F grows {first.w_frobenius:.2f} -> {last.w_frobenius:.1f} (x{last.w_frobenius / first.w_frobenius:.1f}"
-        f"; x{window.w_frobenius.iloc[-1] / window.w_frobenius.iloc[0]:.2f} over the last 20 % alone)"
-        + (": the paper's Figure 7." if sparsity_holds else "."),
-        f"- **W's direction.** W turns {turns.loc[steepest]:.1f} degrees between the rows of epochs "
-        f"{m.epoch[m.epoch < steepest].max():.0f} and {steepest:.0f} (the most), {turns.iloc[-1]:.1f} over the last "
-        f"row ({int(m.epoch.iloc[-2])}-{int(last.epoch)}): "
-        + ("the turning slows" if turns.iloc[-1] < turns.loc[steepest] else "the turning does not slow")
-        + (
-            f" but has not stopped (its last row alone is more than vit.guard.max_direction_angle = {limit:g} "
-            "degrees, the claim's bound over the whole last 20 %)"
-            if turns.iloc[-1] > limit
-            else ""
-        )
-        + f", and W's cosine with its final direction is {m.w_cosine_final.iloc[-2]:.3f} one row before the end.",
-        f"- **The heads against their W-ATT-SVM** (measured at epochs {', '.join(str(e) for e in sorted(w.epoch.unique()))}"
-        f" only, on {int(w.n_images.iloc[0])} probe images): at epoch {int(heads.epoch.iloc[0])} the {len(heads)} heads' "
-        f"cos(Wt_h, W_mm,h) is {heads.cosine.mean():.3f} (from {heads.cosine.min():.3f} to {heads.cosine.max():.3f}), "
-        f"against {heads.null_rank.mean():.3f} for a random rank-d_head matrix and {heads.null_shuffled.mean():.3f} "
-        f"for a shuffled selection, under a rank ceiling of {heads.ceiling.mean():.3f}: "
-        f"{heads.cosine.mean() / heads.ceiling.mean():.0%} of the ceiling"
-        + (", with no trend to read from two epochs." if w.epoch.nunique() < 3 else "."),
-        f"- **Speed.** {session['run']['images_per_s']:,.0f} training images/s over the steps of its last "
-        f"{session['run']['rate_epochs']} epochs, {100 * session['run']['mfu']:.1f} % MFU of {device['peak_tflops']:g} "
-        f"TFLOP/s ({device['peak_source']}) on the {device['name']}, against {p['images_per_s']:,.0f} images/s and "
-        f"{100 * pilot_mfu:.1f} % in {pilot}'s pilot on the {p['device']} (x{session['run']['images_per_s'] / p['images_per_s']:.2f}"
-        "; another card, so this compares card and code together).",
+        *run_lines(tables["vit_metrics"], tables["vit_w_svm"], claims, guard, n_train),
+        _speed_line(session, pilot),
         "- Its ViT claims, measured again by today's claims code from the files it brought back:",
-        *(f"  {line}" for line in _claim_lines(claims, list(claims.claim_id))),
+        *(f"  {line}" for line in claim_lines(claims)),
     ]
     return "\n".join(lines) + "\n"
 

@@ -22,6 +22,7 @@ from maxmargin.claims.base import (
 )
 from maxmargin.core.vit_learning import Learned, learned, sparsity_effect, w_direction
 from maxmargin.experiments.census_tables import wilson_interval
+from maxmargin.registry.vit import JUDGED_IMAGES
 
 
 def _vit_learned(t: Tables, cfg: Config) -> Learned:
@@ -179,9 +180,6 @@ def _not_probed(cfg: Config) -> Measurement:
     else:
         why = "rule vit_probe wrote no rows"
     return f"not measured: {why}", "not run", "no W-ATT-SVM rows"
-
-
-JUDGED_IMAGES = ("train", "test")  # the theory's max-margin problem is over the training inputs: those first
 
 
 def judged_set(table: pd.DataFrame) -> str:

@@ -20,7 +20,7 @@ from matplotlib.ticker import FormatStrFormatter
 from maxmargin.core.vit_learning import Learned, learned
 from maxmargin.figures import style
 from maxmargin.figures.style import plt
-from maxmargin.registry.vit import DATASET_NAMES, PAPER_DATASET
+from maxmargin.registry.vit import DATASET_NAMES, JUDGED_IMAGES, PAPER_DATASET
 
 MAP_CMAP = "viridis"
 WARNING_COLOR = "#c00000"
@@ -276,12 +276,13 @@ def _heads(ax: Axes, table: pd.DataFrame) -> None:
     ax.plot([], [], color="0.4", ls=":", lw=1.0, label="rank ceiling")
 
 
-def _means(ax: Axes, table: pd.DataFrame, min_w_svm_gain: float) -> None:
+def _means(ax: Axes, table: pd.DataFrame, min_w_svm_gain: float) -> float:
     """Panel (b): head means of the cosine against the matched nulls, the span share, the ceiling, the nuclear-norm
-    cosine, and the bar of claim ``vit_w_svm_direction`` (the null + ``min_w_svm_gain``)."""
+    cosine, and the bar of claim ``vit_w_svm_direction`` (the null + ``min_w_svm_gain``); the lowest value drawn
+    (the shuffled null can be negative: the axis goes below 0 then)."""
     m = table.groupby("epoch").mean(numeric_only=True).sort_index()
     e = m.index.to_numpy()
-    ax.plot(e, m["cosine"], "o-", color="k", ms=3, lw=1.4, label="heads")
+    ax.plot(e, m["cosine"], "o-", color="k", ms=3, lw=1.4, label="heads", zorder=3)
     ax.fill_between(e, m["null_rank"] - m["null_rank_sd"], m["null_rank"] + m["null_rank_sd"], color="0.8", lw=0)
     ax.plot(e, m["null_rank"], color="0.45", lw=1.0, label="null: random rank $d_h$")
     ax.plot(e, m["null_shuffled"], color="C1", ls="--", lw=1.0, label="null: shuffled selection")
@@ -292,8 +293,9 @@ def _means(ax: Axes, table: pd.DataFrame, min_w_svm_gain: float) -> None:
         ax.plot(nuclear.index, nuclear["cosine_nuclear"], "D", color="C4", ms=4, label="nuclear-norm SVM (few images)")
         ax.plot(nuclear.index, nuclear["cosine_frobenius_nuclear_images"], "s", mfc="none", color="C4", ms=5,
                 label="Frobenius SVM (the same images)")  # fmt: skip
-    ax.plot(e[-1:], m["null_rank"].iloc[-1:] + min_w_svm_gain, "_", color=WARNING_COLOR, ms=14, mew=2,
-            label=f"claim bar (null + {min_w_svm_gain:g})")  # fmt: skip
+    ax.plot(e[-1:], m["null_rank"].iloc[-1:] + min_w_svm_gain, "_", color=WARNING_COLOR, ms=14, mew=2, zorder=1.5,
+            label=f"claim bar (null + {min_w_svm_gain:g})")  # fmt: skip  # under the heads' markers (zorder 2+)
+    return float(m[["cosine", "null_rank", "null_shuffled"]].min().min())
 
 
 def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
@@ -308,13 +310,22 @@ def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
             fig.text(0.5, 0.5, NO_W_SVM, ha="center", va="center", fontsize=9)
             return fig
         axes = fig.subplots(1, 2)
-        _heads(axes[0], table)
-        _means(axes[1], table, min_w_svm_gain)
-        titles = ("(a) $\\cos(\\tilde W_h, W^{mm}_h)$ per head", "(b) mean over heads, against the nulls")
+        sets = table["images"].fillna("test") if "images" in table else pd.Series("test", index=table.index)
+        judged = next(name for name in JUDGED_IMAGES if name in set(sets))
+        _heads(axes[0], table[sets == judged])
+        lowest = _means(axes[1], table[sets == judged], min_w_svm_gain)
+        for name in sorted(set(sets) - {judged}):  # the other set's head means, beside the judged set's
+            other = table[sets == name].groupby("epoch")["cosine"].mean()
+            axes[1].plot(other.index, other, "o--", color="0.3", ms=2.5, lw=1.0, label=f"heads ({name} images)")
+            lowest = min(lowest, float(other.min()))
+        titles = (
+            f"(a) $\\cos(\\tilde W_h, W^{{mm}}_h)$ per head ({judged} images)",
+            "(b) mean over heads, against the nulls",
+        )
         for ax, title in zip(axes, titles, strict=True):
             ax.set_xlabel("Epoch")
             ax.set_title(title, fontsize=9)
-            ax.set_ylim(0.0, 1.05)
+            ax.set_ylim(0.0 if lowest >= 0 else lowest - 0.05, 1.05)
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.91), fontsize=7, ncols=2, frameon=False)
         axes[0].set_ylabel("Cosine with the W-ATT-SVM solution")
         warnings = [(w, WARNING_COLOR) for w in map(stand_in_warning, sorted(set(table["dataset"]))) if w]

@@ -300,6 +300,9 @@ CHECKPOINTS = {
 
 _BOTH = "on the same epoch's inputs (the first ``vit.w_svm.images`` probe images)"
 SOLVE_STATUSES = ("optimal", "looser", "repaired")  # WSVMResult.status, best first
+# The image set the W-ATT-SVM claims and panel judge a run on, the first present: the theory's max-margin problem is
+# over the training inputs; tables without the ``images`` column hold the held-out probe images.
+JUDGED_IMAGES = ("train", "test")
 IMAGE_SET = described(
     text("images", ("test", "train"), required=False),
     "the images the solutions are computed on: ``test``, the first held-out probe images, or ``train``, the first "

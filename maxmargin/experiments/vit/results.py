@@ -127,7 +127,9 @@ def run_page(
     s, times = sidecar["settings"], sidecar["epoch_times"]
     m, t = s["model"], s["train"]
     grid = "x".join(str(g) for g in sidecar["grid"])
-    recipe = f"{t['optimizer']} at lr {t['lr']:g}" + (f", momentum {t['momentum']:g}" if t["optimizer"] == "sgd" else "")
+    recipe = f"{t['optimizer']} at lr {t['lr']:g}" + (
+        f", momentum {t['momentum']:g}" if t["optimizer"] == "sgd" else ""
+    )
     recipe += f", batch {t['batch_size']}, {t['epochs']} epochs"
     recipe += f", warm-up {t['warmup_epochs']:g} epochs" if t["warmup_epochs"] else ""
     recipe += f", {t['schedule']} schedule, gradient clipping at {t['grad_clip']:g}" if t["grad_clip"] else ""

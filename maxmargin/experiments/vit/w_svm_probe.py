@@ -271,7 +271,9 @@ def probe_snapshots(
                 kept = float(np.mean(selected == previous[name, head])) if (name, head) in previous else math.nan
                 previous[name, head] = selected
                 rows.append({"epoch": epoch, "head": head, **row, "selection_kept": kept, "images": name})
-                bar.update(len(rows), f"epoch {epoch} {name} head {head}: cosine {row['cosine']:.3f} ({row['seconds']:.1f} s)")
+                bar.update(
+                    len(rows), f"epoch {epoch} {name} head {head}: cosine {row['cosine']:.3f} ({row['seconds']:.1f} s)"
+                )
     return rows
 
 
