@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from maxmargin import registry
-from maxmargin.registry import derived
+from maxmargin.registry_checks import check_registry
 
 # Beyond this magnitude every setting of this pipeline (step sizes, radii, counts) overflows float64 arithmetic
 # within a few operations; 1e300 validates as "finite" but yields NaN just as surely.
@@ -354,8 +354,9 @@ def check_config_beyond_schema(
     """Everything the Snakefile checks before any job, after schema validation, naming the key at fault."""
     check_config_files(files)
     check_config(config)
-    for experiment in registry.EXPERIMENTS:  # a registered experiment without its block: the message says what to add
-        derived.experiment_settings(experiment.name, config)
+    # the registry against this config: every mistake named by its entry, registry module and key (an experiment
+    # without its block: the message says what to add)
+    check_registry(config)
     schema = load_yaml(schema_path)
     for key in _typed_integers(config, schema, schema, ""):
         value = _get_indexed(config, key)

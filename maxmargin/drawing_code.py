@@ -118,6 +118,7 @@ def _module(path: Path) -> _Module:
     return _parse(path, path.stat().st_mtime)
 
 
+@functools.cache
 def _named(source: str) -> tuple[set[str], set[tuple[str, str]]]:
     """The names a piece of source reads, and its ``name.attribute`` pairs (a module's attribute)."""
     tree = ast.parse(source)
@@ -166,6 +167,23 @@ def function_sources(path: Path, name: str) -> dict[str, str]:
         elif how == "import":
             found[key] = module.text
     return found
+
+
+def definition(path: Path, name: str) -> str | None:
+    """The source of the module-level definition ``name`` of the module at ``path``, followed through the package's
+    imports (a family package's ``__init__`` re-exporting it), or None."""
+    seen = set()
+    while (path, name) not in seen:
+        seen.add((path, name))
+        module = _module(path)
+        if name in module.defined:
+            return "\n".join(module.defined[name])
+        origin, attr = module.imported.get(name, ("", None))
+        target = module_file(origin) if origin and attr else None
+        if target is None:
+            return None
+        path, name = target, attr
+    return None
 
 
 def drawing_module(family: str) -> Path:

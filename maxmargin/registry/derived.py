@@ -169,6 +169,14 @@ def category(name: str) -> str:
     return f"{entry.order} {entry.title}" + (f" ({numbers})" if numbers else "")
 
 
+class CaptionError(KeyError):
+    """A caption field that the config does not fill; its message names the entry, its registry module and the
+    field."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # a KeyError would print its message quoted
+
+
 class _RunSentences(dict[str, str]):
     """The ``{run[...]}`` fields of a caption: a sentence the run has not measured says so, it does not fail."""
 
@@ -191,7 +199,16 @@ def caption(entry: Panel | Table, config: Mapping[str, Any], run: Mapping[str, s
         fields |= experiment_settings(entry.experiment, config) | config["plots"]
     for block in entry.caption_blocks:
         fields |= lookup(config, block)
-    text = entry.caption.format(**fields)
+    try:
+        text = entry.caption.format(**fields)
+    except (KeyError, IndexError, AttributeError, ValueError) as err:
+        kind = "panel" if isinstance(entry, Panel) else "table"
+        raise CaptionError(
+            f"{kind} {entry.name!r} (maxmargin/registry/{entry.family}.py): its caption's field cannot be filled "
+            f"({type(err).__name__}: {err}); a caption's fields are {{block[key]}} for a top-level block of the "
+            f"config, {{key}} for a key of its caption_blocks {list(entry.caption_blocks)} (a synthetic panel: of its "
+            "experiment's block and of plots) and {run[claim_id]} (CONTRIBUTING.md, 'A caption's fields')"
+        ) from None
     if isinstance(entry, Panel) and entry.experiment:
         text += f" Numbers: ``tables/{entry.experiment}.csv`` under the results root."
     if isinstance(entry, Table):  # after format(): a description is not a template
