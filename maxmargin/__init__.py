@@ -27,14 +27,13 @@ from maxmargin.lazy import lazy_exports
 _HOMES = {
     "core.model": [
         "token_scores",
-        "attention",
-        "selected_tokens",
         "model_output",
         "risk",
         "grad_p",
         "grad_v",
         "Gradient",
     ],
+    "core.softmax": ["attention", "selected_tokens"],
     "core.gd": ["gradient_descent", "joint_normalized_gd", "Trajectory", "cosine"],
     "core.svm": ["att_svm", "p_relax", "v_svm", "svm_neighbors", "SVMResult"],
     "core.directions": [

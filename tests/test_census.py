@@ -15,7 +15,8 @@ from scipy.optimize import brentq
 from maxmargin.core import svm
 from maxmargin.core.directions import classify_direction
 from maxmargin.core.gd import gradient_descent
-from maxmargin.core.model import grad_p, log_non_selected_mass, log_non_selected_mass_of_logits, risk, token_scores
+from maxmargin.core.model import grad_p, risk, token_scores
+from maxmargin.core.softmax import log_non_selected_mass, log_non_selected_mass_of_logits
 from maxmargin.core.span_gd import key_gradient, normalized_gd_in_span, span_coordinates
 from maxmargin.core.svm import att_svm_ldp
 from maxmargin.experiments import census

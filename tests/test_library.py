@@ -25,23 +25,8 @@ import maxmargin.core as core
 
 MODULES = sorted(info.name for info in pkgutil.iter_modules(core.__path__))
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
-# The functions a newcomer starts from: each shows itself at work (the README's front door).
-WITH_EXAMPLES = (
-    "token_scores",
-    "risk",
-    "grad_p",
-    "loss_value",
-    "att_svm",
-    "p_relax",
-    "v_svm",
-    "svm_neighbors",
-    "gmm_direction",
-    "classify_direction",
-    "max_margin_directions",
-    "gradient_descent",
-    "cosine",
-    "regularization_path_p",
-)
+# Every public function of the maths shows itself at work (the README's front door); the result classes aside.
+PUBLIC_FUNCTIONS = sorted(name for name in core.__all__ if inspect.isfunction(getattr(core, name)))
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 # What the pipeline adds to the maths: never needed by `import maxmargin.core`.
 PIPELINE_ONLY = ("torch", "torchvision", "timm", "snakemake", "pandas", "pandera", "matplotlib", "PIL", "yaml")
@@ -63,9 +48,23 @@ def test_the_examples_of_core_run(module: str) -> None:
         assert not (report := _run_examples(test)), report
 
 
-def test_the_main_functions_show_an_example() -> None:
-    for name in WITH_EXAMPLES:
-        assert "\nExamples\n--------\n" in inspect.getdoc(getattr(core, name)), name
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_every_public_function_shows_an_example_that_runs_on_its_own(name: str) -> None:
+    """Its Examples section, run with nothing imported beforehand: each example imports what it uses, the function
+    from maxmargin.core first of all."""
+    doc = inspect.getdoc(getattr(core, name)) or ""
+    assert "\nExamples\n--------\n" in doc, f"{name} has no Examples section"
+    examples = doc.split("\nExamples\n--------\n")[1]
+    assert re.search(rf">>> from maxmargin\.core import [^\n]*\b{name}\b", examples), f"{name}: no import of it"
+    test = doctest.DocTestParser().get_doctest(examples, {}, name, None, 0)
+    assert test.examples and not (report := _run_examples(test)), report
+
+
+def test_the_synthetic_experiments_without_pandas_name_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if not installed: `import pandas` fails
+    monkeypatch.delitem(sys.modules, "maxmargin.experiments.synthetic", raising=False)
+    with pytest.raises(ModuleNotFoundError, match=r"needs pandas, of the extra 'workflow': pip install '\.\[workflow"):
+        importlib.import_module("maxmargin.experiments.synthetic")
 
 
 def _readme_session() -> str:
@@ -83,7 +82,7 @@ def test_the_readme_session_runs() -> None:
 def test_docs_api_md_is_written_from_the_docstrings() -> None:
     written = load_tool("api_docs").render()
     assert (REPO / "docs/api.md").read_text() == written, "docs/api.md is stale: run `python tools/api_docs.py`"
-    for name in WITH_EXAMPLES:
+    for name in PUBLIC_FUNCTIONS:
         assert f"`{name}(" in written
 
 

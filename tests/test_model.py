@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from maxmargin.core.loss import LOSSES, log_neg_loss_derivative, loss_value
-from maxmargin.core.model import grad_p, grad_v, keys, log_non_selected_mass, model_output, risk, token_scores
+from maxmargin.core.model import grad_p, grad_v, keys, model_output, risk, token_scores
+from maxmargin.core.softmax import log_non_selected_mass
 
 
 def random_problem(seed: int, n: int = 3, T: int = 5, d: int = 4, B: int = 6):

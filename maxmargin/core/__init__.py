@@ -1,12 +1,16 @@
 """The maths of the paper, the public API: numpy/scipy/cvxopt/scikit-learn only, nothing else of the package.
 
 Every function below has numpydoc Parameters and Returns with the shapes of its arrays (tests/test_core_api.py);
-leading batch axes are written "...". The main ones have Examples, run as doctests by the unit tier; the reference
-is docs/api.md (tools/api_docs.py). Modules: :mod:`.loss` (Assumption A), :mod:`.model` (eq. (5), the risk and its
-exact gradients), :mod:`.gd` (gradient descent), :mod:`.svm` ((ATT-SVM), eq. (10), (SVM)) and :mod:`.min_norm`
-(their solver), :mod:`.directions` (GMM / LMM, Definitions 1-2), :mod:`.span_gd` (the census's batched GD),
-:mod:`.ball` and :mod:`.logspace` (the constrained solver), :mod:`.regpath` (regularization paths, eq. (2)) and
-:mod:`.w_svm` (the W-parametrised ATT-SVM of an attention head, Lemma 1).
+leading batch axes are written "...". Every one checks its arguments on entry against those shapes
+(:mod:`.arguments`: a ValueError names the argument and the shape expected) and has Examples, each with its imports,
+run as doctests by the unit tier (tests/test_library.py); the reference is docs/api.md (tools/api_docs.py).
+
+Modules: :mod:`.loss` (Assumption A), :mod:`.softmax` (the attention map of eq. (5), exact at any logit gap),
+:mod:`.model` (eq. (5), the risk and its exact gradients), :mod:`.gd` (gradient descent), :mod:`.svm` ((ATT-SVM),
+eq. (10), (SVM)) and :mod:`.min_norm` (their solver), :mod:`.directions` (GMM / LMM, Definitions 1-2),
+:mod:`.span_gd` (the census's batched GD), :mod:`.ball` and :mod:`.logspace` (the constrained solver),
+:mod:`.regpath` (regularization paths, eq. (2)), :mod:`.w_svm` (the W-parametrised ATT-SVM of an attention head,
+Lemma 1) and :mod:`.arguments` (the argument check).
 
 The names below are imported from their module on first use: a job that needs one module (the progress lines of
 every rule's log, say) does not import scipy, scikit-learn and cvxopt for the others."""
@@ -25,6 +29,7 @@ from maxmargin.lazy import lazy_exports
 
 # module of maxmargin.core -> the public names it defines
 _HOMES = {
+    "arguments": ("check_arrays",),
     "ball": (
         "ON_SPHERE_RTOL",
         "BallSolve",
@@ -69,17 +74,12 @@ _HOMES = {
     "model": (
         "Array",
         "Gradient",
-        "attention",
         "attention_features",
         "grad_p",
         "grad_v",
         "keys",
-        "log_non_selected_mass",
-        "log_non_selected_mass_of_logits",
-        "log_softmax",
         "model_output",
         "risk",
-        "selected_tokens",
         "token_scores",
     ),
     "min_norm": (
@@ -99,6 +99,13 @@ _HOMES = {
         "radius_grid",
         "regularization_path_joint",
         "regularization_path_p",
+    ),
+    "softmax": (
+        "attention",
+        "log_non_selected_mass",
+        "log_non_selected_mass_of_logits",
+        "log_softmax",
+        "selected_tokens",
     ),
     "span_gd": (
         "SpanBatch",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.model import Array, Gradient
 
 ON_SPHERE_RTOL = 1e-12  # a point within this relative distance of the sphere is on it
@@ -35,8 +36,21 @@ def project_ball(x: Array, radius: float | Array) -> Array:
     -------
     ndarray, shape (..., d)
         The projections.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import project_ball
+    >>> project_ball(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)  # the first is scaled onto the sphere
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
     """
-    x = np.asarray(x, dtype=np.float64)
+    x, radius = check_arrays(x=(x, "(..., d)"), radius=(radius, "float (...)"))
+    return _project_ball(x, radius)
+
+
+def _project_ball(x: Array, radius: float | Array) -> Array:
+    """:func:`project_ball` without the argument check (the solver's steps)."""
     norm = np.linalg.norm(x, axis=-1, keepdims=True)
     radius = np.asarray(radius, dtype=np.float64)[..., None] if np.ndim(radius) else radius
     return np.where(norm > radius, x * (radius / np.where(norm > 0, norm, 1.0)), x)
@@ -72,7 +86,30 @@ def ball_kkt_residual(x: Array, gradient: Gradient, radius: float) -> tuple[Arra
     -------
     tuple of ndarray, shapes (...) and (...)
         The residual and whether the constraint is active.
+
+    Examples
+    --------
+    On the unit sphere a gradient pointing inwards along x is a KKT point (mu > 0); a tangential one is not:
+
+    >>> import numpy as np
+    >>> from maxmargin.core import Gradient, ball_kkt_residual
+    >>> x = np.array([[1.0, 0.0], [1.0, 0.0]])
+    >>> g = Gradient(scaled=np.array([[-2.0, 0.0], [0.0, 1.0]]), log_scale=np.zeros(2))
+    >>> ball_kkt_residual(x, g, 1.0)
+    (array([0., 1.]), array([ True,  True]))
     """
+    if not isinstance(gradient, Gradient):
+        raise ValueError(f"gradient must be a Gradient (scaled, log_scale): got {type(gradient).__name__}")
+    x, scaled, log_scale, radius = check_arrays(
+        x=(x, "(..., d)"),
+        **{"gradient.scaled": (gradient.scaled, "(..., d)"), "gradient.log_scale": (gradient.log_scale, "float (...)")},
+        radius=(radius, "()"),
+    )
+    return _ball_kkt_residual(x, Gradient(scaled, log_scale), radius)
+
+
+def _ball_kkt_residual(x: Array, gradient: Gradient, radius: float) -> tuple[Array, Array]:
+    """:func:`ball_kkt_residual` without the argument check (the solver's steps)."""
     direction, zero = gradient.direction()
     norm, _, radial, tangential = _radial_split(x, direction)
     on = norm >= radius * (1.0 - ON_SPHERE_RTOL)
@@ -123,7 +160,7 @@ def _step_block(block: _BlockState, gradient: Gradient, radius: float, running: 
         agree < 0, 0.5 * block.step, np.where(agree > 0, np.minimum(1.2 * block.step, max_step), block.step)
     )
     rotated = radius * (np.cos(step)[:, None] * unit - np.sin(step)[:, None] * tangent)
-    inner = project_ball(block.x - (step * radius)[:, None] * direction, radius)
+    inner = _project_ball(block.x - (step * radius)[:, None] * direction, radius)
     update = running & ~zero & ~((tnorm == 0) & on)
     block.x = np.where(update[:, None], np.where(on[:, None], rotated, inner), block.x)
     block.step = np.where(running, step, block.step)
@@ -134,7 +171,7 @@ def _kkt_of_blocks(
     blocks: Sequence[_BlockState], grads: Sequence[Gradient], radii: Sequence[float]
 ) -> tuple[Array, NDArray[np.bool_]]:
     """KKT residual and active constraint of every block (:func:`ball_kkt_residual`): two (n_blocks, S) arrays."""
-    pairs = [ball_kkt_residual(block.x, g, radius) for block, g, radius in zip(blocks, grads, radii, strict=True)]
+    pairs = [_ball_kkt_residual(block.x, g, radius) for block, g, radius in zip(blocks, grads, radii, strict=True)]
     return np.array([r for r, _ in pairs], dtype=np.float64), np.array([a for _, a in pairs], dtype=bool)
 
 
@@ -178,7 +215,33 @@ def solve_on_balls(
     BallSolve
         End points ``x`` (one (S, d_b) array per block), ``kkt_residual`` and ``active`` (n_blocks, S),
         ``iterations`` (S,).
+
+    Examples
+    --------
+    min <c, x> on the unit disc, c = (1, 1), from two starts: both reach -c / ||c||.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import Gradient, solve_on_balls
+    >>> def gradients(points):
+    ...     return [Gradient(scaled=np.ones_like(points[0]), log_scale=np.zeros(len(points[0])))]
+    >>> solve = solve_on_balls(gradients, [np.array([[0.5, 0.0], [0.0, -0.2]])], [1.0], n_iter=500, tol=1e-9)
+    >>> np.round(solve.x[0], 6), bool(solve.active.all())
+    (array([[-0.707107, -0.707107],
+           [-0.707107, -0.707107]]), True)
     """
+    if not callable(gradients):
+        raise ValueError(f"gradients must be a function of the points (one array per block): got {gradients!r}")
+    if isinstance(x0, np.ndarray) or len(x0) == 0:
+        raise ValueError("x0 must be a non-empty sequence of arrays, one of shape (S, d_b) per block")
+    *x0, radii, n_iter, tol, step, max_step, min_step = check_arrays(
+        **{f"x0[{b}]": (x, f"(S, d{b})") for b, x in enumerate(x0)},
+        radii=(radii, f"({len(x0)},)"),
+        n_iter=(n_iter, "int ()"),
+        tol=(tol, "()"),
+        step=(step, "()"),
+        max_step=(max_step, "()"),
+        min_step=(min_step, "()"),
+    )
     n_starts = np.shape(x0[0])[0]
     blocks = [_BlockState(np.array(x, dtype=np.float64), np.full(n_starts, step), np.zeros(np.shape(x))) for x in x0]
     running = np.ones(n_starts, dtype=bool)
@@ -194,7 +257,7 @@ def solve_on_balls(
         running &= ~done
         if not running.any() or it == n_iter:
             break
-        for block, gradient, radius in zip(blocks, grads, radii, strict=True):
+        for block, gradient, radius in zip(blocks, grads, radii.tolist(), strict=True):
             _step_block(block, gradient, radius, running, max_step)
     return BallSolve(x=[block.x for block in blocks], kkt_residual=residual, active=active, iterations=iterations)
 
@@ -217,8 +280,18 @@ def span_basis(vectors: Array, rtol: float = 1e-12) -> Array:
     -------
     ndarray, shape (d, k)
         Orthonormal columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import span_basis
+    >>> np.abs(span_basis(np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]])))  # one direction, d = 3
+    array([[1.],
+           [0.],
+           [0.]])
     """
-    rows = np.asarray(vectors, dtype=np.float64).reshape(-1, np.shape(vectors)[-1])
+    vectors, rtol = check_arrays(vectors=(vectors, "(..., d)"), rtol=(rtol, "()"))
+    rows = vectors.reshape(-1, vectors.shape[-1])
     _, singular, right = np.linalg.svd(rows, full_matrices=False)
     rank = int(np.sum(singular > rtol * max(singular.max(initial=0.0), 1e-300)))
     return right[:rank].T
@@ -236,8 +309,21 @@ def key_difference_basis(K: Array) -> Array:
     -------
     ndarray, shape (d, k)
         Orthonormal basis of span{k_it - k_i0}.
+
+    Examples
+    --------
+    Shifting every key of an input by the same vector changes no softmax: only their differences count.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import key_difference_basis
+    >>> K = np.array([[[5.0, 1.0, 0.0], [5.0, 2.0, 0.0]]])  # one difference, (0, 1, 0)
+    >>> np.abs(key_difference_basis(K))
+    array([[0.],
+           [1.],
+           [0.]])
     """
-    return span_basis(np.asarray(K)[:, 1:, :] - np.asarray(K)[:, :1, :])
+    (K,) = check_arrays(K=(K, "(n, T, d)"))
+    return span_basis(K[:, 1:, :] - K[:, :1, :])
 
 
 __all__ = ["BallSolve", "ball_kkt_residual", "key_difference_basis", "project_ball", "solve_on_balls", "span_basis"]

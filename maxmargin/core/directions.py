@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.model import Array
 from maxmargin.core.svm import NEIGHBOR_TOL, SVM_TOL, SVMResult, att_svm, p_relax, svm_neighbors, v_svm
 
@@ -24,8 +25,7 @@ BLOCK_OF_KIND = {"gmm": "p", "lmm": "p", "p_mm": "p", "p_relax": "p", "v_mm": "v
 
 
 def _gaps(gamma: NDArray[np.float64], alpha: NDArray[np.int_]) -> NDArray[np.float64]:
-    gamma = np.asarray(gamma, dtype=np.float64)
-    alpha = np.asarray(alpha, dtype=np.int64)
+    """gamma_{i alpha_i} - gamma_it, shape (n, T), for arguments checked by the caller."""
     return gamma[np.arange(gamma.shape[0]), alpha][:, None] - gamma
 
 
@@ -46,8 +46,20 @@ def is_locally_optimal(gamma: NDArray[np.float64], alpha: NDArray[np.int_], neig
     Returns
     -------
     bool
+
+    Examples
+    --------
+    Token 1 (score 0.9) beats its one SVM-neighbour, token 2 (score 0), though not token 0 (score 1):
+
+    >>> import numpy as np
+    >>> from maxmargin.core import is_locally_optimal
+    >>> is_locally_optimal(np.array([[1.0, 0.9, 0.0]]), np.array([1]), np.array([[False, False, True]]))
+    True
     """
-    return bool(np.all(_gaps(gamma, alpha)[np.asarray(neighbors, dtype=bool)] > 0.0))
+    gamma, alpha, neighbors = check_arrays(
+        gamma=(gamma, "(n, T)"), alpha=(alpha, "int (n,) < T"), neighbors=(neighbors, "bool (n, T)")
+    )
+    return bool(np.all(_gaps(gamma, alpha)[neighbors] > 0.0))
 
 
 def optimal_tokens(gamma: NDArray[np.float64]) -> NDArray[np.int_]:
@@ -64,8 +76,16 @@ def optimal_tokens(gamma: NDArray[np.float64]) -> NDArray[np.int_]:
     -------
     ndarray of int, shape (n,)
         opt_i.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import optimal_tokens
+    >>> optimal_tokens(np.array([[1.0, 0.9, 0.0], [0.0, 2.0, 2.0]]))
+    array([0, 1])
     """
-    return np.argmax(np.asarray(gamma, dtype=np.float64), axis=1).astype(np.int64)
+    (gamma,) = check_arrays(gamma=(gamma, "(n, T)"))
+    return np.argmax(gamma, axis=1).astype(np.int64)
 
 
 def is_globally_optimal(gamma: NDArray[np.float64], alpha: NDArray[np.int_]) -> bool:
@@ -83,7 +103,16 @@ def is_globally_optimal(gamma: NDArray[np.float64], alpha: NDArray[np.int_]) -> 
     Returns
     -------
     bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import is_globally_optimal
+    >>> gamma = np.array([[1.0, 0.9, 0.0], [0.0, 2.0, 2.0]])
+    >>> is_globally_optimal(gamma, np.array([0, 2])), is_globally_optimal(gamma, np.array([1, 2]))
+    (True, False)
     """
+    gamma, alpha = check_arrays(gamma=(gamma, "(n, T)"), alpha=(alpha, "int (n,) < T"))
     return bool(np.all(_gaps(gamma, alpha) >= 0.0))
 
 
@@ -104,8 +133,18 @@ def min_score_gap(gamma: NDArray[np.float64], alpha: NDArray[np.int_], neighbors
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import min_score_gap
+    >>> min_score_gap(np.array([[1.0, 0.9, 0.0]]), np.array([1]), np.array([[True, False, True]]))
+    -0.09999999999999998
     """
-    return float(np.min(_gaps(gamma, alpha)[np.asarray(neighbors, dtype=bool)], initial=np.inf))
+    gamma, alpha, neighbors = check_arrays(
+        gamma=(gamma, "(n, T)"), alpha=(alpha, "int (n,) < T"), neighbors=(neighbors, "bool (n, T)")
+    )
+    return float(np.min(_gaps(gamma, alpha)[neighbors], initial=np.inf))
 
 
 @dataclass(frozen=True)
@@ -170,7 +209,13 @@ def classify_direction(
     >>> lmm.kind, lmm.svm.direction, lmm.neighbors, lmm.score_gap
     ('lmm', array([1., 0.]), array([[False, False,  True]]), 0.9)
     """
-    alpha = np.asarray(alpha, dtype=np.int64)
+    K, gamma, alpha, tol, neighbor_tol = check_arrays(
+        K=(K, "(n, T, d)"),
+        gamma=(gamma, "(n, T)"),
+        alpha=(alpha, "int (n,) < T"),
+        tol=(tol, "()"),
+        neighbor_tol=(neighbor_tol, "()"),
+    )
     res = att_svm(K, alpha, tol=tol) if svm is None else svm
     if not res.feasible:
         return MaxMarginDirection("infeasible", alpha, res, None, float("nan"))
@@ -208,6 +253,7 @@ def gmm_direction(K: NDArray[np.float64], gamma: NDArray[np.float64]) -> SVMResu
     >>> np.round(gmm.direction, 4)  # (-0.1, 1) / ||.||
     array([-0.0995,  0.995 ])
     """
+    K, gamma = check_arrays(K=(K, "(n, T, d)"), gamma=(gamma, "(n, T)"))
     return att_svm(K, optimal_tokens(gamma))
 
 
@@ -246,6 +292,9 @@ def max_margin_directions(
     >>> [(kind, alpha) for kind, alpha, _ in max_margin_directions(K, np.array([[1.0, 0.9, 0.0]]))]
     [('gmm', array([0])), ('lmm', array([1]))]
     """
+    K, gamma, max_combinations = check_arrays(
+        K=(K, "(n, T, d)"), gamma=(gamma, "(n, T)"), max_combinations=(max_combinations, "int ()")
+    )
     n, T, _ = K.shape
     found = []
     for alpha in _token_choices(n, T, max_combinations):
@@ -277,7 +326,25 @@ def joint_candidates(
     -------
     list of (ndarray of shape (n,), ndarray of shape (d,), ndarray of shape (d,))
         ``(alpha, v_mm direction, p direction)`` triples, p_mm and p_relax each where feasible.
+
+    Examples
+    --------
+    One input, two tokens: either can be selected, each with its head's direction and p_mm and p_relax (the same
+    here: the one input is a support vector).
+
+    >>> import numpy as np
+    >>> from maxmargin.core import joint_candidates
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> candidates = joint_candidates(X, np.array([1.0]), X)
+    >>> len(candidates)
+    4
+    >>> alpha, v, p = candidates[0]
+    >>> alpha, v, np.round(p, 4)
+    (array([0]), array([1., 0.]), array([ 0.7071, -0.7071]))
     """
+    X, Y, K, max_combinations = check_arrays(
+        X=(X, "(n, T, d)"), Y=(Y, "(n,)"), K=(K, "(n, T, d)"), max_combinations=(max_combinations, "int ()")
+    )
     n, T, _ = X.shape
     out = []
     for choice in _token_choices(n, T, max_combinations):

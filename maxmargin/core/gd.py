@@ -13,8 +13,9 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.loss import LossName, check_loss
-from maxmargin.core.model import Array, Gradient, grad_p, grad_v, token_scores
+from maxmargin.core.model import Array, Gradient, _grad_p, _grad_v, _token_scores
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,13 @@ def gradient_descent(
     (4, 1, 2)
     """
     check_loss(loss)
+    K, gamma, p0, eta, n_iter = check_arrays(
+        K=(K, "(..., n, T, d)"),
+        gamma=(gamma, "(..., n, T)"),
+        p0=(p0, "(..., d)"),
+        eta=(eta, "()"),
+        n_iter=(n_iter, "int ()"),
+    )
     if eta <= 0 or n_iter < 0:
         raise ValueError(f"need eta > 0 and n_iter >= 0, got eta={eta}, n_iter={n_iter}")
     p, squeeze = _as_batch(p0)
@@ -142,7 +150,7 @@ def _descend(
     skipped = np.zeros(p.shape[:-1], dtype=np.int64)
     path = [p.copy()]
     for _ in tqdm(range(n_iter), disable=not progress, desc="GD", leave=False):
-        step, zero = _step_direction(grad_p(K, gamma, p, loss), normalized)
+        step, zero = _step_direction(_grad_p(K, gamma, p, loss), normalized)
         skipped += zero
         p = p - eta * step
         if keep_path:
@@ -192,16 +200,38 @@ def joint_normalized_gd(
     -------
     Trajectory
         ``p`` and ``v`` of shape (B, n_iter + 1, d), ``skipped`` (B,).
+
+    Examples
+    --------
+    Two inputs of two tokens, labels +1 and -1; the head and the attention weights both move from 0:
+
+    >>> import numpy as np
+    >>> from maxmargin.core import joint_normalized_gd
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0]], [[-1.0, 0.0], [0.0, 1.0]]])
+    >>> traj = joint_normalized_gd(X, np.array([1.0, -1.0]), X, np.zeros(2), np.zeros(2), eta=0.1, n_iter=100)
+    >>> traj.p.shape, traj.v.shape
+    ((101, 2), (101, 2))
+    >>> np.round(traj.v_final / np.linalg.norm(traj.v_final), 3)  # the head turns to the first coordinate
+    array([1., 0.])
     """
     check_loss(loss)
+    X, Y, K, v0, p0, eta, n_iter = check_arrays(
+        X=(X, "(..., n, T, d)"),
+        Y=(Y, "(..., n)"),
+        K=(K, "(..., n, T, d)"),
+        v0=(v0, "(..., d)"),
+        p0=(p0, "(..., d)"),
+        eta=(eta, "()"),
+        n_iter=(n_iter, "int ()"),
+    )
     p, squeeze = _as_batch(p0)
     v, _ = _as_batch(v0)
     v = np.broadcast_to(v, p.shape[:-1] + v.shape[-1:]).copy()
     skipped = np.zeros(p.shape[:-1], dtype=np.int64)
     ps, vs = [p.copy()], [v.copy()]
     for _ in tqdm(range(n_iter), disable=not progress, desc="joint GD", leave=False):
-        gp, zp = grad_p(K, token_scores(X, Y, v), p, loss).direction()
-        gv, zv = grad_v(X, K, Y, v, p, loss).direction()
+        gp, zp = _grad_p(K, _token_scores(X, Y, v), p, loss).direction()
+        gv, zv = _grad_v(X, K, Y, v, p, loss).direction()
         skipped += zp | zv
         p = p - eta * gp
         v = v - eta * gv
@@ -249,7 +279,7 @@ def cosine(a: Array, b: Array) -> Array:
     ...
     ValueError: cosine: b is None, not a vector: the direction of a max-margin problem with no solution (its ...
     """
-    a, b = _vector(a, "a"), _vector(b, "b")
+    a, b = check_arrays(a=(_vector(a, "a"), "(..., d)"), b=(_vector(b, "b"), "(..., d)"))
     return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
 
 
@@ -269,7 +299,14 @@ def record_iterations(n_iter: int, dense: int = 1000, n_log: int = 200) -> Array
     -------
     ndarray of int, shape (m,)
         The increasing iterations kept, 0 and ``n_iter`` included.
+
+    Examples
+    --------
+    >>> from maxmargin.core import record_iterations
+    >>> record_iterations(100, dense=3, n_log=4)
+    array([  0,   1,   2,   3,   9,  31, 100])
     """
+    n_iter, dense, n_log = check_arrays(n_iter=(n_iter, "int ()"), dense=(dense, "int ()"), n_log=(n_log, "int ()"))
     if n_iter <= dense:
         return np.arange(n_iter + 1)
     tail = np.unique(np.geomspace(dense, n_iter, n_log).astype(int))

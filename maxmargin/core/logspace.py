@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.loss import LossName, check_loss
-from maxmargin.core.model import Array, Gradient, log_softmax, token_scores
+from maxmargin.core.model import Array, Gradient, _token_scores
+from maxmargin.core.softmax import _log_softmax
 
 
 def _log_excess_at(log_delta: Array, c: Array, loss: LossName) -> Array:
@@ -56,9 +58,28 @@ def log_excess_risk(K: Array, gamma: Array, p: Array, loss: LossName = "logistic
     -------
     ndarray, shape (...)
         log(L(p) - L*).
+
+    Examples
+    --------
+    Far along p the risk has rounded to its infimum L* = l(1) (all the weight on the best token, of score 1); its
+    excess, about e^-1200, has not:
+
+    >>> import numpy as np
+    >>> from maxmargin.core import log_excess_risk, risk
+    >>> K = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]])
+    >>> gamma = np.array([[1.0, 0.5, -1.5]])
+    >>> p = np.array([800.0, -400.0])
+    >>> bool(risk(K, gamma, p) == np.logaddexp(0.0, -1.0)), round(float(log_excess_risk(K, gamma, p)), 2)
+    (True, -1200.21)
     """
     check_loss(loss)
-    logs = log_softmax(np.einsum("...ntd,...d->...nt", K, p))
+    K, gamma, p = check_arrays(K=(K, "(..., n, T, d)"), gamma=(gamma, "(..., n, T)"), p=(p, "(..., d)"))
+    return _log_excess_risk(K, gamma, p, loss)
+
+
+def _log_excess_risk(K: Array, gamma: Array, p: Array, loss: LossName) -> Array:
+    """:func:`log_excess_risk` without the argument check (the regularization path's ball solver)."""
+    logs = _log_softmax(np.einsum("...ntd,...d->...nt", K, p))
     gamma = np.broadcast_to(gamma, logs.shape)
     best_score = gamma.max(axis=-1)
     gap = best_score[..., None] - gamma
@@ -103,12 +124,29 @@ def log_joint_risk(X: Array, Y: Array, K: Array, v: Array, p: Array, loss: LossN
     -------
     ndarray, shape (...)
         log L(v, p).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import log_joint_risk
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> v = np.array([1000.0, 0.0])  # the margin v^T X^T S(X p) = 1000 x 0.5 at p = 0: l(500) = e^-500 (no underflow)
+    >>> round(float(log_joint_risk(X, np.array([1.0]), X, v, np.zeros(2))), 4)
+    -500.0
     """
     check_loss(loss)
     if loss == "correlation":
         raise ValueError("the joint risk is not positive for the correlation loss; use logistic or exponential")
-    attention = np.exp(log_softmax(np.einsum("...ntd,...d->...nt", K, p)))
-    margins = (attention * token_scores(X, Y, v)).sum(axis=-1)
+    X, Y, K, v, p = check_arrays(
+        X=(X, "(..., n, T, d)"), Y=(Y, "(..., n)"), K=(K, "(..., n, T, d)"), v=(v, "(..., d)"), p=(p, "(..., d)")
+    )
+    return _log_joint_risk(X, Y, K, v, p, loss)
+
+
+def _log_joint_risk(X: Array, Y: Array, K: Array, v: Array, p: Array, loss: LossName) -> Array:
+    """:func:`log_joint_risk` without the argument check (the regularization path's ball solver)."""
+    attention = np.exp(_log_softmax(np.einsum("...ntd,...d->...nt", K, p)))
+    margins = (attention * _token_scores(X, Y, v)).sum(axis=-1)
     per_input = _log_loss(margins, loss)
     return logsumexp(per_input, axis=-1) - np.log(per_input.shape[-1])
 
@@ -133,7 +171,28 @@ def log_gradient(gradient: Gradient, log_value: Array, basis: Array) -> Gradient
     -------
     Gradient
         grad log value in the basis' coordinates, ``scaled`` of shape (..., k).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import Gradient, log_gradient
+    >>> g = Gradient(scaled=np.array([3.0, 4.0]), log_scale=np.array(-1000.0))  # grad = (3, 4) e^-1000
+    >>> out = log_gradient(g, np.array(-1000.0), np.eye(2))  # value = e^-1000: grad log value = (3, 4)
+    >>> out.value
+    array([3., 4.])
     """
+    if not isinstance(gradient, Gradient):
+        raise ValueError(f"gradient must be a Gradient (scaled, log_scale): got {type(gradient).__name__}")
+    scaled, log_scale, log_value, basis = check_arrays(
+        **{"gradient.scaled": (gradient.scaled, "(..., d)"), "gradient.log_scale": (gradient.log_scale, "float (...)")},
+        log_value=(log_value, "float (...)"),
+        basis=(basis, "(d, k)"),
+    )
+    return _log_gradient(Gradient(scaled, log_scale), log_value, basis)
+
+
+def _log_gradient(gradient: Gradient, log_value: Array, basis: Array) -> Gradient:
+    """:func:`log_gradient` without the argument check (the multistart solver's steps)."""
     return Gradient(gradient.scaled @ basis, gradient.log_scale - log_value)
 
 

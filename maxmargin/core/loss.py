@@ -7,6 +7,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
+
 Array = NDArray[np.float64]
 LossName = Literal["logistic", "exponential", "correlation"]
 LOSSES: tuple[str, ...] = ("logistic", "exponential", "correlation")
@@ -24,8 +26,17 @@ def check_loss(loss: str) -> None:
     -------
     None
         Raises ValueError naming the allowed losses.
+
+    Examples
+    --------
+    >>> from maxmargin.core import check_loss
+    >>> check_loss("logistic")
+    >>> check_loss("hinge")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown loss 'hinge'; allowed: logistic, exponential, correlation
     """
-    if loss not in LOSSES:
+    if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; allowed: {', '.join(LOSSES)}")
 
 
@@ -54,7 +65,12 @@ def loss_value(u: Array, loss: LossName) -> Array:
     array([0.6931, 0.1269, 0.    ])
     """
     check_loss(loss)
-    u = np.asarray(u, dtype=np.float64)
+    (u,) = check_arrays(u=(u, "(...)"))
+    return _loss_value(u, loss)
+
+
+def _loss_value(u: Array, loss: LossName) -> Array:
+    """:func:`loss_value` without the argument check (the loops of :mod:`.model` and :mod:`.span_gd`)."""
     if loss == "logistic":
         return np.logaddexp(0.0, -u)
     if loss == "exponential":
@@ -64,7 +80,8 @@ def loss_value(u: Array, loss: LossName) -> Array:
 
 
 def log_neg_loss_derivative(u: Array, loss: LossName) -> Array:
-    """log(-l'(u)), the log-magnitude of the (negative) loss derivative; finite for every finite u.
+    """log(-l'(u)), the log-magnitude of the (negative) loss derivative; finite for every finite u (-l'(800) = e^-800
+    underflows, its log does not).
 
     Paper: Assumption A (l strictly decreasing, so -l' > 0).
 
@@ -79,9 +96,21 @@ def log_neg_loss_derivative(u: Array, loss: LossName) -> Array:
     -------
     ndarray, shape (...)
         log(-l'(u)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import log_neg_loss_derivative
+    >>> [round(float(x), 4) for x in log_neg_loss_derivative(np.array([0.0, 800.0]), "logistic")]
+    [-0.6931, -800.0]
     """
     check_loss(loss)
-    u = np.asarray(u, dtype=np.float64)
+    (u,) = check_arrays(u=(u, "(...)"))
+    return _log_neg_loss_derivative(u, loss)
+
+
+def _log_neg_loss_derivative(u: Array, loss: LossName) -> Array:
+    """:func:`log_neg_loss_derivative` without the argument check (the loops of :mod:`.model` and :mod:`.span_gd`)."""
     if loss == "logistic":
         return -np.logaddexp(0.0, u)  # -l'(u) = 1 / (1 + e^u)
     if loss == "exponential":

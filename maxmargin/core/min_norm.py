@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
+
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-11, "reltol": 1e-11, "feastol": 1e-11, "maxiters": 200}
 
 
@@ -66,9 +68,19 @@ def lp_feasible(D: NDArray[np.float64], b: NDArray[np.float64]) -> bool:
     Returns
     -------
     bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import lp_feasible
+    >>> lp_feasible(np.array([[1.0], [-1.0]]), np.array([1.0, 1.0]))  # p >= 1 and -p >= 1
+    False
+    >>> lp_feasible(np.array([[1.0], [-1.0]]), np.array([1.0, -2.0]))  # 1 <= p <= 2
+    True
     """
     from scipy.optimize import linprog
 
+    D, b = check_arrays(D=(D, "(m, d)"), b=(b, "(m,)"))
     res = linprog(np.zeros(D.shape[1]), A_ub=-D, b_ub=-b, bounds=(None, None), method="highs")
     if res.status in (0, 2):
         return res.status == 0
@@ -97,7 +109,18 @@ def kkt_violation(
     -------
     float
         The largest violation (absolute).
+
+    Examples
+    --------
+    min ||p|| s.t. p >= 1 in one dimension: p = 1 with multiplier 1 meets every condition, p = 2 does not.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import kkt_violation
+    >>> D, b = np.array([[1.0]]), np.array([1.0])
+    >>> kkt_violation(D, b, np.array([1.0]), np.array([1.0])), kkt_violation(D, b, np.array([2.0]), np.array([1.0]))
+    (0.0, 1.0)
     """
+    D, b, p, lam = check_arrays(D=(D, "(m, d)"), b=(b, "(m,)"), p=(p, "(d,)"), lam=(lam, "(m,)"))
     slack = D @ p - b
     parts = [
         0.0,
@@ -127,9 +150,18 @@ def least_distance(
     -------
     (ndarray of shape (d,), ndarray of shape (m,)) or None
         The point and its multipliers; None when the set is empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import least_distance
+    >>> p, lam = least_distance(np.array([[1.0, 1.0]]), np.array([1.0]))  # the nearest point of p1 + p2 >= 1
+    >>> np.round(p, 6), np.round(lam, 6)
+    (array([0.5, 0.5]), array([0.5]))
     """
     from scipy.optimize import nnls
 
+    D, b = check_arrays(D=(D, "(m, d)"), b=(b, "(m,)"))
     E = np.vstack([D.T, b[None, :]])
     f = np.zeros(D.shape[1] + 1)
     f[-1] = 1.0
@@ -192,7 +224,18 @@ def solve_min_norm(
     -------
     SVMResult
         The solution (``solution``, shape (d,); None if infeasible), status, active rows (m,), KKT residual.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import solve_min_norm
+    >>> res = solve_min_norm(np.array([[1.0, 1.0], [1.0, 0.0]]), np.array([1.0, 0.0]), tol=1e-9)
+    >>> np.round(res.solution, 6), res.active
+    (array([0.5, 0.5]), array([ True, False]))
     """
+    D, b, tol = check_arrays(D=(D, "(m, d)"), b=(b, "(m,)"), tol=(tol, "()"))
+    if start is not None:
+        (start,) = check_arrays(D=(D, "(m, d)"), start=(start, "(d,)"))[1:]
     m, d = D.shape
     zero = ~np.any(D != 0.0, axis=1)
     if np.any(zero & (b > 0)):  # 0 >= 1 cannot hold (e.g. a duplicate of the selected token)

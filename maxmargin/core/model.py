@@ -1,6 +1,7 @@
 """The attention model f(X) = v^T X^T softmax(X W^T p), its risk and exact gradients.
 
-Paper: eq. (5) for the model, (ERM) for the risk, Definition 1 for the token scores.
+Paper: eq. (5) for the model, (ERM) for the risk, Definition 1 for the token scores; the softmax S itself, its
+log and the tokens it selects: :mod:`.softmax`.
 
 Every function takes arrays with optional leading batch axes ("..."): independent runs
 (different starts, different data) are one call, not a Python loop.
@@ -21,7 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from maxmargin.core.loss import LossName, log_neg_loss_derivative, loss_value
+from maxmargin.core.arguments import check_arrays
+from maxmargin.core.loss import LossName, _log_neg_loss_derivative, _loss_value, check_loss
+from maxmargin.core.softmax import _attention, _log_softmax
 
 Array = NDArray[np.float64]
 
@@ -42,7 +45,15 @@ def keys(X: Array, W: Array) -> Array:
     -------
     ndarray, shape (..., T, d)
         Keys X W^T.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import keys
+    >>> keys(np.array([[1.0, 2.0]]), np.array([[0.0, 1.0], [1.0, 0.0]]))  # W swaps the coordinates
+    array([[2., 1.]])
     """
+    X, W = check_arrays(X=(X, "(..., T, d)"), W=(W, "(d, d)"))
     return np.einsum("...td,ed->...te", X, W)
 
 
@@ -73,108 +84,13 @@ def token_scores(X: Array, Y: Array, v: Array) -> Array:
     >>> token_scores(X, Y=np.array([1.0]), v=np.array([1.0, 0.5]))
     array([[ 1. ,  0.5, -1.5]])
     """
-    return np.asarray(Y)[..., None] * np.einsum("...ntd,...d->...nt", X, v)
+    X, Y, v = check_arrays(X=(X, "(..., n, T, d)"), Y=(Y, "(..., n)"), v=(v, "(..., d)"))
+    return _token_scores(X, Y, v)
 
 
-def log_softmax(z: Array) -> Array:
-    """Log-softmax along the token axis, exact for arbitrarily large logit gaps.
-
-    Parameters
-    ----------
-    z : ndarray, shape (..., T)
-        Logits.
-
-    Returns
-    -------
-    ndarray, shape (..., T)
-        log S(z).
-    """
-    z = np.asarray(z, dtype=np.float64)
-    zmax = z.max(axis=-1, keepdims=True)
-    return z - zmax - np.log(np.exp(z - zmax).sum(axis=-1, keepdims=True))
-
-
-def attention(K: Array, p: Array) -> Array:
-    """Softmax attention S(K_i p) over the T tokens of every input, shape (..., n, T).
-
-    Paper: eq. (5), the map S(X W^T p).
-
-    Parameters
-    ----------
-    K : ndarray, shape (..., n, T, d)
-        Keys K_i = X_i W^T of the n inputs' T tokens.
-    p : ndarray, shape (..., d)
-        Attention weights.
-
-    Returns
-    -------
-    ndarray, shape (..., n, T)
-        S(K_i p).
-    """
-    return np.exp(log_softmax(np.einsum("...ntd,...d->...nt", K, p)))
-
-
-def selected_tokens(K: Array, p: Array) -> NDArray[np.int64]:
-    """alpha_i = argmax_t (K_i p)_t, the token the softmax of input i selects, shape (..., n).
-
-    Paper: Section 2 and Appendix E. The argmax of the logits, not of S(K_i p): once the softmax saturates its
-    probabilities round, and two of them can tie where the logits still differ.
-
-    Parameters
-    ----------
-    K : ndarray, shape (..., n, T, d)
-        Keys K_i = X_i W^T of the n inputs' T tokens.
-    p : ndarray, shape (..., d)
-        Attention weights.
-
-    Returns
-    -------
-    ndarray of int, shape (..., n)
-        alpha_i.
-    """
-    return np.einsum("...ntd,...d->...nt", K, p).argmax(axis=-1)
-
-
-def log_non_selected_mass(K: Array, p: Array) -> Array:
-    """log(1 - max_t S(K_i p)_t) per input, accurate when 1 - s is far below float64 epsilon.
-
-    Paper: Appendix E's saturation test, mean_i s_{i alpha_i} >= 1 - 1e-5.
-
-    Parameters
-    ----------
-    K : ndarray, shape (..., n, T, d)
-        Keys K_i = X_i W^T of the n inputs' T tokens.
-    p : ndarray, shape (..., d)
-        Attention weights.
-
-    Returns
-    -------
-    ndarray, shape (..., n)
-        log(1 - max_t S(K_i p)_t) (-inf when it is exactly 0).
-    """
-    return log_non_selected_mass_of_logits(np.einsum("...ntd,...d->...nt", K, p))
-
-
-def log_non_selected_mass_of_logits(z: Array) -> Array:
-    """:func:`log_non_selected_mass` from the logits z_i = K_i p, shape (..., n, T).
-
-    Parameters
-    ----------
-    z : ndarray, shape (..., n, T)
-        Logits K_i p.
-
-    Returns
-    -------
-    ndarray, shape (..., n)
-        log(1 - max_t S(z_i)_t).
-    """
-    logs = log_softmax(z)
-    top = logs.argmax(axis=-1)
-    others = np.where(np.arange(logs.shape[-1]) == top[..., None], -np.inf, logs)
-    omax = others.max(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lse = omax[..., 0] + np.log(np.exp(others - omax).sum(axis=-1))
-    return np.where(np.isfinite(omax[..., 0]), lse, -np.inf)
+def _token_scores(X: Array, Y: Array, v: Array) -> Array:
+    """:func:`token_scores` without the argument check (the loops of :mod:`.gd` and :mod:`.regpath`)."""
+    return Y[..., None] * np.einsum("...ntd,...d->...nt", X, v)
 
 
 def attention_features(X: Array, s: Array) -> Array:
@@ -193,7 +109,16 @@ def attention_features(X: Array, s: Array) -> Array:
     -------
     ndarray, shape (..., n, d)
         r_i.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import attention_features
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> attention_features(X, np.array([[0.75, 0.25]]))
+    array([[0.75, 0.25]])
     """
+    X, s = check_arrays(X=(X, "(..., n, T, d)"), s=(s, "(..., n, T)"))
     return np.einsum("...ntd,...nt->...nd", X, s)
 
 
@@ -228,7 +153,7 @@ def _centered_attention(logits: Array, gamma: Array) -> tuple[Array, Array, Arra
     most attended token m avoids the cancellation in gamma_m - u_i (see the module docstring).
     Returns (u, c_scaled, L).
     """
-    logs = log_softmax(logits)
+    logs = _log_softmax(logits)
     gamma = np.broadcast_to(gamma, logs.shape)
     T = logs.shape[-1]
     top = logs.argmax(axis=-1)[..., None]
@@ -284,8 +209,15 @@ def risk(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Array
     >>> print(round(float(risk(K, gamma, np.array([2.0, -1.0]))), 4))
     0.3516
     """
+    check_loss(loss)
+    K, gamma, p = check_arrays(K=(K, "(..., n, T, d)"), gamma=(gamma, "(..., n, T)"), p=(p, "(..., d)"))
+    return _risk(K, gamma, p, loss)
+
+
+def _risk(K: Array, gamma: Array, p: Array, loss: LossName) -> Array:
+    """:func:`risk` without the argument check (the regularization path's radii)."""
     u, _, _ = _centered_attention(np.einsum("...ntd,...d->...nt", K, p), gamma)
-    return loss_value(u, loss).mean(axis=-1)
+    return _loss_value(u, loss).mean(axis=-1)
 
 
 def grad_p(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Gradient:
@@ -325,9 +257,16 @@ def grad_p(K: Array, gamma: Array, p: Array, loss: LossName = "logistic") -> Gra
     >>> bool(np.all(g.value == 0)), np.round(unit, 4), bool(zero)
     (True, array([-0.9398, -0.3417]), False)
     """
+    check_loss(loss)
+    K, gamma, p = check_arrays(K=(K, "(..., n, T, d)"), gamma=(gamma, "(..., n, T)"), p=(p, "(..., d)"))
+    return _grad_p(K, gamma, p, loss)
+
+
+def _grad_p(K: Array, gamma: Array, p: Array, loss: LossName) -> Gradient:
+    """:func:`grad_p` without the argument check (the loops of :mod:`.gd` and :mod:`.regpath`)."""
     n = gamma.shape[-2]
     u, c, L = _centered_attention(np.einsum("...ntd,...d->...nt", K, p), gamma)
-    logw = log_neg_loss_derivative(u, loss) + L  # (..., n)
+    logw = _log_neg_loss_derivative(u, loss) + L  # (..., n)
     M = logw.max(axis=-1)
     Msafe = np.where(np.isfinite(M), M, 0.0)
     with np.errstate(under="ignore"):
@@ -360,15 +299,35 @@ def grad_v(X: Array, K: Array, Y: Array, v: Array, p: Array, loss: LossName = "l
     -------
     Gradient
         grad_v L(v, p): ``scaled`` of shape (..., d), ``log_scale`` of shape (...).
+
+    Examples
+    --------
+    At p = 0 the attention features are the inputs' mean tokens, and the head's gradient is -l'(0) = 1/2 times
+    the mean of -Y_i r_i:
+
+    >>> import numpy as np
+    >>> from maxmargin.core import grad_v
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> grad_v(X, X, np.array([1.0]), np.zeros(2), np.zeros(2)).value
+    array([-0.25, -0.25])
     """
+    check_loss(loss)
+    X, K, Y, v, p = check_arrays(
+        X=(X, "(..., n, T, d)"), K=(K, "(..., n, T, d)"), Y=(Y, "(..., n)"), v=(v, "(..., d)"), p=(p, "(..., d)")
+    )
+    return _grad_v(X, K, Y, v, p, loss)
+
+
+def _grad_v(X: Array, K: Array, Y: Array, v: Array, p: Array, loss: LossName) -> Gradient:
+    """:func:`grad_v` without the argument check (the loops of :mod:`.gd` and :mod:`.regpath`)."""
     n = Y.shape[-1]
     logits = np.einsum("...ntd,...d->...nt", K, p)
-    gamma = token_scores(X, Y, v)
+    gamma = _token_scores(X, Y, v)
     u, _, _ = _centered_attention(logits, gamma)
-    logw = log_neg_loss_derivative(u, loss)
+    logw = _log_neg_loss_derivative(u, loss)
     M = logw.max(axis=-1)
     w = np.exp(logw - M[..., None])
-    r = attention_features(X, np.exp(log_softmax(logits)))
+    r = np.einsum("...ntd,...nt->...nd", X, np.exp(_log_softmax(logits)))
     scaled = -np.einsum("...n,...n,...nd->...d", w, Y, r) / n
     return Gradient(scaled=scaled, log_scale=M)
 
@@ -393,5 +352,14 @@ def model_output(X: Array, K: Array, v: Array, p: Array) -> Array:
     -------
     ndarray, shape (..., n)
         f(X_i).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import model_output
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> model_output(X, X, v=np.array([1.0, -1.0]), p=np.zeros(2))  # equal weights: v^T (x_1 + x_2) / 2
+    array([0.])
     """
-    return np.einsum("...nd,...d->...n", attention_features(X, attention(K, p)), v)
+    X, K, v, p = check_arrays(X=(X, "(..., n, T, d)"), K=(K, "(..., n, T, d)"), v=(v, "(..., d)"), p=(p, "(..., d)"))
+    return np.einsum("...nd,...d->...n", np.einsum("...ntd,...nt->...nd", X, _attention(K, p)), v)

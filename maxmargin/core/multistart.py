@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.ball import BallSolve, solve_on_balls
 from maxmargin.core.gd import cosine
-from maxmargin.core.logspace import log_gradient
+from maxmargin.core.logspace import _log_gradient
 from maxmargin.core.model import Array, Gradient
 from maxmargin.core.progress import Progress
 
@@ -109,7 +110,38 @@ def multistart_path(
     -------
     MultistartSolve
         Every start's end point per radius (one (n_radii, S, d_b) array per block) and the kept one.
+
+    Examples
+    --------
+    L(x) = log(1 + e^{-x_1}) in the plane (inf L = 0): on each disc its minimiser is x = (R, 0).
+
+    >>> import numpy as np
+    >>> from maxmargin.core import Gradient, multistart_path
+    >>> def gradients(points):
+    ...     x = points[0]
+    ...     return [Gradient(np.stack([-1 / (1 + np.exp(x[:, 0])), 0 * x[:, 0]], axis=-1), np.zeros(len(x)))]
+    >>> def log_objective(points):
+    ...     return np.log(np.logaddexp(0.0, -points[0][:, 0]))
+    >>> solve = multistart_path([np.eye(2)], [np.zeros((0, 2))], gradients, log_objective, np.array([1.0, 4.0]),
+    ...                         n_random=3, seed=0, n_iter=500, tol=1e-9)
+    >>> np.round(solve.best_point(0), 6)
+    array([[1., 0.],
+           [4., 0.]])
     """
+    if not (callable(gradients) and callable(log_objective)):
+        raise ValueError("gradients and log_objective must be functions of the points (one array per block)")
+    if len(bases) == 0 or len(bases) != len(candidates):
+        raise ValueError(f"bases and candidates need one array per block: got {len(bases)} and {len(candidates)}")
+    *arrays, radii, n_random, seed, n_iter, tol = check_arrays(
+        **{f"bases[{b}]": (basis, f"(d{b}, k{b})") for b, basis in enumerate(bases)},
+        **{f"candidates[{b}]": (c, f"(c{b}, k{b})?") for b, c in enumerate(candidates)},
+        radii=(radii, "(n_radii,)"),
+        n_random=(n_random, "int ()"),
+        seed=(seed, "int ()"),
+        n_iter=(n_iter, "int ()"),
+        tol=(tol, "()"),
+    )
+    bases, candidates = arrays[: len(bases)], arrays[len(bases) :]
     rng = np.random.default_rng(seed)
     warm = [_random_units(rng, 1, basis.shape[1]) for basis in bases]
     coordinate_gradients = _in_coordinates(bases, gradients, log_objective)
@@ -156,7 +188,7 @@ def _in_coordinates(
     def coordinate_gradients(coordinates: list[Array]) -> list[Gradient]:
         points = [z @ basis.T for z, basis in zip(coordinates, bases, strict=True)]
         log_value = log_objective(points)
-        return [log_gradient(g, log_value, basis) for g, basis in zip(gradients(points), bases, strict=True)]
+        return [_log_gradient(g, log_value, basis) for g, basis in zip(gradients(points), bases, strict=True)]
 
     return coordinate_gradients
 

@@ -7,7 +7,9 @@ I/O layer. :class:`Progress` adds how far along a loop is and an estimate of the
 from __future__ import annotations
 
 import logging
+import math
 import time
+from numbers import Real
 from typing import Any
 
 __all__ = ["PROGRESS_LOGGER", "TERMINAL_GRACE", "TERMINAL_INTERVAL", "Progress", "duration", "progress"]
@@ -40,7 +42,15 @@ def progress(message: str, *args: Any, final: bool = False, milestone: bool = Fa
     -------
     None
         The record goes to the handlers of :data:`PROGRESS_LOGGER` (none outside a rule).
+
+    Examples
+    --------
+    >>> from maxmargin.core import progress
+    >>> progress("radius %d of %d", 3, 10)  # shown in a rule's log; nothing outside a rule
     """
+    # Checked here without maxmargin.core.arguments: this module loads with maxmargin.core, before numpy.
+    if not isinstance(message, str):
+        raise ValueError(f"message must be a %-format str: got {type(message).__name__}")
     logging.getLogger(PROGRESS_LOGGER).info(message, *args, extra={"final": final, "milestone": milestone})
 
 
@@ -56,7 +66,15 @@ def duration(seconds: float) -> str:
     -------
     str
         Seconds below 90 s, minutes below 90 min, hours beyond.
+
+    Examples
+    --------
+    >>> from maxmargin.core import duration
+    >>> duration(42), duration(210), duration(7200)
+    ('42 s', '3.5 min', '2.0 h')
     """
+    if not isinstance(seconds, Real) or not math.isfinite(seconds):
+        raise ValueError(f"seconds must be a finite number (shape ()): got {seconds!r}")
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.ball import key_difference_basis, span_basis
-from maxmargin.core.logspace import log_excess_risk, log_joint_risk
+from maxmargin.core.logspace import _log_excess_risk, _log_joint_risk
 from maxmargin.core.loss import LossName, check_loss
-from maxmargin.core.model import Array, grad_p, grad_v, risk, selected_tokens, token_scores
+from maxmargin.core.model import Array, _grad_p, _grad_v, _risk, _token_scores
 from maxmargin.core.multistart import MultistartSolve, multistart_path
+from maxmargin.core.softmax import selected_tokens
 
 
 def _unit_rows(directions: Array | None, basis: Array) -> Array:
@@ -53,15 +55,23 @@ def radius_grid(min: float, max: float, num: int) -> Array:  # noqa: A002 (the c
     -------
     ndarray, shape (num,)
         Geometric grid.
+
+    Examples
+    --------
+    >>> from maxmargin.core import radius_grid
+    >>> radius_grid(1.0, 100.0, 3)
+    array([  1.,  10., 100.])
     """
+    min, max, num = check_arrays(min=(min, "()"), max=(max, "()"), num=(num, "int ()"))  # noqa: A001
+    if not 0 < min <= max or num < 1:
+        raise ValueError(f"radius_grid needs 0 < min <= max and num >= 1: got min={min}, max={max}, num={num}")
     return np.geomspace(min, max, num)
 
 
-def _check_radii(radii: Array) -> Array:
-    radii = np.asarray(radii, dtype=np.float64)
-    if radii.ndim != 1 or radii.size == 0 or np.any(radii <= 0) or np.any(np.diff(radii) <= 0):
-        raise ValueError("radii must be a non-empty increasing sequence of positive numbers")
-    return radii
+def _check_radii(radii: Array) -> None:
+    """Radii of a path: positive and increasing (their shape is checked with the other arguments)."""
+    if np.any(radii <= 0) or np.any(np.diff(radii) <= 0):
+        raise ValueError(f"radii must be positive and increasing: got {radii}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,19 +151,21 @@ def regularization_path_p(
     K: Array,
     gamma: Array,
     radii: Array,
-    loss: LossName,
+    loss: LossName = "logistic",
     *,
-    candidates: Array | None,
-    n_random: int,
-    seed: int,
-    n_iter: int,
-    tol: float,
+    candidates: Array | None = None,
+    n_random: int = 8,
+    seed: int = 0,
+    n_iter: int = 3000,
+    tol: float = 1e-10,
 ) -> RegularizationPath:
     """The regularization path p(R) = argmin_{||p|| <= R} L(p) for a fixed head, on a grid of R.
 
     Paper: eq. (2) and Theorem 1 (p(R)/R -> p_mm*/||p_mm*||, the GMM direction). Starts at each R: see
     :func:`multistart_path`; ``candidates`` are directions such as the GMM and LMM; the lowest
-    :func:`maxmargin.core.logspace.log_excess_risk` wins.
+    :func:`maxmargin.core.logspace.log_excess_risk` wins. The solver's defaults (8 random starts per R, 3000
+    iterations at most, a KKT residual of 1e-10) solve the paper's instances with 60-230 iterations a start;
+    the pipeline passes its own, block ``regpath`` of the config.
 
     Parameters
     ----------
@@ -168,7 +180,8 @@ def regularization_path_p(
     candidates : ndarray of shape (c, d) or None
         Candidate directions (GMM, LMM).
     n_random, seed, n_iter, tol
-        As in :func:`multistart_path`.
+        Random starts per radius, their seed, solver iterations at most, KKT residual at which a start stops
+        (:func:`multistart_path`).
 
     Returns
     -------
@@ -184,17 +197,21 @@ def regularization_path_p(
     >>> from maxmargin.core import cosine, gmm_direction, radius_grid, regularization_path_p
     >>> K = np.array([[[-0.1, 1.0], [1.0, 0.0], [0.0, 0.0]]])
     >>> gamma = np.array([[1.0, 0.9, 0.0]])
-    >>> path = regularization_path_p(
-    ...     K, gamma, radius_grid(1.0, 100.0, 5), "logistic", candidates=None, n_random=4, seed=0, n_iter=500, tol=1e-8
-    ... )
+    >>> path = regularization_path_p(K, gamma, radius_grid(1.0, 100.0, 5))
     >>> np.round(cosine(path.p, gmm_direction(K, gamma).direction), 3)
     array([0.97 , 0.999, 1.   , 1.   , 1.   ])
     """
     check_loss(loss)
-    radii = _check_radii(radii)
-    K, gamma = (np.asarray(a, dtype=np.float64) for a in (K, gamma))
+    K, gamma, radii, *given = check_arrays(
+        K=(K, "(n, T, d)"),
+        gamma=(gamma, "(n, T)"),
+        radii=(radii, "(n_radii,)"),
+        **({} if candidates is None else {"candidates": (candidates, "(c, d)?")}),
+    )
+    _check_radii(radii)
+    candidates = given[0] if given else None
     solved = _solve_p_on_balls(K, gamma, radii, loss, candidates, n_random=n_random, seed=seed, n_iter=n_iter, tol=tol)
-    return _path_of(radii, K, solved, lambda p: risk(K, gamma, p, loss))
+    return _path_of(radii, K, solved, lambda p: _risk(K, gamma, p, loss))
 
 
 def _solve_p_on_balls(
@@ -218,8 +235,8 @@ def _solve_p_on_balls(
     return multistart_path(
         [basis],
         [_unit_rows(candidates, basis)],
-        lambda points: [grad_p(K, gamma, points[0], loss)],
-        lambda points: log_excess_risk(K, gamma, points[0], loss),
+        lambda points: [_grad_p(K, gamma, points[0], loss)],
+        lambda points: _log_excess_risk(K, gamma, points[0], loss),
         radii,
         n_random=n_random,
         seed=seed,
@@ -233,13 +250,13 @@ def regularization_path_joint(
     Y: Array,
     K: Array,
     radii: Array,
-    loss: LossName,
+    loss: LossName = "logistic",
     *,
-    candidates: Sequence[tuple[Array, Array]],
-    n_random: int,
-    seed: int,
-    n_iter: int,
-    tol: float,
+    candidates: Sequence[tuple[Array, Array]] = (),
+    n_random: int = 8,
+    seed: int = 0,
+    n_iter: int = 3000,
+    tol: float = 1e-10,
 ) -> RegularizationPath:
     """The joint path (v_r, p_R) = argmin_{||v|| <= r, ||p|| <= R} L(v, p), coupled as r = R.
 
@@ -261,24 +278,43 @@ def regularization_path_joint(
     loss : {'logistic', 'exponential'}
         The loss.
     candidates : sequence of (ndarray of shape (d,), ndarray of shape (d,))
-        Candidate (v, p) directions.
+        Candidate (v, p) directions (:func:`maxmargin.core.directions.joint_candidates`).
     n_random, seed, n_iter, tol
-        As in :func:`multistart_path`.
+        Random starts per radius, their seed, solver iterations at most, KKT residual at which a start stops
+        (:func:`multistart_path`; the defaults as :func:`regularization_path_p`'s).
 
     Returns
     -------
     RegularizationPath
         ``p`` and ``v`` (n_radii, d), ``loss``, the KKT residuals (n_radii,), the end points of every start.
+
+    Examples
+    --------
+    One input, label +1, two tokens: the head and the attention both turn to the first token (Theorem 5).
+
+    >>> import numpy as np
+    >>> from maxmargin.core import regularization_path_joint
+    >>> X = np.array([[[1.0, 0.0], [0.0, 0.5]]])
+    >>> path = regularization_path_joint(X, np.array([1.0]), X, np.array([1.0, 10.0, 100.0]))
+    >>> np.round(path.v[-1] / 100, 3) + 0.0, path.selected[-1]
+    (array([1., 0.]), array([0]))
     """
     check_loss(loss)
-    radii = _check_radii(radii)
-    X, Y, K = (np.asarray(a, dtype=np.float64) for a in (X, Y, K))
+    X, Y, K, radii, *pairs = check_arrays(
+        X=(X, "(n, T, d)"),
+        Y=(Y, "(n,)"),
+        K=(K, "(n, T, d)"),
+        radii=(radii, "(n_radii,)"),
+        **{f"candidates[{j}][{b}]": (c[b], "(d,)") for j, c in enumerate(candidates) for b in range(2)},
+    )
+    _check_radii(radii)
+    candidates = list(zip(pairs[::2], pairs[1::2], strict=True))
     bases = [span_basis(X), key_difference_basis(K)]
     solved = multistart_path(
         bases,
         _joint_candidates(candidates, bases),
-        lambda vp: [grad_v(X, K, Y, vp[0], vp[1], loss), grad_p(K, token_scores(X, Y, vp[0]), vp[1], loss)],
-        lambda points: log_joint_risk(X, Y, K, points[0], points[1], loss),
+        lambda vp: [_grad_v(X, K, Y, vp[0], vp[1], loss), _grad_p(K, _token_scores(X, Y, vp[0]), vp[1], loss)],
+        lambda points: _log_joint_risk(X, Y, K, points[0], points[1], loss),
         radii,
         n_random=n_random,
         seed=seed,

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 from numpy.typing import NDArray
 
-from maxmargin.core.loss import LossName, check_loss, log_neg_loss_derivative
+from maxmargin.core.arguments import check_arrays
+from maxmargin.core.loss import LossName, _log_neg_loss_derivative, check_loss
 from maxmargin.core.model import Array
 
 
@@ -52,6 +53,22 @@ class SpanBatch:
         return SpanBatch(*(np.concatenate([getattr(self, f.name)] * 2) for f in fields(self)))
 
 
+def _check_batch(batch: SpanBatch, **more: tuple[object, str]) -> None:
+    """The argument check of a function of a batch: a SpanBatch whose arrays agree (and ``more`` with them)."""
+    if not isinstance(batch, SpanBatch):
+        raise ValueError(f"batch must be a SpanBatch (span_coordinates): got {type(batch).__name__}")
+    check_arrays(
+        **{
+            "batch.keys": (batch.keys, "(B, n, T, r)"),
+            "batch.gram": (batch.gram, "(B, m, m)"),
+            "batch.gamma": (batch.gamma, "(B, n, T)"),
+            "batch.q0": (batch.q0, "(B, r)"),
+            "batch.p0_perp": (batch.p0_perp, "(B,)"),
+        },
+        **more,
+    )
+
+
 def span_coordinates(K: Array, gamma: Array, p0: Array, trials: Sequence[int] | None = None) -> SpanBatch:
     """Key coordinates of a batch of problems with keys K (B, n, T, d), scores gamma (B, n, T), starts p0 (B, d).
 
@@ -74,9 +91,20 @@ def span_coordinates(K: Array, gamma: Array, p0: Array, trials: Sequence[int] | 
     -------
     SpanBatch
         Keys in span coordinates (B, n, T, r), the span part of p0 (B, r) and the norm of the rest (B,).
+
+    Examples
+    --------
+    d = 4 > nT = 2: the keys get 2 coordinates, and the part of p0 outside their span is kept as its norm.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import span_coordinates
+    >>> K = np.array([[[[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]]])  # B = 1, n = 1, T = 2, d = 4
+    >>> batch = span_coordinates(K, np.array([[[1.0, 0.0]]]), np.array([[1.0, 1.0, 3.0, 4.0]]))
+    >>> batch.keys.shape, np.abs(batch.q0), batch.p0_perp
+    ((1, 1, 2, 2), array([[1., 1.]]), array([5.]))
     """
-    K = np.asarray(K, dtype=np.float64)
-    p0 = np.asarray(p0, dtype=np.float64)
+    args = {"K": (K, "(B, n, T, d)"), "gamma": (gamma, "(B, n, T)"), "p0": (p0, "(B, d)")}
+    K, gamma, p0, *given = check_arrays(**args, **({} if trials is None else {"trials": (trials, "int (B,)")}))
     B, n, T, d = K.shape
     m = n * T
     if d <= m:
@@ -89,8 +117,8 @@ def span_coordinates(K: Array, gamma: Array, p0: Array, trials: Sequence[int] | 
         perp = np.abs(R[:, m, m])
     red = keys.reshape(B, m, -1)
     gram = np.einsum("bir,bjr->bij", red, red)
-    ids = np.arange(B, dtype=np.int64) if trials is None else np.asarray(trials, dtype=np.int64)
-    gamma = np.ascontiguousarray(np.asarray(gamma, dtype=np.float64))
+    ids = given[0] if given else np.arange(B, dtype=np.int64)
+    gamma = np.ascontiguousarray(gamma)
     return SpanBatch(keys=keys, gram=gram, gamma=gamma, q0=q0, p0_perp=perp, trials=ids)
 
 
@@ -131,7 +159,7 @@ def _key_gradient_token_major(z: Array, gamma: Array, loss: LossName) -> tuple[A
         e_second = np.exp(log_second)
         u = g_top + e_second * A  # margins u_i = s_i^T gamma_i
         c = np.where(is_top, -np.exp(log_top) * A, rho * (delta - e_second * A))  # s_t (gamma_t - u) / s_second
-        logw = log_neg_loss_derivative(u, loss) + log_second  # log(-l'(u_i) s_i,second), (n, ...)
+        logw = _log_neg_loss_derivative(u, loss) + log_second  # log(-l'(u_i) s_i,second), (n, ...)
         scale = logw.max(axis=0)
         w = np.exp(logw - scale) * (-1.0 / n)
     return c * w, scale
@@ -161,10 +189,20 @@ def key_gradient(z: Array, gamma: Array, loss: LossName) -> tuple[Array, Array]:
     -------
     tuple of ndarray, shapes (..., n, T) and (...)
         beta and log_scale.
+
+    Examples
+    --------
+    At z = 0 the coefficient of k_t is l'(u) s_t (gamma_t - u) / n, with s_t = u = 1/2 and l'(1/2) = -0.3775:
+
+    >>> import numpy as np
+    >>> from maxmargin.core import key_gradient
+    >>> beta, log_scale = key_gradient(np.zeros((1, 2)), np.array([[1.0, 0.0]]), "logistic")
+    >>> np.round(beta * np.exp(log_scale), 4)
+    array([[-0.0944,  0.0944]])
     """
     check_loss(loss)
-    z = np.asarray(z, dtype=np.float64)
-    gamma = np.broadcast_to(np.asarray(gamma, dtype=np.float64), z.shape)
+    z, gamma = check_arrays(z=(z, "(..., n, T)"), gamma=(gamma, "(..., n, T)"))
+    gamma = np.broadcast_to(gamma, z.shape)
     tm = (-1, -2)
     beta, scale = _key_gradient_token_major(np.moveaxis(z, tm, (0, 1)), np.moveaxis(gamma, tm, (0, 1)), loss)
     return np.moveaxis(beta, (0, 1), tm), scale
@@ -199,7 +237,19 @@ def normalized_gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: Lo
     -------
     SpanTrajectory
         Final coefficients ``a`` (B, n T), logits ``z`` (B, n, T) and ``skipped`` steps (B,).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import final_weights, normalized_gd_in_span, span_coordinates
+    >>> K = np.array([[[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]]])  # B = 1 problem
+    >>> batch = span_coordinates(K, np.array([[[1.0, 0.5, -1.5]]]), np.zeros((1, 2)))
+    >>> traj = normalized_gd_in_span(batch, eta=0.1, n_iter=100, loss="logistic")
+    >>> q, p_norm, z = final_weights(batch, traj)
+    >>> np.round(p_norm, 4)  # 100 steps of length 0.1, turning at first
+    array([9.5479])
     """
+    _check_batch(batch, eta=(eta, "()"), n_iter=(n_iter, "int ()"))
     return gd_in_span(batch, eta=eta, n_iter=n_iter, loss=loss, normalized=True)
 
 
@@ -229,8 +279,21 @@ def gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: LossName, nor
     -------
     SpanTrajectory
         Final coefficients ``a`` (B, n T), logits ``z`` (B, n, T) and ``skipped`` steps (B,).
+
+    Examples
+    --------
+    Constant-step GD on two copies of one problem: the same end point for each.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import gd_in_span, span_coordinates
+    >>> K = np.array([[[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]]] * 2)  # B = 2
+    >>> batch = span_coordinates(K, np.array([[[1.0, 0.5, -1.5]]] * 2), np.zeros((2, 2)))
+    >>> traj = gd_in_span(batch, eta=1.0, n_iter=50, loss="logistic", normalized=False)
+    >>> bool(np.array_equal(traj.z[0], traj.z[1])), traj.skipped
+    (True, array([0, 0]))
     """
     check_loss(loss)
+    _check_batch(batch, eta=(eta, "()"), n_iter=(n_iter, "int ()"))
     if batch.gamma.shape[0] == 1:
         traj = gd_in_span(batch.doubled(), eta=eta, n_iter=n_iter, loss=loss, normalized=normalized)
         return SpanTrajectory(a=traj.a[:1], z=traj.z[:1], skipped=traj.skipped[:1])
@@ -275,7 +338,22 @@ def final_weights(batch: SpanBatch, traj: SpanTrajectory) -> tuple[Array, Array,
     -------
     tuple of ndarray, shapes (B, r), (B,) and (B, n, T)
         q, ||p|| and z.
+
+    Examples
+    --------
+    With no step taken the end point is the start, p0 = (3, 4):
+
+    >>> import numpy as np
+    >>> from maxmargin.core import final_weights, gd_in_span, span_coordinates
+    >>> K, gamma = np.array([[[[1.0, 0.0], [0.0, 1.0]]]]), np.array([[[1.0, 0.0]]])
+    >>> batch = span_coordinates(K, gamma, np.array([[3.0, 4.0]]))
+    >>> q, p_norm, z = final_weights(batch, gd_in_span(batch, eta=0.1, n_iter=0, loss="logistic", normalized=True))
+    >>> q, p_norm, z
+    (array([[3., 4.]]), array([5.]), array([[[3., 4.]]]))
     """
+    if not isinstance(traj, SpanTrajectory):
+        raise ValueError(f"traj must be a SpanTrajectory (gd_in_span): got {type(traj).__name__}")
+    _check_batch(batch, **{"traj.a": (traj.a, "(B, m)"), "traj.z": (traj.z, "(B, n, T)")})
     B, n, T, _ = batch.keys.shape
     q = batch.q0 + np.einsum("bi,bir->br", traj.a, batch.keys.reshape(B, n * T, -1))
     p_norm = np.sqrt((q * q).sum(axis=-1) + batch.p0_perp**2)

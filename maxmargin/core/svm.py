@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.min_norm import SVMResult, kkt_violation, least_distance, lp_feasible, solve_min_norm
 
 # Relative KKT tolerance at which a max-margin solution is accepted (the census reads its own: census.svm_tol).
@@ -21,13 +22,9 @@ NEIGHBOR_TOL = 1e-7
 def _constraints(K: NDArray[np.float64], alpha: NDArray[np.int_]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Difference vectors k_{i alpha_i} - k_it, shape (n, T, d), and mask t != alpha_i, shape (n, T).
 
-    Constraint rows of (ATT-SVM) and eq. (10).
+    Constraint rows of (ATT-SVM) and eq. (10), for arguments checked by the caller.
     """
-    K = np.asarray(K, dtype=np.float64)
-    alpha = np.asarray(alpha, dtype=np.int64)
     n, T, _ = K.shape
-    if alpha.shape != (n,) or np.any(alpha < 0) or np.any(alpha >= T):
-        raise ValueError("alpha must have shape (n,) with entries in [0, T)")
     diff = K[np.arange(n), alpha][:, None, :] - K
     return diff, np.arange(T)[None, :] != alpha[:, None]
 
@@ -65,10 +62,10 @@ def p_relax(
     >>> p_relax(K, np.array([0]), support=np.array([False])).solution
     array([0., 0.])
     """
+    K, alpha, support, tol = check_arrays(
+        K=(K, "(n, T, d)"), alpha=(alpha, "int (n,) < T"), support=(support, "bool (n,)"), tol=(tol, "()")
+    )
     diff, mask = _constraints(K, alpha)
-    support = np.asarray(support, dtype=bool)
-    if support.shape != (diff.shape[0],):
-        raise ValueError("support must be a bool mask of shape (n,)")
     b = np.broadcast_to(support[:, None], mask.shape)[mask].astype(np.float64)
     res = solve_min_norm(diff[mask], b, tol=tol)
     if not res.feasible:
@@ -116,15 +113,14 @@ def att_svm(K: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float = SVM
     >>> res.feasible, res.solution, res.direction
     (False, None, None)
     """
-    K = np.asarray(K, dtype=np.float64)
+    K, alpha, tol = check_arrays(K=(K, "(n, T, d)"), alpha=(alpha, "int (n,) < T"), tol=(tol, "()"))
     return p_relax(K, alpha, np.ones(K.shape[0], dtype=bool), tol=tol)
 
 
 def _v_problem(R: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
-    R = np.asarray(R, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    if R.ndim != 2 or Y.shape != (R.shape[0],) or not np.all(np.abs(Y) == 1.0):
-        raise ValueError("R must be (n, d) and Y (n,) with entries +-1")
+    """The rows Y_i r_i of (SVM), for arguments checked by the caller (R (n, d), Y (n,) of +-1)."""
+    if not np.all(np.abs(Y) == 1.0):
+        raise ValueError(f"Y must hold labels +1 or -1: got {sorted(set(Y.tolist()))[:5]}")
     return Y[:, None] * R
 
 
@@ -146,7 +142,16 @@ def v_svm_qp(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = SVM
     -------
     SVMResult
         The solution (``solution``, shape (d,); None if infeasible), status, active constraints, KKT residual.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import v_svm_qp
+    >>> res = v_svm_qp(np.array([[1.0, 1.0], [1.0, -1.0]]), np.array([1.0, -1.0]))
+    >>> np.round(res.solution, 6) + 0.0, res.active
+    (array([0., 1.]), array([ True,  True]))
     """
+    R, Y, tol = check_arrays(R=(R, "(n, d)"), Y=(Y, "(n,)"), tol=(tol, "()"))
     D = _v_problem(R, Y)
     return solve_min_norm(D, np.ones(D.shape[0]), tol=tol)
 
@@ -180,6 +185,7 @@ def v_svm(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = SVM_TO
     """
     from sklearn.svm import SVC
 
+    R, Y, tol = check_arrays(R=(R, "(n, d)"), Y=(Y, "(n,)"), tol=(tol, "()"))
     D = _v_problem(R, Y)
     b = np.ones(D.shape[0])
     if np.any(~np.any(D != 0.0, axis=1)) or not lp_feasible(D, b):
@@ -187,8 +193,8 @@ def v_svm(R: NDArray[np.float64], Y: NDArray[np.float64], *, tol: float = SVM_TO
     # SVC always fits an intercept.  On the symmetrised data {(r_i, Y_i)} u {(-r_i, -Y_i)} the optimal
     # intercept is 0: if (w, c) is optimal then so is (w, -c) by symmetry, hence (w, 0) by convexity, and
     # w is unique, so w equals the bias-free max-margin solution v_mm.  Large C = hard margin.
-    X = np.vstack([R, -np.asarray(R, dtype=np.float64)])
-    y = np.concatenate([Y, -np.asarray(Y, dtype=np.float64)])
+    X = np.vstack([R, -R])
+    y = np.concatenate([Y, -Y])
     clf = SVC(kernel="linear", C=1e8, tol=1e-10).fit(X, y)
     w = np.asarray(clf.coef_, dtype=np.float64).ravel()
     return solve_min_norm(D, b, tol=tol, start=w)
@@ -232,8 +238,10 @@ def svm_neighbors(
             "svm_neighbors: p_mm is None: the (ATT-SVM) problem at alpha has no solution (its SVMResult.feasible is "
             "False: the selected tokens cannot be separated from the others), so no token is on its margin"
         )
+    K, alpha, p, tol = check_arrays(
+        K=(K, "(n, T, d)"), alpha=(alpha, "int (n,) < T"), p_mm=(p_mm, "(d,)"), tol=(tol, "()")
+    )
     diff, mask = _constraints(K, alpha)
-    p = np.asarray(p_mm, dtype=np.float64)
     scale = np.maximum(1.0, np.linalg.norm(diff, axis=2) * np.linalg.norm(p))
     return mask & (np.abs(diff @ p - 1.0) <= tol * scale)
 
@@ -258,7 +266,16 @@ def att_svm_ldp(K: NDArray[np.float64], alpha: NDArray[np.int_], *, tol: float =
     -------
     SVMResult or None
         The solution, or None when the NNLS solution fails its KKT check.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import att_svm_ldp
+    >>> K = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]])
+    >>> np.round(att_svm_ldp(K, np.array([0])).solution, 6)  # as att_svm's
+    array([ 0.666667, -0.333333])
     """
+    K, alpha, tol = check_arrays(K=(K, "(n, T, d)"), alpha=(alpha, "int (n,) < T"), tol=(tol, "()"))
     diff, mask = _constraints(K, alpha)
     D = diff[mask]
     b = np.ones(D.shape[0])

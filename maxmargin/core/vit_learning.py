@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from maxmargin.core.arguments import check_arrays
+
 
 @dataclass(frozen=True)
 class Learned:
@@ -71,7 +73,24 @@ def learned(test_acc: float, num_classes: int, baseline_acc: float, fraction: fl
     -------
     Learned
         The verdict, the accuracy, chance, the baseline and the fraction (its ``bar`` is the accuracy needed).
+
+    Examples
+    --------
+    Chance 0.1, the baseline 0.4: with a fraction of 0.5 the bar is 0.25.
+
+    >>> from maxmargin.core import learned
+    >>> verdict = learned(0.3, 10, 0.4, 0.5)
+    >>> verdict.learned, round(verdict.bar, 3), round(verdict.recovered, 3)
+    (True, 0.25, 0.667)
     """
+    test_acc, num_classes, baseline_acc, fraction = check_arrays(
+        test_acc=(test_acc, "()"),
+        num_classes=(num_classes, "int ()"),
+        baseline_acc=(baseline_acc, "()"),
+        fraction=(fraction, "()"),
+    )
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be at least 1: got {num_classes}")
     chance = 1.0 / num_classes
     verdict = Learned(False, test_acc, chance, baseline_acc, fraction)
     return Learned(test_acc >= verdict.bar and test_acc > chance, test_acc, chance, baseline_acc, fraction)
@@ -124,14 +143,23 @@ def sparsity_effect(
     -------
     SparsityEffect
         The growth, ratio and correlation against their thresholds.
+
+    Examples
+    --------
+    >>> from maxmargin.core import sparsity_effect
+    >>> guard = {"min_w_growth": 2.0, "max_sparsity_ratio": 0.9, "max_spearman": -0.5}
+    >>> effect = sparsity_effect([0.8, 0.6, 0.4], [1.0, 2.0, 4.0], guard)
+    >>> effect.w_growth, effect.sparsity_ratio, effect.spearman, effect.large_enough
+    (4.0, 0.5, -1.0, True)
     """
-    s, w = np.asarray(sparsity, dtype=float), np.asarray(w_frobenius, dtype=float)
+    _check_guard(guard, ("min_w_growth", "max_sparsity_ratio", "max_spearman"))
+    s, w = check_arrays(sparsity=(sparsity, "(epochs,)"), w_frobenius=(w_frobenius, "(epochs,)"))
     from scipy.stats import spearmanr  # imported here: at the top, every job that imports the core would pay for it
 
     rho = float(spearmanr(s, w).statistic) if len(s) > 2 else float("nan")
     return SparsityEffect(
-        w[-1] / w[0],
-        s[-1] / s[0],
+        float(w[-1] / w[0]),
+        float(s[-1] / s[0]),
         rho,
         guard["min_w_growth"],
         guard["max_sparsity_ratio"],
@@ -169,6 +197,13 @@ class Direction:
         )
 
 
+def _check_guard(guard: Mapping[str, float], keys: tuple[str, ...]) -> None:
+    """``guard`` holds every key of ``keys`` (the config's ``vit.guard``), or a ValueError naming the missing."""
+    missing = [key for key in keys if not isinstance(guard, Mapping) or key not in guard]
+    if missing:
+        raise ValueError(f"guard must be the config's vit.guard, a mapping with {', '.join(keys)}: missing {missing}")
+
+
 def w_direction(epochs: Sequence[int], cosine_final: Sequence[float], guard: Mapping[str, float]) -> Direction:
     """How far W's direction turned over the last epochs of training (the claim ``vit_w_direction``): from the last
     epoch at or before ``direction_from`` of the run to its end.
@@ -187,9 +222,20 @@ def w_direction(epochs: Sequence[int], cosine_final: Sequence[float], guard: Map
     -------
     Direction
         The window's first and last epoch, the cosines and the threshold (its ``angle`` and ``settled``).
+
+    Examples
+    --------
+    The window starts at the last epoch at or before half of the 10: epoch 4, where cos = 0.99 (8.1 degrees).
+
+    >>> from maxmargin.core import w_direction
+    >>> guard = {"direction_from": 0.5, "max_direction_angle": 10}
+    >>> d = w_direction([0, 2, 4, 6, 10], [0.5, 0.9, 0.99, 0.999, 1.0], guard)
+    >>> d.from_epoch, round(d.angle, 1), d.settled
+    (4, 8.1, True)
     """
-    e = np.asarray(epochs)
+    _check_guard(guard, ("direction_from", "max_direction_angle"))
+    e, cosine_final = check_arrays(epochs=(epochs, "int (epochs,)"), cosine_final=(cosine_final, "(epochs,)"))
     last = int(e.max())
     start = int(e[e <= guard["direction_from"] * last].max())  # before the last epoch: the window is never empty
-    cos = dict(zip(e.tolist(), np.asarray(cosine_final, dtype=float).tolist(), strict=True))
+    cos = dict(zip(e.tolist(), cosine_final.tolist(), strict=True))
     return Direction(start, last, cos[start], cos[int(e.min())], guard["max_direction_angle"])

@@ -5,7 +5,28 @@ z_i (C) with a_i = [z_i; 1] (the 1 carries the query bias), token inputs x_it (C
 
     min ||W||  s.t.  a_i^T W (x_{i,o_i} - x_it) >= 1  for every i and every t != o_i,      (W-ATT-SVM)
 
-with W of shape (C + 1) x C. In the Frobenius norm this is an SVM in vec(W) with the features
+with W of shape (C + 1) x C.
+
+Lemma 1 ties it to (ATT-SVM). With one query u for every input and no bias row (``query_bias=False``, a_i = u),
+the logits X_i W^T u see W only through p = W^T u: gradient descent on W from W(0) = u p(0)^T / ||u||^2, with
+step eta / ||u||^2, stays at W(t) = u p(t)^T / ||u||^2, p(t) gradient descent on p with the keys K_i = X_i. The
+margins u^T W (x_io - x_it) = p^T (x_io - x_it) are those of (ATT-SVM), and the least ||W|| with W^T u = p is
+||p|| / ||u||, at the rank-one W = u p^T / ||u||^2 (Frobenius and nuclear norms alike): W_mm = u p_mm^T / ||u||^2,
+p_mm the (ATT-SVM) solution of :func:`~maxmargin.core.svm.att_svm` on the keys X.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import att_svm, w_att_svm
+    >>> X = np.array([[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]], [[0.5, 0.5], [1.0, -1.0], [0.0, 0.0]]])
+    >>> selected, u = np.array([0, 0]), np.array([2.0, 1.0])
+    >>> p_mm = att_svm(X, selected).solution
+    >>> w_mm = w_att_svm(np.tile(u, (2, 1)), X, selected, query_bias=False).solution
+    >>> p_mm, w_mm
+    (array([2.5, 1.5]), array([[1. , 0.6],
+           [0.5, 0.3]]))
+    >>> bool(np.allclose(w_mm, np.outer(u, p_mm) / (u @ u)))
+    True
+
+In the Frobenius norm (W-ATT-SVM) is an SVM in vec(W) with the features
 a_i (x) (x_{i,o_i} - x_it), solved here in its dual with the kernel (a_i . a_j)(d_it . d_js) on a working set of
 constraints (cutting planes: the full set is only ever evaluated, never factorised). Where no W meets every margin,
 the soft-margin problem (hinge loss with weight ``soft_c``) is solved instead and the fraction of hard margins met
@@ -22,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.gd import cosine
 from maxmargin.core.w_svm_dual import (
     NUMPY,
@@ -88,10 +110,12 @@ def query_inputs(z: NDArray[np.float64], query_bias: bool = True) -> NDArray[np.
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from maxmargin.core import query_inputs
     >>> query_inputs(np.array([[2.0, 3.0]]))
     array([[2., 3., 1.]])
     """
-    z = np.asarray(z, dtype=np.float64)
+    (z,) = check_arrays(z=(z, "(n, C)"))
     return np.concatenate([z, np.ones((len(z), 1))], axis=1) if query_bias else z
 
 
@@ -115,9 +139,24 @@ def w_logits(
     -------
     ndarray, shape (n, T)
         The logits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import w_logits
+    >>> w = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])  # z_1 weighs the first coordinate, the bias the second
+    >>> w_logits(w, np.array([[1.0, 5.0]]), np.array([[[1.0, 0.0], [0.0, 1.0]]]))
+    array([[1., 2.]])
     """
-    a = query_inputs(z, query_bias)
-    return np.einsum("ic,itc->it", a @ np.asarray(w, dtype=np.float64), np.asarray(x, np.float64))
+    w, z, x = _checked(w, z, x, query_bias)
+    return np.einsum("ic,itc->it", query_inputs(z, query_bias) @ w, x)
+
+
+def _checked(w: NDArray, z: NDArray, x: NDArray, query_bias: bool, **more: tuple[object, str]) -> tuple[NDArray, ...]:
+    """The argument check of a function of a head's W (with its query-bias row where ``query_bias``) on z, x."""
+    shape = "(C + 1, C)" if query_bias else "(C, C)"
+    z, x, w, *rest = check_arrays(z=(z, "(n, C)"), x=(x, "(n, T, C)"), w=(w, shape), **more)
+    return (w, z, x, *rest)
 
 
 def w_margins(
@@ -146,12 +185,42 @@ def w_margins(
     -------
     ndarray, shape (n, T)
         The margins.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import w_margins
+    >>> w = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 2.0]])  # the bias row: logits 2 x_t2
+    >>> w_margins(w, np.zeros((1, 2)), np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.array([1]))
+    array([[ 2., inf]])
     """
-    logits = w_logits(w, z, x, query_bias)
+    w, z, x, selected = _checked(w, z, x, query_bias, selected=(selected, "int (n,) < T"))
+    logits = np.einsum("ic,itc->it", query_inputs(z, query_bias) @ w, x)
     n = len(logits)
     margins = logits[np.arange(n), selected][:, None] - logits
     margins[np.arange(n), selected] = np.inf
     return margins
+
+
+def _checked_inputs(
+    z: NDArray, x: NDArray, selected: NDArray, soft_c: float, per_input: int, tol: float, max_rounds: int
+) -> tuple:
+    """The argument check of the solvers: inputs, selection and knobs (positive)."""
+    checked = check_arrays(
+        z=(z, "(n, C)"),
+        x=(x, "(n, T, C)"),
+        selected=(selected, "int (n,) < T"),
+        soft_c=(soft_c, "()"),
+        per_input=(per_input, "int ()"),
+        tol=(tol, "()"),
+        max_rounds=(max_rounds, "int ()"),
+    )
+    if not (checked[3] > 0 and checked[4] >= 1 and checked[5] > 0 and checked[6] >= 1):
+        raise ValueError(
+            f"need soft_c > 0, per_input >= 1, tol > 0 and max_rounds >= 1: got soft_c={soft_c}, "
+            f"per_input={per_input}, tol={tol}, max_rounds={max_rounds}"
+        )
+    return checked
 
 
 def _differences(
@@ -278,11 +347,16 @@ def w_att_svm(
     --------
     One input, its second token selected: W_mm meets the margin with equality.
 
+    >>> import numpy as np
+    >>> from maxmargin.core import w_att_svm, w_margins
     >>> z, x = np.array([[1.0, 0.0]]), np.array([[[0.0, 0.0], [1.0, 0.0]]])
     >>> res = w_att_svm(z, x, np.array([1]))
     >>> res.hard, round(float(w_margins(res.solution, z, x, np.array([1]))[0, 0]), 9)
     (True, 1.0)
     """
+    z, x, selected, soft_c, per_input, tol, max_rounds = _checked_inputs(
+        z, x, selected, soft_c, per_input, tol, max_rounds
+    )
     a, d, other = _differences(z, x, selected, query_bias)
     planes = _hard_margin_planes(a, d, other, per_input, tol, max_rounds, linalg)
     slack = _feasible(planes, a, d, other, tol)
@@ -312,9 +386,12 @@ def frobenius_cosine(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from maxmargin.core import frobenius_cosine
     >>> frobenius_cosine(np.eye(2), 3 * np.eye(2))
     1.0
     """
+    a, b = check_arrays(a=(a, "(p, q)"), b=(b, "(p, q)"))
     return float(cosine(np.ravel(a), np.ravel(b)))
 
 
@@ -364,7 +441,27 @@ def w_att_svm_nuclear(
     WSVMResult
         W_mm (shape (C + 1, C), or (C, C)) of the nuclear norm, the fraction of margins met, the counts, the
         solve's ``status``.
+
+    Examples
+    --------
+    Two inputs separated along different axes: the Frobenius W_mm has rank 2, the nuclear one rank 1, each the
+    least of its own norm.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import w_att_svm, w_att_svm_nuclear
+    >>> z = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> x = np.array([[[0.0, 0.0], [1.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]])
+    >>> frobenius, nuclear = w_att_svm(z, x, np.array([1, 1])), w_att_svm_nuclear(z, x, np.array([1, 1]))
+    >>> nuclear.hard, nuclear.status, np.round(nuclear.solution, 4)
+    (True, 'optimal', array([[0.3333, 0.3333],
+           [0.3333, 0.3333],
+           [0.6667, 0.6667]]))
+    >>> [round(float(np.linalg.svd(res.solution, compute_uv=False).sum()), 4) for res in (frobenius, nuclear)]
+    [1.366, 1.1547]
     """
+    z, x, selected, soft_c, per_input, tol, max_rounds = _checked_inputs(
+        z, x, selected, soft_c, per_input, tol, max_rounds
+    )
     a, d, other = _differences(z, x, selected, query_bias)
     frobenius = _hard_margin_planes(a, d, other, 4, W_SVM_TOL, max_rounds, NUMPY)
     feasible = _feasible(frobenius, a, d, other, W_SVM_TOL) is not None

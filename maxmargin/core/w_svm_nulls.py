@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from maxmargin.core.w_svm import query_inputs
+from maxmargin.core.arguments import check_arrays
+from maxmargin.core.w_svm import _checked, query_inputs
 
 
 def rank_ceiling(w_mm: NDArray[np.float64], rank: int) -> float:
@@ -31,10 +32,13 @@ def rank_ceiling(w_mm: NDArray[np.float64], rank: int) -> float:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from maxmargin.core import rank_ceiling
     >>> rank_ceiling(np.diag([1.0, 1.0, 1.0, 1.0]), 1)
     0.5
     """
-    s = np.linalg.svd(np.asarray(w_mm, dtype=np.float64), compute_uv=False)
+    w_mm, rank = check_arrays(w_mm=(w_mm, "(p, q)"), rank=(rank, "int ()"))
+    s = np.linalg.svd(w_mm, compute_uv=False)
     return float(np.sqrt(np.sum(s[:rank] ** 2) / np.sum(s**2)))
 
 
@@ -71,12 +75,24 @@ def span_cosine(
     -------
     float
         cos(W, P W) = ||P W||_F / ||W||_F, in [0, 1].
+
+    Examples
+    --------
+    One input, a = [z; 1] = (1, 0, 1), whose tokens differ along the first axis only: W = a e_1^T lies in the
+    span, a W that reads the second axis of the tokens has no share in it.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import span_cosine
+    >>> z, x = np.array([[1.0, 0.0]]), np.array([[[0.0, 0.0], [1.0, 0.0]]])
+    >>> round(span_cosine(np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0]]), z, x), 12)
+    1.0
+    >>> span_cosine(np.array([[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]), z, x)
+    0.0
     """
+    w, z, x = _checked(w, z, x, query_bias)
     a = query_inputs(z, query_bias)
-    x = np.asarray(x, dtype=np.float64)
     within = (x - x.mean(axis=1, keepdims=True)).reshape(-1, x.shape[2])  # spans the differences of each input
     ua, ud = _range(a.T), _range(within.T)
-    w = np.asarray(w, dtype=np.float64)
     return float(np.linalg.norm(ua.T @ w @ ud) / np.linalg.norm(w))
 
 
@@ -97,5 +113,18 @@ def random_rank_matrix(rng: np.random.Generator, shape: tuple[int, int], rank: i
     -------
     ndarray, shape (p, q)
         The matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from maxmargin.core import random_rank_matrix
+    >>> m = random_rank_matrix(np.random.default_rng(0), (5, 4), 2)
+    >>> m.shape, int(np.linalg.matrix_rank(m))
+    ((5, 4), 2)
     """
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator (np.random.default_rng): got {type(rng).__name__}")
+    shape, rank = check_arrays(shape=(shape, "int (2,)"), rank=(rank, "int ()"))
+    if np.any(shape < 1) or rank < 1:
+        raise ValueError(f"need a shape of positive sizes and rank >= 1: got shape {tuple(shape)}, rank {rank}")
     return rng.standard_normal((shape[0], rank)) @ rng.standard_normal((rank, shape[1]))

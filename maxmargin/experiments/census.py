@@ -30,8 +30,9 @@ from numpy.typing import NDArray
 from maxmargin import registry
 from maxmargin.core.directions import MaxMarginDirection, classify_direction
 from maxmargin.core.loss import LossName, check_loss
-from maxmargin.core.model import Array, log_non_selected_mass_of_logits
+from maxmargin.core.model import Array
 from maxmargin.core.progress import Progress
+from maxmargin.core.softmax import log_non_selected_mass_of_logits
 from maxmargin.core.span_gd import SpanBatch, final_weights, normalized_gd_in_span, span_coordinates
 from maxmargin.core.svm import att_svm_ldp
 
@@ -101,7 +102,7 @@ def log_unsaturation(z: Array) -> Array:
     """log(1 - s) with s = 1/n sum_i S(z_i)_{alpha_i} the averaged selected probability, per problem (...).
 
     Appendix E: saturated iff s >= 1 - tol, i.e. log_unsaturation <= log(tol); a log-mean-exp of
-    :func:`maxmargin.core.model.log_non_selected_mass_of_logits`, so the decision is exact even when
+    :func:`maxmargin.core.softmax.log_non_selected_mass_of_logits`, so the decision is exact even when
     1 - s < 1e-300.
     """
     ell = log_non_selected_mass_of_logits(z)

@@ -19,8 +19,9 @@ from maxmargin.core.directions import BLOCK_OF_KIND, joint_candidates, max_margi
 from maxmargin.core.gd import cosine, gradient_descent, record_iterations
 from maxmargin.core.logspace import log_excess_risk
 from maxmargin.core.loss import LossName
-from maxmargin.core.model import Array, risk, selected_tokens
+from maxmargin.core.model import Array, risk
 from maxmargin.core.regpath import RegularizationPath, regularization_path_joint, regularization_path_p
+from maxmargin.core.softmax import selected_tokens
 from maxmargin.core.svm import att_svm, p_relax, v_svm
 from maxmargin.experiments import instances
 

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+try:
+    import pandas as pd
+except ModuleNotFoundError as err:  # `pip install .` installs the maths alone, without the pipeline's pandas
+    raise ModuleNotFoundError(
+        "maxmargin.experiments.synthetic builds the pipeline's tables and needs pandas, of the extra 'workflow': "
+        "pip install '.[workflow]' in a checkout (the maths, maxmargin.core, and the paper's data, "
+        "maxmargin.experiments.instances, need no extra)",
+        name="pandas",
+    ) from err
 
 from maxmargin import registry
 from maxmargin.core.directions import (
@@ -27,7 +36,8 @@ from maxmargin.core.directions import (
     optimal_tokens,
 )
 from maxmargin.core.gd import Trajectory, cosine, gradient_descent, joint_normalized_gd, record_iterations
-from maxmargin.core.model import Array, attention, log_non_selected_mass, model_output, selected_tokens
+from maxmargin.core.model import Array, model_output
+from maxmargin.core.softmax import attention, log_non_selected_mass, selected_tokens
 from maxmargin.core.svm import (
     SVMResult,
     att_svm,
