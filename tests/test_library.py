@@ -60,6 +60,15 @@ def test_every_public_function_shows_an_example_that_runs_on_its_own(name: str) 
     assert test.examples and not (report := _run_examples(test)), report
 
 
+def test_the_papers_data_sets_show_an_example_with_the_maths_alone() -> None:
+    import maxmargin.experiments.instances as instances
+
+    tests = [test for test in doctest.DocTestFinder().find(instances) if test.examples]
+    assert tests, "maxmargin.experiments.instances shows no example"
+    for test in tests:
+        assert not (report := _run_examples(test)), report
+
+
 def test_the_synthetic_experiments_without_pandas_name_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if not installed: `import pandas` fails
     monkeypatch.delitem(sys.modules, "maxmargin.experiments.synthetic", raising=False)
@@ -84,6 +93,7 @@ def test_docs_api_md_is_written_from_the_docstrings() -> None:
     assert (REPO / "docs/api.md").read_text() == written, "docs/api.md is stale: run `python tools/api_docs.py`"
     for name in PUBLIC_FUNCTIONS:
         assert f"`{name}(" in written
+    assert "## `maxmargin.experiments.instances`" in written and "Lemma 1 ties it to (ATT-SVM)" in written
 
 
 def test_the_direction_of_an_infeasible_gmm_is_refused_where_it_is_used() -> None:

@@ -33,8 +33,15 @@ imported from `maxmargin.core` (`from maxmargin.core import att_svm`), which loa
 Conventions: arrays are `(..., n, T, d)` for the tokens `X` and keys `K = X W^T` of n inputs of T tokens in d
 dimensions, `(..., n, T)` for the scores `gamma`, `(..., d)` for `p` and `v`; a leading `...` is a batch of
 independent runs, one call for all of them. `Array` is an ndarray of float64 and `LossName` one of `"logistic"`,
-`"exponential"`, `"correlation"`. The examples below are run by the unit tier (`tests/test_library.py`).
+`"exponential"`, `"correlation"`. Every function checks its arguments on entry (`check_arrays`): a wrong shape,
+a NaN or infinite number, an empty array or an index out of range raises a `ValueError` naming the argument and the
+shape expected. Every function shows an example, run by the unit tier (`tests/test_library.py`) on its own (each
+imports what it uses). The paper's data sets, importable with the maths alone, are at the end:
+[`maxmargin.experiments.instances`](#maxmarginexperimentsinstances).
 """
+
+# Modules outside maxmargin.core documented here too: they need nothing but the maths.
+DATA_MODULES = ("maxmargin.experiments.instances",)
 
 
 def _modules() -> list[ModuleType]:
@@ -45,6 +52,16 @@ def _modules() -> list[ModuleType]:
         if not info.name.startswith("_")
     ]
     return [module for module in found if _public_names(module)]
+
+
+def _prose(doc: str) -> str:
+    """A module docstring as Markdown: an indented paragraph of doctest examples becomes a Python code block."""
+    paragraphs = doc.split("\n\n")
+    for j, paragraph in enumerate(paragraphs):
+        lines = paragraph.splitlines()
+        if lines and all(line.startswith("    ") for line in lines) and lines[0].lstrip().startswith(">>>"):
+            paragraphs[j] = "```python\n" + textwrap.dedent(paragraph) + "\n```"
+    return "\n\n".join(paragraphs)
 
 
 def _constants(module: ModuleType) -> dict[str, str]:
@@ -122,12 +139,28 @@ def render() -> str:
     parts = [HEADER, "## Modules\n"]
     parts += [f"- [`{m.__name__}`](#{m.__name__.replace('.', '')}): {_summary(m)}" for m in modules]
     for module in modules:
-        parts.append(f"\n## `{module.__name__}`\n\n{inspect.getdoc(module)}\n")
+        parts.append(f"\n## `{module.__name__}`\n\n{_prose(inspect.getdoc(module))}\n")
         constants = [name for name in _public_names(module) if name.isupper()]
         if constants:
             parts.append("Constants:\n\n" + "".join(_entry(module, name) for name in constants))
         parts += [_entry(module, name) for name in _public_names(module) if not name.isupper()]
+    for name in DATA_MODULES:
+        module = __import__(name, fromlist=["_"])
+        parts.append(f"\n## `{name}`\n\n{_prose(inspect.getdoc(module))}\n")
+        parts += [_entry(module, member) for member in _defined(module)]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _defined(module: ModuleType) -> list[str]:
+    """The public classes and functions ``module`` defines, in the order of its source."""
+    names = [
+        name
+        for name, obj in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isfunction(obj) or inspect.isclass(obj))
+        and obj.__module__ == module.__name__
+    ]
+    return sorted(names, key=lambda name: inspect.getsourcelines(getattr(module, name))[1])
 
 
 def _summary(module: ModuleType) -> str:

@@ -5,6 +5,18 @@ Where the paper gives coordinates they are used verbatim. For Figure 1(c) the pa
 "multiple inputs" with "the gray dotted line representing the separating hyperplane", and for Figure 8 that
 n = T = d = 2: the constructions below (random tokens around three cluster centres for Figure 1(c), hand-placed
 tokens for Figure 8) are ours, not the paper's, and documented where they are built.
+
+Imported with the maths alone (numpy and :mod:`maxmargin.core`; no pandas, no pipeline): each instance carries its
+tokens X, labels Y, key-query matrix W and head v, and derives the keys K = X W^T and the scores gamma.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import classify_direction
+    >>> from maxmargin.experiments.instances import fig1b
+    >>> inst = fig1b()
+    >>> inst.X.shape, inst.gamma
+    ((1, 3, 3), array([[1. , 0.9, 0. ]]))
+    >>> classify_direction(inst.K, inst.gamma, np.array([1])).kind  # Figure 1(b)'s LMM
+    'lmm'
 """
 
 from __future__ import annotations
