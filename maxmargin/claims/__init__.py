@@ -15,11 +15,14 @@ import pandas as pd
 
 from maxmargin.claims import basin, census, lemma1, regpath, synthetic, synthetic_variants, vit, vit_regime
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
-from maxmargin.registry import CLAIMS_CONFIG_KEYS as CONFIG_KEYS
 from maxmargin.registry import derived
 from maxmargin.registry.derived import claims_config
+from maxmargin.registry.reads import read_keys
 from maxmargin.registry.vit import DATASET_NAMES, PAPER_DATASET
 from maxmargin.tables import markdown_table
+
+# The config keys the claims read, as paths: rule claims_table's (maxmargin/registry/reads.py).
+CONFIG_KEYS: tuple[tuple[str, ...], ...] = tuple(tuple(key.split(".")) for key in read_keys("claims_table"))
 
 CLAIMS: tuple[Claim, ...] = (
     synthetic.CLAIMS

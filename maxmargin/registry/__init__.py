@@ -61,29 +61,6 @@ VERDICTS = claims.VERDICTS
 # the report's captions.
 RUN_SENTENCES_FILE = "claims.json"
 
-# The config keys the claims read (their notes quote the settings that ran): the claims table depends on these
-# only, and the claims rule passes only these (the report's parameter panel, and reruns, follow them).
-CLAIMS_CONFIG_KEYS: tuple[tuple[str, ...], ...] = (
-    ("synthetic", "fig1"),
-    ("synthetic", "fig2"),
-    ("plots", "fig3c_iterations"),
-    ("plots", "fig4_iterations"),
-    ("census", "confidence"),
-    ("census", "bootstrap"),
-    ("census", "negative_gap"),
-    ("vit", "model", "num_classes"),
-    ("vit", "plots", "fig6_epochs"),
-    ("vit", "guard"),
-    ("vit", "w_svm", "null_draws"),
-    ("vit", "train", "snapshot_every"),
-    ("vit", "docs_w_svm"),
-    ("vit", "w_svm", "shuffles"),
-    ("vit", "w_svm", "nuclear_images"),
-    ("vit", "w_svm", "nuclear_draws"),
-    ("basin", "constant"),
-    ("basin", "cone"),
-)
-
 
 def _find(entries: tuple[Any, ...], name: str, what: str) -> Any:
     found = [e for e in entries if e.name == name]

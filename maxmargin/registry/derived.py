@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from maxmargin.registry import (
-    CLAIMS_CONFIG_KEYS,
     FILES,
     ON_DEMAND,
     PANELS,
@@ -27,6 +26,7 @@ from maxmargin.registry import (
     table,
 )
 from maxmargin.registry.claims import VERDICT_MEANINGS
+from maxmargin.registry.reads import read_keys, subset
 from maxmargin.registry.synthetic import EXPERIMENT_TABLES
 from maxmargin.registry.types import Panel, Table
 
@@ -256,17 +256,9 @@ def experiment_data(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def claims_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of ``config`` the claims read (:data:`CLAIMS_CONFIG_KEYS`), nested as in the config."""
-    subset: dict[str, Any] = {}
-    for path in CLAIMS_CONFIG_KEYS:
-        value: Any = config
-        for key in path:
-            value = value[key]
-        node = subset
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = value
-    return subset
+    """The part of ``config`` the claims read (the keys of rule claims_table, :mod:`maxmargin.registry.reads`),
+    nested as in the config."""
+    return subset(config, read_keys("claims_table"))
 
 
 def landing_page(

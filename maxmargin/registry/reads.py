@@ -3,14 +3,45 @@
 So a changed config value reruns exactly the jobs that read it (the workflow profile's promise; the planned jobs
 are checked against this by tests/test_config_reads.py and listed in docs/config.md), and a table is only ever
 read with the config that made it: its sidecar records the config of the run that wrote it, and every read
-compares the keys its producing rule reads with the current config (:mod:`maxmargin.provenance`). A key names a
-value or a whole block; ``{experiment}`` and the like are filled from the job's wildcards.
+compares the keys its producing rule reads with the current config (:mod:`maxmargin.provenance`).
+
+A rule's entry is a tuple of dotted keys, each a value or a whole block, and of :class:`PerJob` items: the keys that
+depend on one of the job's wildcards, listed for each of its values (a panel's options, an experiment's block). It is
+data: no key is resolved by a special case.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from maxmargin.registry import EXPERIMENTS, PANELS
+from maxmargin.registry.types import Panel
+
+
+@dataclass(frozen=True)
+class PerJob:
+    """The keys a job reads by the value of its wildcard ``wildcard``: ``keys[value]``; a value not listed reads
+    ``others``."""
+
+    wildcard: str
+    keys: Mapping[str, tuple[str, ...]]
+    others: tuple[str, ...] | None = None
+
+    def of(self, rule: str, wildcards: Mapping[str, str]) -> tuple[str, ...]:
+        """The keys of a job with ``wildcards``."""
+        value = wildcards.get(self.wildcard)
+        if value in self.keys:
+            return self.keys[value]
+        if self.others is None:
+            raise ValueError(f"rule {rule!r}: {self.wildcard} = {value!r} declares no config keys (registry/reads.py)")
+        return self.others
+
+    def every(self) -> tuple[str, ...]:
+        """The keys any of its jobs reads."""
+        return tuple(dict.fromkeys(k for keys in (*self.keys.values(), self.others or ()) for k in keys))
+
 
 _CENSUS_RUN = tuple(f"census.{k}" for k in ("eta", "init_scale", "loss", "seed", "saturation_tol", "svm_tol", "chunk"))
 _VIT_RUN = (
@@ -25,11 +56,24 @@ _VIT_RUN = (
 # The data keys that say where the images come from (the data manifest's; the others subset and augment them).
 SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mnist_root", "download")
 _DATA_SOURCE = tuple(f"vit.data.{k}" for k in SOURCE_KEYS)
+# The recipe study's images: the run's sources under its own, and its proxy flag (workflow/rules/vit.smk: VIT_DATA).
+_STUDY_SOURCE = (*_DATA_SOURCE, "vit_recipes.proxy", *(f"vit_recipes.data.{k}" for k in SOURCE_KEYS))
 _REGPATH = tuple(f"regpath.{k}" for k in ("radii", "loss", "n_random", "seed", "n_iter", "tol", "local_tol"))
 
-READS: dict[str, tuple[str, ...]] = {
-    "synthetic_experiment": ("synthetic.{block}", "synthetic.data.{data}"),
-    "plot_synthetic": ("{options}",),
+
+def _options(panels: tuple[Panel, ...]) -> PerJob:
+    """A plot rule's jobs read their panel's options (``Panel.options``)."""
+    return PerJob("panel", {p.name: p.options for p in panels})
+
+
+_FAMILIES = tuple(dict.fromkeys(p.family for p in PANELS))
+_PLOTS = {f"plot_{family}": (_options(tuple(p for p in PANELS if p.family == family)),) for family in _FAMILIES}
+
+READS: dict[str, tuple[str | PerJob, ...]] = {
+    "synthetic_experiment": (
+        PerJob("experiment", {e.name: (f"synthetic.{e.block}", f"synthetic.data.{e.data}") for e in EXPERIMENTS}),
+    ),
+    "plot_synthetic": _PLOTS["plot_synthetic"],
     "directions_table": (),
     "census_trials": (*_CENSUS_RUN, "census.n", "census.T", "census.n_trials", "census.n_iter", "census.dims"),
     "census_budget_trials": (*_CENSUS_RUN, "census.n", "census.T", "census.n_trials", "census.budget"),
@@ -38,7 +82,8 @@ READS: dict[str, tuple[str, ...]] = {
     "census_budget_gather": ("census.confidence", "census.budget"),
     "census_grid_gather": ("census.confidence", "census.grid.n", "census.grid.T", "census.grid.dims"),
     "census_histogram": ("census.histogram",),
-    "regpath_instance": (*_REGPATH, "regpath.instances", "{regpath_gd}"),
+    # the GD runs belong to the Theorem 1 path (Fig. 1(b) data) only
+    "regpath_instance": (*_REGPATH, "regpath.instances", PerJob("regpath_instance", {"fig1b": ("regpath.gd",)}, ())),
     "regpath_table": ("regpath.instances",),
     "lemma1_table": ("lemma1", "synthetic.data"),
     "basin_tables": (
@@ -50,16 +95,16 @@ READS: dict[str, tuple[str, ...]] = {
         "census.saturation_tol",
         "census.svm_tol",
     ),
-    "vit_data": ("{data_source}",),
+    "vit_data": (PerJob("block", {"vit": _DATA_SOURCE, "vit_recipes": _STUDY_SOURCE}),),
     "vit_train": _VIT_RUN,
     "vit_baseline": ("vit.data", "vit.train.seed", "vit.train.threads", "vit.model.num_classes", "vit.baseline"),
     "vit_metrics_table": (),
     "vit_probe": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), "vit.w_svm"),
     "vit_probe_images": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), "vit.w_svm"),
-    "plot_census": ("{options}",),
-    "plot_regpath": ("{options}",),
-    "plot_vit": ("{options}",),
-    "plot_basin": ("{options}",),
+    "plot_census": _PLOTS["plot_census"],
+    "plot_regpath": _PLOTS["plot_regpath"],
+    "plot_vit": _PLOTS["plot_vit"],
+    "plot_basin": _PLOTS["plot_basin"],
     "vit_pilot_run": (*_VIT_RUN, "vit.pilot.epochs"),
     "vit_recipe_train": (*_VIT_RUN, "vit_recipes.proxy", "vit_recipes.model", "vit_recipes.data", "vit_recipes.probe",
                          "vit_recipes.train", "vit_recipes.recipes"),
@@ -75,38 +120,41 @@ READS: dict[str, tuple[str, ...]] = {
         "vit.plots.fig6_epochs",
         "vit.w_svm",
     ),
-    "claims_table": ("{claims}",),
+    # the claims' notes quote the settings that ran: the claims table depends on these only (maxmargin.claims)
+    "claims_table": (
+        "synthetic.fig1",
+        "synthetic.fig2",
+        "plots.fig3c_iterations",
+        "plots.fig4_iterations",
+        "census.confidence",
+        "census.bootstrap",
+        "census.negative_gap",
+        "vit.model.num_classes",
+        "vit.plots.fig6_epochs",
+        "vit.guard",
+        "vit.w_svm.null_draws",
+        "vit.train.snapshot_every",
+        "vit.docs_w_svm",
+        "vit.w_svm.shuffles",
+        "vit.w_svm.nuclear_images",
+        "vit.w_svm.nuclear_draws",
+        "basin.constant",
+        "basin.cone",
+    ),
     "gallery_thumbnail": (),
     "docs_claims": (),
     "docs_tables": (),
 }  # fmt: skip
 
 
-def _fill(key: str, wildcards: Mapping[str, str]) -> tuple[str, ...]:
-    """A key with its ``{field}`` filled from the job's wildcards and the registry (several keys, or none)."""
-    from maxmargin import registry
-
-    if key == "{options}":
-        return registry.panel(wildcards["panel"]).options
-    if key == "{claims}":
-        return tuple(".".join(path) for path in registry.CLAIMS_CONFIG_KEYS)
-    if key == "{regpath_gd}":
-        return ("regpath.gd",) if wildcards.get("regpath_instance") == "fig1b" else ()
-    if key == "{data_source}":
-        recipes = wildcards.get("block") == "vit_recipes"
-        study = ("vit_recipes.proxy", *(f"vit_recipes.data.{k}" for k in SOURCE_KEYS)) if recipes else ()
-        return _DATA_SOURCE + study
-    if "{" in key:
-        entry = registry.experiment(wildcards["experiment"])
-        return (key.format(block=entry.block, data=entry.data),)
-    return (key,)
-
-
 def read_keys(rule: str, wildcards: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The dotted config keys a job of ``rule`` reads (its wildcards fill the keys that depend on them)."""
+    """The dotted config keys a job of ``rule`` reads (its wildcards choose the keys that depend on them)."""
     if rule not in READS:
         raise ValueError(f"rule {rule!r} declares no config keys in maxmargin/registry/reads.py")
-    return tuple(k for key in READS[rule] for k in _fill(key, wildcards or {}))
+    found: list[str] = []
+    for item in READS[rule]:
+        found += item.of(rule, wildcards or {}) if isinstance(item, PerJob) else (item,)
+    return tuple(found)
 
 
 def _canonical(value: Any) -> Any:
@@ -137,20 +185,9 @@ def subset(config: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return _canonical(out)
 
 
-def _jobs(rule: str) -> list[dict[str, str]]:
-    """The wildcards of every kind of job of ``rule`` (one empty mapping for a rule without wildcards)."""
-    from maxmargin import registry
-
-    if rule == "synthetic_experiment":
-        return [{"experiment": e.name} for e in registry.EXPERIMENTS]
-    if rule.startswith("plot_"):
-        family = rule.removeprefix("plot_")
-        return [{"panel": p.name} for p in registry.panels_of(family)]
-    if rule == "regpath_instance":
-        return [{"regpath_instance": name} for name in registry.REGPATH_INSTANCES]
-    if rule == "vit_data":
-        return [{"block": "vit"}, {"block": "vit_recipes"}]
-    return [{}]
+def every_key(rule: str) -> tuple[str, ...]:
+    """The dotted config keys any job of ``rule`` reads."""
+    return tuple(k for item in READS[rule] for k in (item.every() if isinstance(item, PerJob) else (item,)))
 
 
 def readers(key: str) -> list[str]:
@@ -158,7 +195,6 @@ def readers(key: str) -> list[str]:
     the jobs a change of it reruns first (tests/test_config_reads.py checks this against Snakemake's dry runs)."""
     found = []
     for rule in READS:
-        keys = {k for wildcards in _jobs(rule) for k in read_keys(rule, wildcards)}
-        if any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in keys):
+        if any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in every_key(rule)):
             found.append(rule)
     return found
