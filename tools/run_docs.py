@@ -283,12 +283,53 @@ def vit_gpu_paper_epochs(_folder: Path, run: str, pilot: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _committed_run(docs: str) -> dict:
+    """A committed ViT run's tables (docs/results/<docs>_*.csv; rule docs_vit) and its number of training images."""
+    read = {key: RESULTS / f"{docs}_{key}.csv" for key in ("metrics", "w_svm", "w_svm_images", "claims")}
+    tables = {key: pd.read_csv(path) if path.is_file() else pd.DataFrame() for key, path in read.items()}
+    tables["n_train"] = int(re.search(r"- Data: \w+, (\d+) training", (RESULTS / f"{docs}.md").read_text())[1])
+    return tables
+
+
+def vit_paper_epochs(_folder: Path, *arms: str) -> str:
+    """The paper's 400 epochs at stand-in scales on a CPU: each committed arm (``arms``: their vit.docs) in a row
+    beside the GPU run of the same images (docs/gpu/session3), then each arm in bullets, Adam against SGD, the
+    training images against the held-out ones and the number of images."""
+    from maxmargin.claims import vit_runs as say
+    from maxmargin.claims.sessions import session_config, session_tables
+    from maxmargin.config import merged_config
+
+    guard = merged_config([], REPO / "workflow/config/default.yaml")["vit"]["guard"]
+    w_svm = merged_config([], REPO / "workflow/config/default.yaml")["vit"]["w_svm"]
+    runs = {docs: _committed_run(docs) for docs in arms}
+    rows = [say.arm_row(d, r["metrics"], r["w_svm"], r["claims"], guard) for d, r in runs.items()]
+    gpu = session_tables(GPU / "session3")
+    gpu_guard = session_config(GPU / "session3", REPO)["vit"]["guard"]
+    rows.append(
+        say.arm_row("session3 (GPU)", gpu["vit_metrics"], gpu["vit_w_svm"], gpu_run_claims("session3"), gpu_guard)
+    )
+    lines = ["| " + " | ".join(say.ARM_HEADER) + " |", "|" + " --- |" * len(say.ARM_HEADER)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    ids = ["vit_regime", "vit_w_direction", "vit_fig6_concentrates", "vit_w_svm_direction"]
+    for docs, r in runs.items():
+        lines += ["", f"`{docs}` ({vit_run(_folder, docs).removeprefix('The run: ').strip()})", ""]
+        lines += say.run_lines(r["metrics"], r["w_svm"], r["claims"], guard, r["n_train"])
+        lines += [line for line in [say.set_gap_line(r["w_svm"], guard["confidence"])] if line]
+        if not r["w_svm_images"].empty:
+            lines.append(say.curve_line(r["w_svm_images"], w_svm["curve_tol"], int(r["w_svm"]["n_images"].iloc[0])))
+        lines += say.claim_lines(r["claims"], [i for i in ids if i in set(r["claims"]["claim_id"])])
+    adam, sgd = arms[0], arms[1]
+    lines += ["", say.contrast_line(adam, runs[adam]["metrics"], sgd, runs[sgd]["metrics"], guard)]
+    return "\n".join(lines) + "\n"
+
+
 PASSAGES: dict[str, Callable[..., str]] = {
     "vit_claims": vit_claims,
     "vit_run": vit_run,
     "vit_w_svm": vit_w_svm,
     "vit_gpu": vit_gpu,
     "vit_gpu_paper_epochs": vit_gpu_paper_epochs,
+    "vit_paper_epochs": vit_paper_epochs,
     "claims": claims_list,
     "census_verdicts": census_verdicts,
     "final_angles": final_angles,

@@ -141,3 +141,107 @@ def run_lines(
     m = m.sort_values("epoch").reset_index(drop=True)
     lines = [loss_line(m, guard, n_train), saturation_line(m), sparsity_line(m, guard, holds), direction_line(m, guard)]
     return lines + ([heads_line(w)] if not w.empty else [])
+
+
+def set_gap_line(w: pd.DataFrame, confidence: float) -> str:
+    """The heads' cosine on the training images against the held-out ones at every measured epoch: the
+    head-mean difference and its t-interval over heads at the last epoch (where the probe had both sets)."""
+    from maxmargin.claims.base import t_interval
+
+    sets = _sets(w)
+    if set(sets) != {"train", "test"}:
+        return ""
+    wide = w.assign(images=sets).pivot_table(index=["epoch", "head"], columns="images", values="cosine")
+    gap = (wide["train"] - wide["test"]).groupby(level="epoch")
+    last = gap.get_group(max(gap.groups))
+    low, high = t_interval(last.to_numpy(), confidence)
+    same = "the two agree" if low <= 0 <= high else "they differ"
+    means = wide.groupby(level="epoch").mean()
+    epochs = ", ".join(f"{e}: {r.train:.3f} / {r.test:.3f}" for e, r in means.iterrows())
+    return (
+        f"- **Training images against held-out ones** (head means, train / test, by epoch: {epochs}): at the last "
+        f"epoch the difference is {last.mean():+.3f} [{low:+.3f}, {high:+.3f}] ({confidence:.0%} t-interval over "
+        f"{len(last)} heads): {same}."
+    )
+
+
+def curve_line(curve: pd.DataFrame, tol: float, chosen: int) -> str:
+    """The cosine against the number of images at the last snapshot, per set, and the number the probe read from
+    it (``chosen``)."""
+    means = curve.groupby(["images", "n_images"])["cosine"].mean()
+    parts = [
+        f"{name}: " + ", ".join(f"{n} -> {c:.3f}" for (_, n), c in means.loc[[name]].items())
+        for name in sorted(set(curve["images"]), key=lambda s: JUDGED_IMAGES.index(s))
+    ]
+    largest = int(curve["n_images"].max())
+    levelled = (
+        f"it levels off (moves by less than vit.w_svm.curve_tol = {tol:g}) from {chosen} images on"
+        if chosen < largest
+        else f"it has not levelled off by {largest} images (vit.w_svm.curve_tol = {tol:g}), so the probe took the "
+        "largest count measured"
+    )
+    return (
+        f"- **The number of images** (head-mean cosine at the last snapshot by count; {'; '.join(parts)}): {levelled}."
+    )
+
+
+def arm_row(name: str, m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, guard: Mapping[str, Any]) -> list:
+    """One run in a row of the arms' table: the window's mean loss and claim vit_regime, the saturation and
+    soft-sparsity at the end, ||W||_F, W's last turn and claim vit_w_direction, the heads' cosine on the judged set
+    at the last snapshot against the null and the ceiling, and claim vit_w_svm_direction."""
+    m = m.sort_values("epoch")
+    verdict = claims.set_index("claim_id")["verdict"]
+    saturation = m["cls_max_attention"].iloc[-1] if "cls_max_attention" in m else float("nan")
+    heads = "-"
+    if not w.empty:
+        sets = _sets(w)
+        judged = next(s for s in JUDGED_IMAGES if s in set(sets))
+        last = w[(sets == judged) & (w["epoch"] == w["epoch"].max())]
+        heads = f"{last.cosine.mean():.3f} / {last.null_rank.mean():.3f} / {last.ceiling.mean():.3f} ({judged})"
+    return [
+        name,
+        f"{window(m, guard).train_loss.mean():.3f}",
+        verdict.get("vit_regime", "-"),
+        "-" if np.isnan(saturation) else f"{saturation:.3f}",
+        f"{m.soft_sparsity.iloc[-1]:.3f}",
+        f"{m.w_frobenius.iloc[0]:.3g} -> {m.w_frobenius.iloc[-1]:.3g}",
+        f"{turns(m).iloc[-1]:.1f}",
+        verdict.get("vit_w_direction", "-"),
+        heads,
+        verdict.get("vit_w_svm_direction", "-"),
+    ]
+
+
+ARM_HEADER = [
+    "run",
+    "train loss (window mean)",
+    "vit_regime",
+    "saturation (end)",
+    "soft-sparsity (end)",
+    "\\|\\|W\\|\\|_F",
+    "W's last turn (deg)",
+    "vit_w_direction",
+    "heads: cos / null / ceiling (last snapshot)",
+    "vit_w_svm_direction",
+]
+
+
+def contrast_line(a: str, ma: pd.DataFrame, b: str, mb: pd.DataFrame, guard: Mapping[str, Any]) -> str:
+    """Two runs of the same model and images under two optimisers, side by side at their ends: the loss over the
+    window, ||W||_F's growth, the saturation and soft-sparsity, and how far W turns over its last row."""
+
+    def end(m: pd.DataFrame) -> dict[str, float]:
+        m = m.sort_values("epoch")
+        sat = m["cls_max_attention"].iloc[-1] if "cls_max_attention" in m else float("nan")
+        growth = m.w_frobenius.iloc[-1] / m.w_frobenius.iloc[0]
+        return {"loss": window(m, guard).train_loss.mean(), "growth": growth, "sat": sat,
+                "sparsity": m.soft_sparsity.iloc[-1], "turn": turns(m).iloc[-1]}  # fmt: skip
+
+    x, y = end(ma), end(mb)
+    lower = a if x["loss"] < y["loss"] else b
+    return (
+        f"- **{a} against {b}** (the same model and images): the window's mean training loss {x['loss']:.3f} against "
+        f"{y['loss']:.3f} (lower under {lower}); ||W||_F grows x{x['growth']:.1f} against x{y['growth']:.1f}; the "
+        f"saturation ends at {x['sat']:.3f} against {y['sat']:.3f} and soft-sparsity at {x['sparsity']:.3f} against "
+        f"{y['sparsity']:.3f}; W turns {x['turn']:.1f} against {y['turn']:.1f} degrees over its last row."
+    )
