@@ -9,7 +9,9 @@
 - :mod:`maxmargin.experiments`: one module per experiment family, returning tables; :mod:`maxmargin.figures`: the
   panels, drawn from tables only.
 - :mod:`maxmargin.logs`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`, :mod:`maxmargin.pipeline` (the
-  registry's names resolved): the pipeline; scripts and rule files on top.
+  registry's names resolved): the pipeline; :mod:`maxmargin.report`, :mod:`maxmargin.drawing_code` and
+  :mod:`maxmargin.registry_checks`, read at parse time (the report's entries, each panel's rerun trigger, the
+  registry's mistakes named); scripts and rule files on top.
 - :mod:`maxmargin.gpu`, :mod:`maxmargin.gpu_plan`, :mod:`maxmargin.processes`: a GPU session's checks, its plan and
   what it brings back, and the process trees it stops (tools/gpu_session.py).
 

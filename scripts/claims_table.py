@@ -16,7 +16,7 @@ with rule_logging(snakemake) as log:
         tmp.write_text(claims_markdown(claims))
     with atomic_path(snakemake.output.html) as tmp:
         tmp.write_text(claims_html(claims))
-    # The captions' sentences, bound to this table and to themselves (workflow/rules/common.smk: run_sentences)
+    # The captions' sentences, bound to this table and to themselves (maxmargin/report.py: run_sentences)
     sentences = sentences_record(file_sha256(snakemake.output.csv), run_sentences(claims, tables))
     with atomic_path(snakemake.output.sentences) as tmp:
         tmp.write_text(json.dumps(sentences, indent=1, ensure_ascii=False) + "\n")

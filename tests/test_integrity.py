@@ -338,8 +338,8 @@ def test_yaml_loader_is_used_for_the_docs_too() -> None:
 def test_a_hand_edited_caption_sentence_never_reaches_the_report() -> None:
     """tables/claims.json, as rule claims_table writes it, gives its sentences to the captions; with a sentence
     edited by hand (its claims table untouched), one of another claims table, one of the older form without its
-    sentences' sha256, or sentences that are not text, it is refused, saying which (workflow/rules/common.smk then
-    reports it, the captions say their claims are not measured, and the next run writes it again)."""
+    sentences' sha256, or sentences that are not text, it is refused, saying which (maxmargin.report.run_sentences
+    then reports it, the captions say their claims are not measured, and the next run writes it again)."""
     sentences = {"census_lmm": "34.5% of the trials reach an LMM", "vit_dataset": "Made from CIFAR-10"}
     written = json.loads(json.dumps(sentences_record("a" * 64, sentences)))  # as the file holds it
     assert checked_sentences(written, "a" * 64) == sentences

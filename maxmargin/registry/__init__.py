@@ -2,7 +2,7 @@
 declared once, family by family (one module each), and indexed here: plain data, and its look-ups by name.
 
 This is the one list from which the rest is derived (:mod:`maxmargin.registry.derived`): the Snakemake rule lists,
-the per-figure targets and `all` (workflow/rules/common.smk), the tables' columns and contracts
+the per-figure targets and `all` (derived.target_outputs, all_outputs), the tables' columns and contracts
 (:mod:`maxmargin.tables`), the report captions, categories and labels, the claims rule's inputs, the gallery and the
 test lists. Functions are named by strings: importing it costs nothing, so that the rule files build the DAG without
 the heavy libraries, and it sits below the library in the import graph (tests/test_layers.py). The names are

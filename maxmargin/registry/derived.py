@@ -96,6 +96,35 @@ def targets() -> dict[str, tuple[list[str], list[str], list[str]]]:
     return found
 
 
+def table_outputs(entry: Table, config: Mapping[str, Any]) -> list[str]:
+    """Every file of a table under the results root: each of its paths and, for a CSV with a sidecar, the sidecar."""
+    found = []
+    for path in table_paths(entry, config):
+        found.append(path)
+        if entry.sidecar and path.endswith(".csv"):
+            found.append(f"{path}.provenance.json")
+    return found
+
+
+def target_outputs(target: str, config: Mapping[str, Any]) -> list[str]:
+    """The files of a target under the results root: its panels, the tables they draw and the tables and files
+    that name it."""
+    panels, tables, files = targets()[target]
+    found = [f"figures/{p}.{ext}" for p in panels for ext in ("pdf", "png")]
+    found += [path for name in tables for path in table_outputs(table(name), config)]
+    return found + [file(f).path for f in files]
+
+
+def all_outputs(config: Mapping[str, Any]) -> list[str]:
+    """Every output of the default run (rule ``all``) under the results root: every target's but the on-demand
+    ones', and every table and file outside them."""
+    found = [f for target in targets() if target not in ON_DEMAND for f in target_outputs(target, config)]
+    skip = on_demand_only()
+    found += [path for entry in TABLES if entry.name not in skip for path in table_outputs(entry, config)]
+    found += [f.path for f in FILES if f.name not in skip]
+    return list(dict.fromkeys(found))
+
+
 def on_demand_only() -> set[str]:
     """The tables and files that belong to on-demand targets only (never built by ``all``)."""
     found = targets()
