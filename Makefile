@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make figures   builds every figure and table (creates .venv and installs the package when missing)
 #   make test      runs the test suite in the same environment (make test-fast: its unit tier, under a minute)
-# and: make report (HTML report), make gallery (README thumbnails), make lint, make config-docs (docs/config.md),
+# and: make report (HTML report), make gallery (README thumbnails), make lint, make docs (every generated page),
 #      make gpu-kit (wheels and Fashion-MNIST for an offline GPU node, in gpu_kit/: docs/gpu.md)
 PYTHON ?= python3
 VENV := .venv
@@ -40,7 +40,7 @@ LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 	     esac; fi \
 	&& set -x &&
 
-.PHONY: all figures test test-fast lint report gallery config-docs clean-results gpu-kit
+.PHONY: all figures test test-fast lint report gallery docs clean-results gpu-kit
 # One recipe at a time (make -j report gallery): two locked recipes at once would refuse each other.
 .NOTPARALLEL:
 
@@ -71,18 +71,25 @@ report: figures
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) --report results/report.html
 
 # Small copies of the default run's figures for the README (docs/gallery/, committed), the README's gallery block,
-# and the baseline image of a figure that has none (tools/gallery.py; one panel: python tools/gallery.py PANEL);
-# then the docs' numbers of the default run, from its tables copied to docs/results/default/ (tools/run_docs.py).
+# and the baseline image of a figure that has none (tools/gallery.py; one panel: python tools/gallery.py PANEL), the
+# default run's tables the docs quote (docs/results/default/) and its timings (tools/timings.py); then every
+# generated page again (make docs), the docs' numbers of the default run among them.
 gallery: figures
 	@$(LOCKED) $(BIN)/python tools/gallery.py --cores $(CORES)
-	$(BIN)/python tools/run_docs.py
 	$(BIN)/python tools/timings.py results/benchmarks docs/results/timings.md
+	$(MAKE) --no-print-directory docs
 
-# docs/config.md from the schema and default.yaml, after either changes (tests/test_packaging.py checks it is current),
-# and the docs' lists of what columns measure, from the registry (tools/column_docs.py).
-config-docs: $(STAMP)
+# Every generated page, from what it is written from (tests fail while one is stale: tests/test_packaging.py,
+# DOCS_GENERATORS): docs/config.md (the schema, default.yaml and who reads each key), the docs' lists of what columns
+# measure (the registry), docs/api.md (maxmargin.core's docstrings), the docs' numbers of the committed runs (their
+# tables) and the GPU sessions' page and status sentences (their files). Not the gallery nor the timings table: they
+# are a full run's (make gallery).
+docs: $(STAMP)
 	$(BIN)/python tools/config_docs.py docs/config.md
 	$(BIN)/python tools/column_docs.py README.md CONTRIBUTING.md docs/*.md
+	$(BIN)/python tools/api_docs.py
+	$(BIN)/python tools/run_docs.py
+	$(BIN)/python tools/gpu_report.py
 
 # What an offline GPU node lacks, for tools/gpu_session.sh there: prints the wheels, the travel size and the command.
 gpu-kit: $(STAMP)

@@ -253,13 +253,13 @@ def test_a_test_that_starts_a_program_is_put_in_the_slow_tier(tmp_path):
 
 def test_the_docs_column_lists_are_written_from_the_registry():
     """What a column measures is declared once (``Column.description``): every list of columns in the docs is the
-    one tools/column_docs.py writes (`make config-docs`), and the ViT run's JSON records the same descriptions."""
+    one tools/column_docs.py writes (`make docs`), and the ViT run's JSON records the same descriptions."""
     column_docs = load_tool("column_docs")
     pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
     blocks = {page.name: column_docs.BLOCK.findall(page.read_text()) for page in pages}
     assert blocks["vit.md"], "docs/vit.md lists the ViT metrics from the registry"
     stale = [page.name for page in pages if column_docs.rewritten(page.read_text()) != page.read_text()]
-    assert not stale, f"run `make config-docs`: {stale}"
+    assert not stale, f"run `make docs`: {stale}"
     assert "- `w_frobenius`: ||sum_h W_Q,h^T W_K,h||_F" in column_docs.column_list("vit_run_metrics")
     from maxmargin.experiments.vit.results import CONVENTIONS
 

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SNAKEMAKE, copy_workflow
+from conftest import REPO, SNAKEMAKE, copy_workflow, load_tool
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from maxmargin.config import load_yaml
 
 ENVS = REPO / "workflow" / "envs"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -182,12 +184,35 @@ def test_jobs_import_the_library_beside_the_snakefile(tmp_path):
 
 
 def test_config_docs_are_up_to_date():
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "config_docs.py"), "-"], capture_output=True, text=True, check=True
-    )
-    assert proc.stdout == (REPO / "docs" / "config.md").read_text(), "docs/config.md is stale: run `make config-docs`"
+    config_docs = load_tool("config_docs")
+    text = config_docs.config_markdown(load_yaml(config_docs.SCHEMA), config_docs.DEFAULTS.read_text())
+    assert text == (REPO / "docs" / "config.md").read_text(), "docs/config.md is stale: run `make docs`"
     for key in ("census.n_trials", "vit.train.lr", "regpath.radii.num", "vit_recipes.recipes[].lr"):
-        assert f"| `{key}` |" in proc.stdout
+        assert f"| `{key}` |" in text
+
+
+# Every script of tools/, by what it is: a generator of committed pages, which `make docs` runs, each with the test
+# that fails while one of its pages is stale; a writer of a full run's pages (`make gallery`); or no docs writer.
+DOCS_GENERATORS = {
+    "config_docs": "tests/test_packaging.py::test_config_docs_are_up_to_date",
+    "column_docs": "tests/test_contributing.py::test_the_docs_column_lists_are_written_from_the_registry",
+    "api_docs": "tests/test_library.py::test_docs_api_md_is_written_from_the_docstrings",
+    "run_docs": "tests/test_docs_numbers.py::test_the_pages_numbers_are_what_the_default_runs_tables_give",
+    "gpu_report": "tests/test_gpu_results.py::test_the_page_is_what_the_sessions_files_give",
+}
+FULL_RUN_WRITERS = ("gallery", "timings")  # a default run's thumbnails and benchmarks: `make gallery`
+NOT_DOCS_WRITERS = ("gpu_kit", "gpu_session", "report_browser")
+
+
+def test_make_docs_runs_every_generator_and_each_has_a_staleness_test():
+    recipe = re.search(r"^docs:.*\n((?:\t.*\n)+)", (REPO / "Makefile").read_text(), re.M)
+    assert recipe, "the Makefile has no docs target"
+    assert re.findall(r"tools/(\w+)\.py", recipe[1]) == list(DOCS_GENERATORS)
+    tools = {path.stem for path in (REPO / "tools").glob("*.py")}
+    assert tools == {*DOCS_GENERATORS, *FULL_RUN_WRITERS, *NOT_DOCS_WRITERS}, "classify the new script of tools/"
+    for test in DOCS_GENERATORS.values():
+        path, name = test.split("::")
+        assert f"\ndef {name}(" in (REPO / path).read_text(), test
 
 
 def test_license_and_citation():

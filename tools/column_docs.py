@@ -2,7 +2,7 @@
 
 A page holds a list between ``<!-- columns: TABLE -->`` and ``<!-- /columns -->``; this script rewrites each from
 :attr:`maxmargin.registry.Column.description` (which a run's JSON records and the table's report caption lists
-too), so that a column's meaning is declared once. Run by ``make config-docs``; tests/test_contributing.py checks
+too), so that a column's meaning is declared once. Run by ``make docs``; tests/test_contributing.py checks
 the pages are current.
 Usage: python tools/column_docs.py PAGE ...
 """
