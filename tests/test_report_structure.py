@@ -38,8 +38,8 @@ def rst_problems(text: str) -> list[str]:
     """The warnings docutils reports while turning rST into the report's HTML (it prints them into the page)."""
     from docutils.core import publish_parts
 
-    html = publish_parts(text, writer_name="html", settings_overrides={"report_level": 5})["body"]
-    strict = publish_parts(text, writer_name="html", settings_overrides={"report_level": 1, "halt_level": 5})
+    html = publish_parts(text, writer="html", settings_overrides={"report_level": 5})["body"]
+    strict = publish_parts(text, writer="html", settings_overrides={"report_level": 1, "halt_level": 5})
     return [m for m in re.findall(r"System Message: (\w+)/", strict["body"])] + (
         ["html"] if "System Message" in html else []
     )
