@@ -1,4 +1,5 @@
-"""Snakemake script: draw one panel from its registered tables and files (rule plot_panel)."""
+"""Snakemake script: draw one panel from its registered tables and files (rule plot_<family> of plots.smk: plot_census,
+plot_regpath, plot_vit, plot_basin)."""
 
 from maxmargin.logs import rule_logging
 from maxmargin.pipeline import draw_panel, save_figure

@@ -1,6 +1,7 @@
 # Basins of attraction on the Figure 1(b) data and the measured cone of Theorem 3 (beyond the paper; config `basin`).
 # Normalized GD runs with the authors' settings (synthetic.fig1); runs are labelled with the census's rule.
-# Figure, tables, report labels and the target: the registry (maxmargin/registry/basin.py); the plot: plot_panel.
+# Figure, tables, report labels and the target: the registry (maxmargin/registry/basin.py); the plot: rule plot_basin
+# (plots.smk).
 
 
 rule basin_tables:

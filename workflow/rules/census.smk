@@ -1,6 +1,6 @@
 # Convergence census (Figures 9 and 10, Appendix E): random trials scattered over d, gathered, then plotted;
 # the iteration-budget study (target census_budget) and the (n, T, d) phase diagram (target census_grid).
-# Tables and figures: maxmargin/registry/census.py; the plots: rule plot_panel (plots.smk).
+# Tables and figures: maxmargin/registry/census.py; the plots: rule plot_census (plots.smk).
 
 CENSUS = config["census"]
 

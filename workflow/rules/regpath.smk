@@ -1,5 +1,5 @@
 # Regularization paths (eq. (2), Theorem 1; Theorems 5 and 6). Lemma 1 has its own rule file (lemma1.smk).
-# Tables and figure: maxmargin/registry/regpath.py; the plot: rule plot_panel (plots.smk).
+# Tables and figure: maxmargin/registry/regpath.py; the plot: rule plot_regpath (plots.smk).
 
 
 rule regpath_instance:
