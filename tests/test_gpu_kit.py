@@ -36,10 +36,9 @@ REHEARSAL = "workflow/config/gpu_rehearsal.yaml"
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 PAPER_EPOCHS = "workflow/config/gpu_paper_epochs.yaml"
 RUN_FILES = ["vit_gpu_metrics.csv", "vit_gpu.tar.gz"]  # the run's metrics; its page with every file it links
-PAGE_MEMBERS = [
-    f"vit_gpu{suffix}"
-    for suffix in (".md", "_fig6.png", "_fig7.png", "_fig7_w_svm.png", "_metrics.csv", "_baseline.csv", "_w_svm.csv")
-] + ["vit_gpu_claims.csv"]
+PAGE_MEMBERS = [f"vit_gpu{suffix}" for suffix in (".md", "_fig6.png", "_fig7.png", "_fig7_regime.png")] + [
+    f"vit_gpu{suffix}" for suffix in ("_fig7_w_svm.png", "_metrics.csv", "_baseline.csv", "_w_svm.csv", "_claims.csv")
+]
 
 
 gpu_kit, gpu_session = load_tool("gpu_kit"), load_tool("gpu_session")

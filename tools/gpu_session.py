@@ -355,6 +355,7 @@ PAGE_FILES = (
     ".md",
     "_fig6.png",
     "_fig7.png",
+    "_fig7_regime.png",
     "_fig7_w_svm.png",
     "_metrics.csv",
     "_baseline.csv",
