@@ -2,7 +2,7 @@
 
 Every claim has the paper's words (short), where it is made, the value the paper states and a function that reads
 the measured value from the tables written by the other rules. The claims are declared per family, next to the
-tables they read (:mod:`.synthetic` and :mod:`.synthetic_variants`, :mod:`.basin`, :mod:`.census`, :mod:`.regpath`,
+tables they read (:mod:`.synthetic` and :mod:`.joint_and_dynamics`, :mod:`.basin`, :mod:`.census`, :mod:`.regpath`,
 :mod:`.lemma1`, :mod:`.vit`); which tables each one reads is declared in the figure registry (``Table.claims``).
 Nothing measured is typed in here: a claim whose table is missing is reported as "not run". Verdicts: :mod:`.base`.
 """
@@ -13,7 +13,7 @@ import html
 
 import pandas as pd
 
-from maxmargin.claims import basin, census, lemma1, regpath, synthetic, synthetic_variants, vit, vit_regime
+from maxmargin.claims import basin, census, joint_and_dynamics, lemma1, regpath, synthetic, vit, vit_regime
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
 from maxmargin.registry import derived
 from maxmargin.registry.derived import claims_config
@@ -26,7 +26,7 @@ CONFIG_KEYS: tuple[tuple[str, ...], ...] = tuple(tuple(key.split(".")) for key i
 
 CLAIMS: tuple[Claim, ...] = (
     synthetic.CLAIMS
-    + synthetic_variants.CLAIMS
+    + joint_and_dynamics.CLAIMS
     + basin.CLAIMS
     + census.CLAIMS
     + regpath.CLAIMS

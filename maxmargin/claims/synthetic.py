@@ -1,5 +1,5 @@
 """Claims of gradient descent on the attention weights p alone (Theorems 2-3; Figures 1, 2 and 8), read from
-directions.csv and fig1a.csv; and the readers of directions.csv that :mod:`.synthetic_variants` (Figures 3-5) shares.
+directions.csv and fig1a.csv; and the readers of directions.csv that :mod:`.joint_and_dynamics` (Figures 3-5) shares.
 
 directions.csv holds every max-margin direction of the synthetic instances (``direction`` records) and every GD run
 next to the direction theory predicts for it (``gd_run`` records: its start, that direction's kind, the final cosine).

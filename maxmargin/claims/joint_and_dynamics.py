@@ -1,6 +1,6 @@
-"""Claims of the synthetic experiments that vary Figure 1's setting (Figures 3-5), read from directions.csv and the
-experiment tables fig3a.csv, fig4.csv and fig5.csv: joint GD on the head v and the attention weights p (Theorems 5-6,
-Figure 3), normalized against constant-step GD (Figure 4), and the loss and the score C (Figure 5, Section 4)."""
+"""Claims of joint GD and of the transient dynamics (Figures 3-5), read from directions.csv and the experiment tables
+fig3a.csv, fig4.csv and fig5.csv: joint GD on the head v and the attention weights p (Theorems 5-6, Figure 3),
+normalized against constant-step GD (Figure 4), and the loss and the score C (Figure 5, Section 4)."""
 
 from __future__ import annotations
 
