@@ -37,15 +37,22 @@ PER_LINE = 3
 
 def readme_block() -> str:
     """The README's gallery: a heading per family with panels in the gallery (its report category, less the order),
-    then their thumbnails."""
+    then their thumbnails; in a family that draws the paper's figures, its panels beyond the paper under a heading of
+    their own ("ViT, beyond the paper"), not under the paper's figure numbers."""
     lines = [BEGIN]
     for family in sorted(registry.FAMILIES, key=lambda f: f.order):
-        names = [p.name for p in registry.panels_of(family.name) if p.name in registry.GALLERY]
-        if not names:
-            continue
-        lines += ["", f"**{derived.category(family.name).split(' ', 1)[1]}**", ""]
-        for start in range(0, len(names), PER_LINE):
-            lines.append(" ".join(f"![{n}](docs/gallery/{n}.png)" for n in names[start : start + PER_LINE]))
+        panels = [p for p in registry.panels_of(family.name) if p.name in registry.GALLERY]
+        paper = [p.name for p in panels if p.paper_figure is not None]
+        groups = [(derived.category(family.name).split(" ", 1)[1], paper)] if paper else []
+        beyond = [p.name for p in panels if p.paper_figure is None]
+        groups.append((f"{family.title}, beyond the paper" if paper else family.title, beyond))
+        for heading, names in groups:
+            if names:
+                lines += ["", f"**{heading}**", ""]
+                lines += [
+                    " ".join(f"![{n}](docs/gallery/{n}.png)" for n in names[i : i + PER_LINE])
+                    for i in range(0, len(names), PER_LINE)
+                ]
     return "\n".join([*lines, "", END])
 
 
