@@ -273,6 +273,7 @@ def _w_svm_table(cosine: dict[int, list[float]], null: float = 0.1, null_sd: flo
                 "null_nuclear_gap": 0.05, "null_nuclear_gap_sd": 0.01, "hard_margin": True, "margins_met": 1.0,
                 "n_images": 256, "n_constraints": 16384, "support": 80, "w_frobenius": 1.0, "svm_frobenius": 3.0,
                 "selected_cls": 0.0, "selection_kept": 0.9, "seconds": 0.5, "dataset": "fashion_mnist",
+                "status": "optimal", "nuclear_status": "optimal", "images": "test",
             })  # fmt: skip
     table = pd.DataFrame(rows)[columns("vit_w_svm")]
     last_epoch = table["epoch"] == max(cosine)
