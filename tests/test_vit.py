@@ -416,14 +416,25 @@ def test_only_the_training_code_is_in_the_checkpoints_fingerprint() -> None:
 def test_an_analysis_edit_reruns_the_probe_and_never_the_training(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rule vit_train's rerun trigger (its `code` param) hashes no analysis of the snapshots and no W-ATT-SVM solver;
     rule vit_probe's hashes both: adding or changing an analysis of a finished run trains nothing."""
+    import maxmargin.files
+    from maxmargin.experiments import vit_run_snapshots
+
     hashed: list[list[str]] = []
-    monkeypatch.setattr(vit.settings, "source_fingerprint", lambda paths: hashed.append([Path(p).name for p in paths]))
+    record = lambda paths: hashed.append([Path(p).name for p in paths])  # noqa: E731
+    monkeypatch.setattr(vit.settings, "source_fingerprint", record)
+    monkeypatch.setattr(maxmargin.files, "source_fingerprint", record)
     vit.settings.code_fingerprint()
-    vit.settings.analysis_fingerprint()
+    vit_run_snapshots.probe_fingerprint()
     training, analysis = hashed
     assert "training.py" in training and "snapshots.py" in training
-    assert not {"w_svm_probe.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py"} & set(training)
-    assert set(analysis) == {"w_svm_probe.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py", "gd.py"}
+    assert not {"w_svm_probe.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py", "arguments.py"} & set(training)
+    assert set(analysis) == {
+        "w_svm_probe.py", "vit_run_snapshots.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py", "gd.py", "arguments.py"
+    }  # fmt: skip
+    package = REPO / "maxmargin"
+    assert all((package / name).is_file() for name in vit_run_snapshots.PROBE_CODE)
+    smk = (REPO / "workflow/rules/vit.smk").read_text()
+    assert smk.count("code=probe_fingerprint()") == 2  # vit_probe and vit_probe_images
 
 
 def test_learning_rate_schedule() -> None:

@@ -90,3 +90,25 @@ def run_snapshots(path: str | os.PathLike[str], sidecar: str | os.PathLike[str])
             f"run's sidecar {sidecar} records ({diffs}); {_fix(path)}"
         )
     return state
+
+
+# What makes rule vit_probe's numbers besides the snapshots: the analysis, this check, and the W-ATT-SVM solver with
+# the argument checks every solve passes through (paths under the package).
+PROBE_CODE = (
+    "experiments/vit/w_svm_probe.py",
+    "experiments/vit_run_snapshots.py",
+    "core/w_svm.py",
+    "core/w_svm_dual.py",
+    "core/w_svm_nulls.py",
+    "core/gd.py",
+    "core/arguments.py",
+)
+
+
+def probe_fingerprint() -> str:
+    """Hash of :data:`PROBE_CODE`: rules vit_probe's and vit_probe_images' rerun trigger (an edit of an analysis or of
+    the solver reruns the analyses, never the training)."""
+    from maxmargin.files import source_fingerprint
+
+    package = Path(__file__).resolve().parents[1]
+    return source_fingerprint([package / name for name in PROBE_CODE])

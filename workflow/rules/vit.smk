@@ -3,10 +3,10 @@
 
 # Torch-free (tests/test_layers.py: parsing the rule files imports no heavy library).
 from maxmargin.experiments.vit.settings import (
-    analysis_fingerprint,
     code_fingerprint,
     recipe_config,
 )
+from maxmargin.experiments.vit_run_snapshots import probe_fingerprint
 from maxmargin.experiments.vit.sources import data_plan
 from maxmargin.registry.reads import SOURCE_KEYS
 
@@ -338,7 +338,7 @@ rule vit_probe_images:
         mem_mb=VIT["resources"]["mem_mb"],
     params:
         reads=reads("vit_probe_images"),
-        code=analysis_fingerprint(),
+        code=probe_fingerprint(),
     script:
         "../../scripts/vit_probe_images.py"
 
@@ -375,6 +375,6 @@ rule vit_probe:
         mem_mb=VIT["resources"]["mem_mb"],
     params:
         reads=reads("vit_probe"),
-        code=analysis_fingerprint(),
+        code=probe_fingerprint(),
     script:
         "../../scripts/vit_probe.py"
