@@ -52,8 +52,8 @@ class _Module:
 
 
 def module_file(dotted: str) -> Path | None:
-    """The source file of a module of the package (``maxmargin.figures.vit``: figures/vit.py or its __init__.py),
-    or None (not the package's, or no such module)."""
+    """The source file of a module of the package (``maxmargin.figures.census``: figures/census.py; a package: its
+    __init__.py), or None (not the package's, or no such module)."""
     parts = dotted.split(".")
     if parts[0] != PACKAGE.name:
         return None

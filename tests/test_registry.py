@@ -18,11 +18,12 @@ from maxmargin.registry import derived
 
 
 def _public(module, returns) -> set[str]:
-    """The public functions a module defines that return ``returns``."""
+    """The public functions a module defines that return ``returns`` (a package: those its modules define and it
+    names)."""
     return {
         name
         for name, fn in inspect.getmembers(module, inspect.isfunction)
-        if fn.__module__ == module.__name__
+        if (fn.__module__ == module.__name__ or fn.__module__.startswith(module.__name__ + "."))
         and not name.startswith("_")
         and fn.__annotations__.get("return") in (returns, returns.__name__)
     }

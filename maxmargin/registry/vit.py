@@ -6,7 +6,7 @@ from maxmargin.registry.columns import cosine, count, described, flag, positive,
 from maxmargin.registry.types import Column, File, Panel, Table
 
 # The data sets a ViT run can be made from (vit.data.dataset), by the name the run records, as a reader reads them;
-# the paper's is CIFAR-10 (Section 4): a figure made from any other says so in red (maxmargin/figures/vit.py).
+# the paper's is CIFAR-10 (Section 4): a figure made from any other says so in red (maxmargin/figures/vit/notes.py).
 PAPER_DATASET = "cifar10"
 DATASET_NAMES = {PAPER_DATASET: "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
 
