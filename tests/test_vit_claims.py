@@ -316,7 +316,7 @@ def test_the_ceiling_trend_is_spearmans_rho_of_every_resample() -> None:
     resamples, is scipy's (ties and a constant series included)."""
     from scipy.stats import spearmanr
 
-    from maxmargin.claims.vit import _spearman_with_epochs
+    from maxmargin.claims.vit_w_svm import _spearman_with_epochs
 
     rng = np.random.default_rng(1)
     series = rng.normal(size=(40, 7))

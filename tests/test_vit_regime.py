@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO
 
 from maxmargin.claims import evaluate_claims
-from maxmargin.claims.vit import judged_set
+from maxmargin.claims.vit_w_svm import judged_set
 from maxmargin.config import merged_config
 from maxmargin.experiments.vit import model as vit_model
 from maxmargin.experiments.vit import w_svm_probe as probe
