@@ -210,7 +210,7 @@ def panel_sources(entry: Panel) -> dict[str, str]:
         own = function_sources(module, entry.draw)
     except KeyError:
         raise ValueError(
-            f"panel {entry.name!r} (maxmargin/registry/{entry.family}.py) is drawn by {entry.draw!r}, which "
+            f"panel {entry.name!r} ({registry.declared_in(entry)}) is drawn by {entry.draw!r}, which "
             f"{module.relative_to(PACKAGE.parent)} does not define; its public functions returning a Figure are "
             "the drawing functions"
         ) from None

@@ -29,8 +29,8 @@ class RegistryError(ValueError):
 
 
 def home(entry: Panel | Table | Experiment) -> str:
-    """The registry module that declares ``entry``: its family's (an experiment: the synthetic family's)."""
-    return f"maxmargin/registry/{getattr(entry, 'family', 'synthetic')}.py"
+    """The registry module that declares ``entry`` (:func:`maxmargin.registry.declared_in`)."""
+    return registry.declared_in(entry)
 
 
 def _place(entry: Panel | Table | Experiment) -> str:

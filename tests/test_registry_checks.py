@@ -141,6 +141,13 @@ def test_a_table_whose_paths_or_rows_the_config_cannot_give_is_named() -> None:
         check_table(dataclasses.replace(trials, family="censsus"), DEFAULT_CONFIG)
 
 
+def test_a_mistake_names_the_module_that_declares_the_entry() -> None:
+    """A family declared over several modules: a table of the ViT's W-ATT-SVM probe is named in its own module."""
+    table = dataclasses.replace(registry.table("vit_w_svm"), caption="{w_svm[imagez]}")
+    with pytest.raises(derived.CaptionError, match=r"table 'vit_w_svm' \(maxmargin/registry/vit_w_svm.py\)"):
+        check_table(table, DEFAULT_CONFIG)
+
+
 def test_a_name_declared_twice_is_named(monkeypatch) -> None:
     monkeypatch.setattr(registry, "PANELS", (*registry.PANELS, registry.panel("fig10")))
     with pytest.raises(RegistryError, match=r"panel 'fig10' is declared twice \(maxmargin/registry/census.py"):

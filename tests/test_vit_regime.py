@@ -208,7 +208,7 @@ def test_the_regime_panel_draws_with_and_without_the_saturation(tmp_path: Path) 
 def test_the_probe_records_how_each_solve_was_solved() -> None:
     """The probe's status columns take the solver's statuses, ordered best first as the solver orders them."""
     from maxmargin.core.w_svm_dual import _STATUSES
-    from maxmargin.registry.vit import SOLVE_STATUSES
+    from maxmargin.registry.vit_w_svm import SOLVE_STATUSES
 
     assert SOLVE_STATUSES == _STATUSES
     snapshots, settings, images = _tiny_snapshots()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maxmargin.registry.vit import JUDGED_IMAGES
+from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
 
 
 def window(m: pd.DataFrame, guard: Mapping[str, Any]) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from maxmargin.claims.base import (
     mean_interval,
     note_of,
 )
-from maxmargin.registry.vit import JUDGED_IMAGES
+from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
 
 
 def head_interval(values: pd.Series | np.ndarray, guard: Config) -> Interval:

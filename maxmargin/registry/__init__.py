@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from maxmargin.registry import basin, census, claims, lemma1, regpath, synthetic, vit
+from maxmargin.registry import basin, census, claims, lemma1, regpath, synthetic, vit, vit_w_svm
 from maxmargin.registry.types import GALLERY_SCALE, Column, Experiment, Family, File, Panel, Table
 
 __all__ = ["GALLERY_SCALE", "Column", "Experiment", "Family", "File", "Panel", "Table"]
@@ -36,7 +36,14 @@ ON_DEMAND: tuple[str, ...] = ("census_grid", "vit_recipes", "vit_pilot")
 EXPERIMENTS: tuple[Experiment, ...] = synthetic.EXPERIMENTS
 PANELS: tuple[Panel, ...] = synthetic.PANELS + census.PANELS + regpath.PANELS + vit.PANELS + basin.PANELS
 TABLES: tuple[Table, ...] = (
-    synthetic.TABLES + census.TABLES + regpath.TABLES + lemma1.TABLES + vit.TABLES + basin.TABLES + claims.TABLES
+    synthetic.TABLES
+    + census.TABLES
+    + regpath.TABLES
+    + lemma1.TABLES
+    + vit.TABLES
+    + vit_w_svm.TABLES
+    + basin.TABLES
+    + claims.TABLES
 )
 FILES: tuple[File, ...] = vit.FILES
 # Every panel of the default run: each has a thumbnail in the README gallery (docs/gallery/{name}.png, at
@@ -60,6 +67,20 @@ VERDICTS = claims.VERDICTS
 # The sentences of what a run measured (maxmargin.claims.run_sentences), written beside the claims table and read by
 # the report's captions.
 RUN_SENTENCES_FILE = "claims.json"
+
+
+# The modules that declare the entries, each a family's (the ViT's W-ATT-SVM tables: a module of their own).
+MODULES = (synthetic, census, regpath, lemma1, vit, vit_w_svm, basin, claims)
+
+
+def declared_in(entry: Experiment | Panel | Table | File) -> str:
+    """The registry module that declares an entry of ``entry``'s kind and name (an unknown name: its family's), for
+    the messages that name a mistake's place."""
+    kind = {Experiment: "EXPERIMENTS", Panel: "PANELS", Table: "TABLES", File: "FILES"}[type(entry)]
+    for module in MODULES:
+        if any(e.name == entry.name for e in getattr(module, kind, ())):
+            return f"maxmargin/registry/{module.__name__.rsplit('.', 1)[-1]}.py"
+    return f"maxmargin/registry/{getattr(entry, 'family', 'synthetic')}.py"
 
 
 def _find(entries: tuple[Any, ...], name: str, what: str) -> Any:

@@ -18,6 +18,7 @@ from maxmargin.registry import (
     PANELS,
     RUN_SENTENCES_FILE,
     TABLES,
+    declared_in,
     experiment,
     family,
     file,
@@ -233,7 +234,7 @@ def caption(entry: Panel | Table, config: Mapping[str, Any], run: Mapping[str, s
     except (KeyError, IndexError, AttributeError, ValueError) as err:
         kind = "panel" if isinstance(entry, Panel) else "table"
         raise CaptionError(
-            f"{kind} {entry.name!r} (maxmargin/registry/{entry.family}.py): its caption's field cannot be filled "
+            f"{kind} {entry.name!r} ({declared_in(entry)}): its caption's field cannot be filled "
             f"({type(err).__name__}: {err}); a caption's fields are {{block[key]}} for a top-level block of the "
             f"config, {{key}} for a key of its caption_blocks {list(entry.caption_blocks)} (a synthetic panel: of its "
             "experiment's block and of plots) and {run[claim_id]} (CONTRIBUTING.md, 'A caption's fields')"

@@ -37,7 +37,7 @@ from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_co
 from maxmargin.experiments.vit.data import ImageData, normalize
 from maxmargin.experiments.vit.model import build_vit, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
-from maxmargin.registry.vit import SOLVE_STATUSES
+from maxmargin.registry.vit_w_svm import SOLVE_STATUSES
 
 
 @dataclass(frozen=True)

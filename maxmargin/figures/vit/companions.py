@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from maxmargin.figures import style
 from maxmargin.figures.style import plt
 from maxmargin.figures.vit.notes import WARNING_COLOR, footer, source_note, stand_in_warning
-from maxmargin.registry.vit import JUDGED_IMAGES
+from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
 
 NO_W_SVM = "No W-ATT-SVM measurement in this run: it kept no snapshots (vit.train.snapshot_every: 0)."
 
