@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from maxmargin import registry
+from maxmargin.files import atomic_path
 from maxmargin.provenance import checked_sentences
 from maxmargin.registry import derived
 from maxmargin.registry.types import Panel, Table
@@ -32,10 +33,8 @@ def caption_file(name: str, text: str, folder: Path = CAPTIONS) -> str:
     a parse does not touch it), its absolute path."""
     path = folder / f"{name}.rst"
     if not path.exists() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(text)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            tmp.write_text(text)
     return str(path.resolve())
 
 
