@@ -44,8 +44,8 @@ DEFAULT_DATA = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text(
 
 
 def write_cifar10(root: Path) -> None:
-    """tests/test_vit.py's tiny CIFAR-10 (that module imports torch: imported here when a test needs it)."""
-    from test_vit import write_cifar10 as write
+    """tests/test_vit_cifar.py's tiny CIFAR-10 (that module imports torch: imported here when a test needs it)."""
+    from test_vit_cifar import write_cifar10 as write
 
     write(root)
 

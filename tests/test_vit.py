@@ -1,14 +1,13 @@
-"""Tests of maxmargin.experiments.vit (Section 4, Figures 6-7): data, the [CLS] probe, metrics, resume, the DAG."""
+"""Tests of maxmargin.experiments.vit (Section 4, Figures 6-7): the [CLS] probe and its metrics, the learning guard,
+the run's files, the config, the DAG; its data: tests/test_vit_cifar.py; its checkpoints and resume:
+tests/test_vit_resume.py."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import pickle
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -23,159 +22,16 @@ from maxmargin.experiments.vit.results import save_result
 from maxmargin.experiments.vit.settings import DataSettings, VitSettings
 from maxmargin.experiments.vit_run_snapshots import run_snapshots
 from maxmargin.files import file_sha256
-from maxmargin.logs import rule_logging
 
 # imported by the tests that use them: collection imports no torch, timm, torchvision or Snakemake
 torch, timm_vit = Lazy("torch"), Lazy("timm.models.vision_transformer")
-tv_datasets, smk_utils, vit_images = (
-    Lazy("torchvision.datasets"),
-    Lazy("snakemake.utils"),
-    Lazy("maxmargin.experiments.vit.images"),
-)
+smk_utils, vit_images = Lazy("snakemake.utils"), Lazy("maxmargin.experiments.vit.images")
 
-CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
 TINY_MODEL = {"patch_size": 8, "embed_dim": 16, "depth": 2, "num_heads": 2, "mlp_ratio": 2.0}
+
+
 DEFAULT_VIT = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())["vit"]
-
-
-def data_settings(**overrides: object) -> DataSettings:
-    """The default config's data settings over the whole (tiny) data set (n_train = n_test = 0), overridden."""
-    return DataSettings(**{**DEFAULT_VIT["data"], "n_train": 0, "n_test": 0, **overrides})
-
-
-def md5(path: Path) -> str:
-    return hashlib.md5(path.read_bytes()).hexdigest()
-
-
-def write_cifar10(root: Path, per_batch: int = 4, n_test: int = 6, seed: int = 0) -> dict[str, np.ndarray]:
-    """A tiny archive in the real ``cifar-10-batches-py`` layout: 5 train batches, test_batch, batches.meta.
-
-    Each batch is a pickled dict whose ``data`` is uint8 (N, 3072) (1024 red, 1024 green, 1024 blue values,
-    row-major) and ``labels`` a list of ints. The real files were pickled by Python 2, whose ``str`` keys
-    torchvision reads as ``str`` (``encoding="latin1"``); Python 3 ``str`` keys give torchvision the same dicts.
-    """
-    rng = np.random.default_rng(seed)
-    folder = root / "cifar-10-batches-py"
-    folder.mkdir(parents=True)
-    arrays: dict[str, np.ndarray] = {}
-    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
-    for name in names:
-        n = n_test if name == "test_batch" else per_batch
-        data = rng.integers(0, 256, size=(n, 3072), dtype=np.uint8)
-        labels = rng.integers(0, 10, size=n).tolist()
-        entry = {
-            "batch_label": f"{name} of 6",
-            "labels": labels,
-            "data": data,
-            "filenames": [f"img_{name}_{i}.png" for i in range(n)],
-        }
-        (folder / name).write_bytes(pickle.dumps(entry, protocol=2))
-        arrays[name] = data
-        arrays[f"{name}_labels"] = np.asarray(labels)
-    meta = {"num_cases_per_batch": per_batch, "label_names": CLASSES, "num_vis": 3072}
-    (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=2))
-    return arrays
-
-
-@pytest.fixture
-def tiny_cifar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, np.ndarray]]:
-    """The tiny archive, with torchvision's md5 table pointed at its files (its integrity check still runs)."""
-    root = tmp_path / "cifar10"
-    arrays = write_cifar10(root)
-    folder = root / tv_datasets.CIFAR10.base_folder
-    train = [[f"data_batch_{i}", md5(folder / f"data_batch_{i}")] for i in range(1, 6)]
-    monkeypatch.setattr(tv_datasets.CIFAR10, "train_list", train)
-    monkeypatch.setattr(tv_datasets.CIFAR10, "test_list", [["test_batch", md5(folder / "test_batch")]])
-    monkeypatch.setattr(tv_datasets.CIFAR10, "meta", {**tv_datasets.CIFAR10.meta, "md5": md5(folder / "batches.meta")})
-    return root, arrays
-
-
-def test_cifar10_loads_through_torchvision(tiny_cifar: tuple[Path, dict[str, np.ndarray]]) -> None:
-    root, arrays = tiny_cifar
-    data = vit.load_image_data(data_settings(root=str(root), download=False, fallback=[]), 0)
-    assert data.name == "cifar10" and data.classes == CLASSES and data.note == ""
-    assert data.x_train.shape == (20, 3, 32, 32) and data.x_train.dtype == torch.uint8
-    expected = np.concatenate([arrays[f"data_batch_{i}"] for i in range(1, 6)]).reshape(-1, 3, 32, 32)
-    np.testing.assert_array_equal(data.x_train.numpy(), expected)  # channel c, row h, column w of each row
-    np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
-    np.testing.assert_array_equal(data.y_test.numpy(), arrays["test_batch_labels"])
-    sub = vit.load_image_data(data_settings(root=str(root), download=False, fallback=[], n_train=7, n_test=2), 0)
-    assert len(sub.x_train) == 7 and len(sub.x_test) == 2
-
-
-def test_archive_placed_by_hand_is_extracted_offline(tmp_path: Path, tiny_cifar, monkeypatch) -> None:
-    """``cifar-10-python.tar.gz`` dropped into the data directory is used even with download off (no network)."""
-    src, arrays = tiny_cifar
-    root = tmp_path / "fresh"
-    root.mkdir()
-    archive = root / tv_datasets.CIFAR10.filename
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(src / tv_datasets.CIFAR10.base_folder, arcname=tv_datasets.CIFAR10.base_folder)
-    monkeypatch.setattr(tv_datasets.CIFAR10, "tgz_md5", md5(archive))
-    data = vit.load_image_data(data_settings(root=str(root), download=False, fallback=[]), 0)
-    assert data.name == "cifar10"
-    np.testing.assert_array_equal(data.x_test.numpy(), arrays["test_batch"].reshape(-1, 3, 32, 32))
-
-
-def truncated_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
-    """``root/cifar-10-python.tar.gz`` cut to half its size, as an interrupted download leaves it.
-
-    torchvision's ``tgz_md5`` is pointed at the whole tiny archive (the real md5 is that of the real archive), and
-    its download is made to fail the test: a damaged archive must be reported without going to the network.
-    """
-    src = tmp_path / "src"
-    write_cifar10(src)
-    root = tmp_path / "cifar10"
-    root.mkdir()
-    archive = root / tv_datasets.CIFAR10.filename
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(src / tv_datasets.CIFAR10.base_folder, arcname=tv_datasets.CIFAR10.base_folder)
-    monkeypatch.setattr(tv_datasets.CIFAR10, "tgz_md5", md5(archive))
-    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
-    monkeypatch.setattr(
-        "torchvision.datasets.cifar.download_and_extract_archive",
-        lambda *args, **kwargs: pytest.fail("tried to download CIFAR-10"),
-    )
-    return archive, tv_datasets.CIFAR10.tgz_md5
-
-
-def test_corrupt_archive_is_reported_as_corrupt_not_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    archive, expected = truncated_archive(tmp_path, monkeypatch)
-    settings = DataSettings(**{**paper_vit_config()["data"], "root": str(archive.parent), "download": False})
-    with pytest.raises(vit_images.DataUnavailableError, match="corrupt") as err:
-        vit.load_image_data(settings, 0)
-    message = str(err.value)
-    assert str(archive.resolve()) in message and "md5 checksum" in message and "not available" not in message
-    assert f"has md5 {md5(archive)}, expected {expected}" in message and md5(archive) != expected
-
-
-def test_corrupt_batch_is_reported_by_name(tiny_cifar: tuple[Path, dict[str, np.ndarray]]) -> None:
-    root, _ = tiny_cifar
-    batch = root / tv_datasets.CIFAR10.base_folder / "data_batch_3"
-    expected = md5(batch)
-    batch.write_bytes(batch.read_bytes()[:-100])
-    with pytest.raises(vit_images.DataUnavailableError, match="corrupt") as err:
-        vit.load_image_data(data_settings(root=str(root), download=False, fallback=[]), 0)
-    assert f"{batch.resolve()} has md5 {md5(batch)}, expected {expected}" in str(err.value)
-    assert "data_batch_1" not in str(err.value)  # the intact batches are not blamed
-
-
-@pytest.mark.parametrize("damage", ["missing", "corrupt"])
-def test_quick_fallback_warning_reaches_stderr(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], damage: str
-) -> None:
-    """In a Snakemake job the ``maxmargin`` logger writes only to the rule's log; the fallback must show on stderr."""
-    root = truncated_archive(tmp_path, monkeypatch)[0].parent if damage == "corrupt" else tmp_path / "empty"
-    data = vit.load_image_data(data_settings(root=str(root), download=False, fallback=["digits"], n_test=10), 0)
-    assert data.name == vit.DIGITS_NAME and "stand-in scikit-learn's digits used instead" in data.note
-    err = capfd.readouterr().err
-    assert "WARNING" in err and "stand-in" in err and str(root.resolve()) in err
-    if damage == "corrupt":
-        assert (
-            "corrupt" in data.note and "corrupt" in err and str((root / tv_datasets.CIFAR10.filename).resolve()) in err
-        )
-    else:
-        assert "unavailable" in data.note and "not available" in err and "checksum" not in err
 
 
 def paper_vit_config() -> dict:
@@ -183,37 +39,6 @@ def paper_vit_config() -> dict:
     merged = merged_config([REPO / "workflow/config/paper.yaml"], REPO / "workflow/config/default.yaml")
     smk_utils.validate(merged, str(REPO / "workflow/schemas/config.schema.yaml"))
     return merged["vit"]
-
-
-def test_paper_config_refuses_to_fall_back(tmp_path: Path) -> None:
-    cfg = paper_vit_config()
-    paper_model = {"patch_size": 2, "embed_dim": 768, "depth": 12, "num_heads": 12, "mlp_ratio": 4.0}
-    assert cfg["model"] == {**paper_model, "img_size": 32, "num_classes": 10}
-    assert cfg["train"]["epochs"] == 400 and cfg["resources"]["gpu"] == 1
-    # the recipe the study picked (docs/vit.md): Adam after a warm-up, clipped, then a fixed rate, no decay
-    assert (cfg["train"]["optimizer"], cfg["train"]["schedule"], cfg["train"]["weight_decay"]) == (
-        "adam",
-        "constant",
-        0,
-    )
-    assert cfg["train"]["warmup_epochs"] > 0 and cfg["train"]["grad_clip"] > 0 and cfg["train"]["device"] == "cuda"
-    settings = VitSettings.from_config(cfg)
-    empty = tmp_path / "no_cifar"
-    data = DataSettings(**{**cfg["data"], "root": str(empty), "download": False})  # no network in tests
-    with pytest.raises(vit_images.DataUnavailableError, match="cifar-10-python.tar.gz") as err:
-        vit.load_image_data(data, 0)
-    assert str(empty.resolve()) in str(err.value)
-    assert not settings.data.fallback
-
-
-def test_quick_config_falls_back_to_digits_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level("WARNING", logger="maxmargin"):
-        data = vit.load_image_data(data_settings(root=str(tmp_path), download=False, fallback=["digits"], n_test=50), 0)
-    assert data.name == vit.DIGITS_NAME and "stand-in" in data.note and "stand-in" in caplog.text
-    assert data.x_train.shape == (1437, 3, 32, 32) and len(data.x_test) == 50
-    assert set(data.y_train.tolist()) == set(range(10))
-    img = data.x_train[0].numpy()
-    assert (img[0] == img[1]).all() and (img[:, ::4, ::4].repeat(4, 1).repeat(4, 2) == img).all()
 
 
 @pytest.mark.parametrize("qk_norm", [False, True])
@@ -292,12 +117,18 @@ def tiny_settings(epochs: int, **train: object) -> VitSettings:
     )
 
 
-@pytest.fixture(scope="module")
-def tiny_data() -> vit_images.ImageData:
+def tiny_image_data() -> vit_images.ImageData:
+    """72 random 32x32 images of 10 classes (no download), the same every time."""
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 256, (72, 3, 32, 32), generator=g, dtype=torch.uint8)
     y = torch.randint(0, 10, (72,), generator=g)
     return vit_images.ImageData(x[:56], y[:56], x[56:], y[56:], "synthetic", [str(i) for i in range(10)])
+
+
+@pytest.fixture(scope="module")
+def tiny_data() -> vit_images.ImageData:
+    """:func:`tiny_image_data`, once per module."""
+    return tiny_image_data()
 
 
 def comparable(result: vit.TrainResult) -> pd.DataFrame:
@@ -316,125 +147,6 @@ def kill_at_epoch(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
         return train_epoch(self, e)
 
     monkeypatch.setattr(vit.training._Trainer, "train_epoch", dying)
-
-
-@pytest.mark.parametrize(
-    "optimizer,augment,schedule,eval_every",
-    [("adam", False, "cosine", 1), ("sgd", True, "constant", 1), ("adam", False, "constant", 2)],
-)
-def test_killed_and_resumed_run_equals_uninterrupted(
-    tmp_path: Path,
-    tiny_data: vit_images.ImageData,
-    optimizer: str,
-    augment: bool,
-    schedule: str,
-    eval_every: int,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    s = tiny_settings(
-        3, optimizer=optimizer, schedule=schedule, warmup_epochs=1.0, grad_clip=1.0, eval_every=eval_every,
-        snapshot_every=2,
-    )  # fmt: skip
-    settings = dataclasses.replace(s, data=dataclasses.replace(s.data, augment=augment))
-    whole = vit.train_vit(settings, tiny_data, tmp_path / "a.pt")
-    assert whole.info["resumed_from_epoch"] is None
-    kill_at_epoch(monkeypatch, 3)
-    with pytest.raises(KeyboardInterrupt):
-        vit.train_vit(settings, tiny_data, tmp_path / "b.pt")
-    resumed = vit.train_vit(settings, tiny_data, tmp_path / "b.pt")
-    assert resumed.info["resumed_from_epoch"] == 2
-    pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=True)
-    np.testing.assert_array_equal(resumed.maps, whole.maps)
-    evaluated = [0, 1, 2, 3] if eval_every == 1 else [0, 2, 3]
-    assert list(comparable(whole)["epoch"]) == evaluated
-    assert whole.maps.shape == (len(evaluated), 16) and whole.grid == (4, 4)
-    assert [t["epochs"] for t in whole.times] == [0] + [evaluated[1] - 0] + [1] * (len(evaluated) - 2)
-    np.testing.assert_allclose(whole.maps.sum(axis=1), 1.0, atol=1e-6)
-    np.testing.assert_array_equal(whole.image, tiny_data.x_test[1].permute(1, 2, 0).numpy())
-    # the snapshots (epoch 0, every 2nd, the last) of the resumed run are those of the uninterrupted one
-    assert whole.snapshots.epochs() == resumed.snapshots.epochs() == [0, 2, 3]
-    for epoch in (0, 2, 3):
-        a, b = (torch.load(r.snapshots._file(epoch), weights_only=True) for r in (whole, resumed))
-        assert all(torch.equal(a[k], b[k]) for k in a)
-    # one checkpoint per run, the latest, its W history and its snapshots
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        f"{run}.pt{suffix}" for run in "ab" for suffix in ("", ".snapshots", ".w_history")
-    ]
-
-
-def test_a_resumed_runs_log_tells_the_whole_run(tmp_path: Path, tiny_data: vit_images.ImageData, monkeypatch) -> None:
-    # Snakemake empties the rule log before each attempt; the resumed attempt replays the epochs it did not run
-    settings = tiny_settings(3)
-    kill_at_epoch(monkeypatch, 3)
-    with pytest.raises(KeyboardInterrupt):
-        vit.train_vit(settings, tiny_data, tmp_path / "c.pt")
-    monkeypatch.undo()
-    log = tmp_path / "attempt2.log"
-    with rule_logging(str(log)):
-        vit.train_vit(settings, tiny_data, tmp_path / "c.pt")
-    lines = [line for line in log.read_text().splitlines() if " epoch " in line and "train loss" in line]
-    assert [line.split(" epoch ")[1].split(":")[0] for line in lines] == ["0", "1", "2", "3"]
-    assert sum("(from the checkpoint)" in line for line in lines) == 3
-
-
-def test_a_finished_run_is_trained_again_not_resumed(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
-    first = vit.train_vit(tiny_settings(2), tiny_data, tmp_path / "f.pt")
-    assert torch.load(tmp_path / "f.pt", weights_only=True)["finished"]
-    again = vit.train_vit(tiny_settings(2), tiny_data, tmp_path / "f.pt")  # e.g. --forcerun vit_train
-    assert again.info["resumed_from_epoch"] is None
-    pd.testing.assert_frame_equal(comparable(again), comparable(first), check_exact=True)
-
-
-def test_a_checkpoint_of_other_code_is_kept_aside_not_overwritten(
-    tmp_path: Path, tiny_data: vit_images.ImageData, monkeypatch
-) -> None:
-    s = tiny_settings(1)
-    vit.train_vit(s, tiny_data, tmp_path / "k.pt")
-    old = torch.load(tmp_path / "k.pt", weights_only=True)
-    monkeypatch.setattr(vit.settings, "training_code_fingerprint", lambda: "changed-code")  # an edit of the loop
-    with pytest.warns(vit.checkpoint.CheckpointWarning, match=f"kept aside as .*k.{old['fingerprint']}.pt"):
-        again = vit.train_vit(s, tiny_data, tmp_path / "k.pt")
-    assert again.info["resumed_from_epoch"] is None
-    aside = tmp_path / f"k.{old['fingerprint']}.pt"
-    kept = torch.load(aside, weights_only=True)["metrics"]  # the long run of the other code
-    pd.testing.assert_frame_equal(pd.DataFrame(kept), pd.DataFrame(old["metrics"]))
-    assert (tmp_path / f"k.{old['fingerprint']}.pt.w_history").stat().st_size > 0
-    assert torch.load(tmp_path / "k.pt", weights_only=True)["fingerprint"] == s.fingerprint(tiny_data.identity)
-
-
-def test_only_the_training_code_is_in_the_checkpoints_fingerprint() -> None:
-    """An edit of how results are written (results.py) or where a checkpoint is kept (checkpoint.py) restores a
-    finished run instead of training it again; rule vit_train's `code` param covers the package but its analyses,
-    so the outputs follow the edit; an edit of an analysis (w_svm_probe.py) reruns the analysis only."""
-    modules = {p.name for p in (REPO / "maxmargin/experiments/vit").glob("*.py")}
-    assert set(vit.settings.TRAINING_MODULES) <= modules
-    outside = {"__init__.py", "baseline.py", "checkpoint.py", "machine.py", "results.py", "w_svm_probe.py"}
-    assert modules - set(vit.settings.TRAINING_MODULES) == outside
-    assert set(vit.settings.ANALYSIS_MODULES) == {"w_svm_probe.py"}
-
-
-def test_an_analysis_edit_reruns_the_probe_and_never_the_training(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rule vit_train's rerun trigger (its `code` param) hashes no analysis of the snapshots and no W-ATT-SVM solver;
-    rule vit_probe's hashes both: adding or changing an analysis of a finished run trains nothing."""
-    import maxmargin.files
-    from maxmargin.experiments import vit_run_snapshots
-
-    hashed: list[list[str]] = []
-    record = lambda paths: hashed.append([Path(p).name for p in paths])  # noqa: E731
-    monkeypatch.setattr(vit.settings, "source_fingerprint", record)
-    monkeypatch.setattr(maxmargin.files, "source_fingerprint", record)
-    vit.settings.code_fingerprint()
-    vit_run_snapshots.probe_fingerprint()
-    training, analysis = hashed
-    assert "training.py" in training and "snapshots.py" in training
-    assert not {"w_svm_probe.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py", "arguments.py"} & set(training)
-    assert set(analysis) == {
-        "w_svm_probe.py", "vit_run_snapshots.py", "w_svm.py", "w_svm_dual.py", "w_svm_nulls.py", "gd.py", "arguments.py"
-    }  # fmt: skip
-    package = REPO / "maxmargin"
-    assert all((package / name).is_file() for name in vit_run_snapshots.PROBE_CODE)
-    smk = (REPO / "workflow/rules/vit.smk").read_text()
-    assert smk.count("code=probe_fingerprint()") == 2  # vit_probe and vit_probe_images
 
 
 def test_learning_rate_schedule() -> None:
@@ -469,16 +181,6 @@ def test_soft_sparsity_of_the_figure6_image_is_logged(tmp_path: Path, tiny_data:
     result = vit.train_vit(tiny_settings(1), tiny_data, tmp_path / "s.pt")
     for row, fixed in zip(result.metrics, result.maps, strict=True):
         assert row["soft_sparsity_image"] == pytest.approx(float(vit.soft_sparsity(torch.from_numpy(fixed))))
-
-
-def test_checkpoint_of_other_settings_is_ignored(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
-    vit.train_vit(tiny_settings(1), tiny_data, tmp_path / "c.pt")
-    other = vit.train_vit(tiny_settings(1, lr=1e-3), tiny_data, tmp_path / "c.pt")
-    assert other.info["resumed_from_epoch"] is None
-    state = torch.load(tmp_path / "c.pt", weights_only=True)
-    assert state["fingerprint"] == tiny_settings(1, lr=1e-3).fingerprint(tiny_data.identity) and state["epoch"] == 1
-    smaller = dataclasses.replace(tiny_data, x_train=tiny_data.x_train[:40], y_train=tiny_data.y_train[:40])
-    assert vit.train_vit(tiny_settings(1, lr=1e-3), smaller, tmp_path / "c.pt").info["resumed_from_epoch"] is None
 
 
 def test_save_result_files(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
@@ -670,81 +372,3 @@ def test_the_paper_configs_code_path_runs_on_the_cpu_at_a_tiny_width(
     assert [t["epoch"] for t in resumed.times] == [0, 1, 2, 3]
     pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=False, rtol=1e-6)
     assert vit.WHistory(tmp_path / "b.pt", 16).blocks() == 4
-
-
-def _no_training(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*_args: object) -> None:
-        raise AssertionError("trained although a checkpoint of this run was kept aside")
-
-    monkeypatch.setattr(vit.training._Trainer, "train_epoch", refuse)
-
-
-def test_undoing_a_code_edit_restores_the_finished_run(tmp_path: Path, tiny_data, monkeypatch) -> None:
-    """Edit the training code (the checkpoint is kept aside under its fingerprint), run, undo the edit: the
-    finished run of the original code is taken back and restored without training: undoing an edit never costs a run."""
-    settings, checkpoint = tiny_settings(2), tmp_path / "checkpoint.pt"
-    first = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
-    with monkeypatch.context() as edit:
-        edit.setattr(vit.settings, "training_code_fingerprint", lambda: "edited")
-        with pytest.warns(vit.checkpoint.CheckpointWarning, match="kept aside"):
-            edited = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
-        assert edited.info["resumed_from_epoch"] is None
-    with monkeypatch.context() as undone:
-        _no_training(undone)
-        with pytest.warns(vit.checkpoint.CheckpointWarning, match="kept aside"):  # the edited run's, in turn
-            again = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
-    assert again.info["resumed_from_epoch"] == 2 and again.info["fingerprint"] == first.info["fingerprint"]
-    pd.testing.assert_frame_equal(comparable(again), comparable(first), check_exact=True)
-    aside = f"checkpoint.{edited.info['fingerprint']}.pt"  # the edited code's run, in its turn
-    kept = {"checkpoint.pt", aside}
-    companions = {f"{name}{suffix}" for name in kept for suffix in (".w_history", ".snapshots")}
-    assert {p.name for p in tmp_path.iterdir()} == kept | companions
-
-
-@pytest.mark.slow  # four runs of four epochs
-def test_undoing_an_edit_mid_run_resumes_where_the_run_stopped(tmp_path: Path, tiny_data, monkeypatch) -> None:
-    """Interrupted at epoch 3, edited, interrupted again, edit undone: the run resumes from its epoch 2 and ends
-    as an uninterrupted run does, bit for bit."""
-    settings = tiny_settings(4)
-    whole = vit.train_vit(settings, tiny_data, tmp_path / "whole.pt")
-    checkpoint = tmp_path / "checkpoint.pt"
-    kill_at_epoch(monkeypatch, 3)
-    with pytest.raises(KeyboardInterrupt):
-        vit.train_vit(settings, tiny_data, checkpoint, restore=True)
-    with monkeypatch.context() as edit:
-        edit.setattr(vit.settings, "training_code_fingerprint", lambda: "edited")
-        kill_at_epoch(edit, 2)
-        with pytest.warns(vit.checkpoint.CheckpointWarning), pytest.raises(KeyboardInterrupt):
-            vit.train_vit(settings, tiny_data, checkpoint, restore=True)
-    with pytest.warns(vit.checkpoint.CheckpointWarning):
-        resumed = vit.train_vit(settings, tiny_data, checkpoint, restore=True)
-    assert resumed.info["resumed_from_epoch"] == 2
-    pd.testing.assert_frame_equal(comparable(resumed), comparable(whole), check_exact=True)
-    np.testing.assert_array_equal(resumed.maps, whole.maps)
-
-
-def test_kept_aside_checkpoints_are_pruned_and_an_unreadable_one_is_named_and_removed(
-    tmp_path: Path, tiny_data: vit_images.ImageData
-) -> None:
-    """vit.checkpoints.keep_aside bounds the checkpoints that edits of the code keep aside; taking one back skips an
-    unreadable one with a warning that names it, and removes it."""
-    import os
-
-    checkpoint = tmp_path / "c.pt"
-    for i, tag in enumerate(["a1", "b2", "c3", "d4", "e5"]):
-        aside = tmp_path / f"c.{tag}.pt"
-        aside.write_bytes(b"x")
-        (tmp_path / f"c.{tag}.pt.w_history").write_bytes(b"w")
-        os.utime(aside, (1_000 + i, 1_000 + i))
-    removed = vit.checkpoint.prune_kept_aside(checkpoint, 3)
-    assert sorted(p.name for p in removed) == ["c.a1.pt", "c.b2.pt"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        f"c.{tag}.pt{suffix}" for tag in ("c3", "d4", "e5") for suffix in ("", ".w_history")
-    ]
-    settings = tiny_settings(1)
-    fingerprint = settings.fingerprint(tiny_data.identity)
-    broken = tmp_path / f"c.{fingerprint}.pt"
-    broken.write_bytes(b"not a checkpoint")
-    with pytest.warns(vit.checkpoint.CheckpointWarning, match=f"kept-aside checkpoint {broken} is unreadable"):
-        vit.train_vit(settings, tiny_data, checkpoint)
-    assert not broken.exists()
