@@ -198,3 +198,41 @@ def test_a_qp_never_optimal_is_an_error_naming_it(monkeypatch):
     monkeypatch.setattr(solvers, "qp", lambda *args, **kwargs: {**real(*args, **kwargs), "status": "unknown"})
     with pytest.raises(ArithmeticError, match=r"could not solve the soft-margin dual on \d+ margins: status unknown"):
         w_att_svm(*_copy_of_the_selected_token())
+
+
+def _short_planes(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
+    """The hard-margin planes' multipliers, and with them W = sum_k alpha_k a_k d_k^T, scaled by ``factor`` < 1:
+    every margin falls short of 1 by 1 - factor, as an unpolished hull-point round leaves them on an ill-conditioned
+    working set (a 2,048-margin ViT probe of the 400-epoch run gave 14 margins at 0.99987); the duality gap of the
+    rescaled W is then (1 - factor)^2."""
+    from maxmargin.core import w_svm
+
+    exact = w_svm._hard_margin_planes
+
+    def short(*args, **kwargs):
+        w, margins, alpha, rounds, _ = exact(*args, **kwargs)
+        return w * factor, margins * factor, alpha * factor, rounds, "looser"
+
+    monkeypatch.setattr(w_svm, "_hard_margin_planes", short)
+
+
+def test_margins_just_short_of_one_are_repaired_when_the_duality_gap_certifies_them(monkeypatch):
+    """W / its smallest margin meets every margin; it is the hard solution, status "repaired", where the relative
+    gap to the multipliers' dual objective is at most REPAIR_GAP (then ||W - W_mm|| <= sqrt(2 gap) ||W||), and an
+    ArithmeticError beyond."""
+    from maxmargin.core.w_svm import REPAIR_GAP
+
+    rng = np.random.default_rng(3)
+    z, x = rng.standard_normal((6, 3)), rng.standard_normal((6, 4, 3))
+    selected = w_logits(rng.standard_normal((4, 3)), z, x).argmax(axis=1)
+    exact = w_att_svm(z, x, selected)
+    assert exact.hard and exact.status == "optimal"
+    _short_planes(monkeypatch, 0.99)  # gap 1e-4
+    res = w_att_svm(z, x, selected)
+    assert res.hard and res.met == 1.0 and res.status == "repaired"
+    assert w_margins(res.solution, z, x, selected).min() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(res.solution, exact.solution, rtol=1e-9, atol=1e-9)  # the scale alone was off
+    _short_planes(monkeypatch, 0.95)  # gap 2.5e-3
+    assert 0.05**2 > REPAIR_GAP
+    with pytest.raises(ArithmeticError, match="margins below 1"):
+        w_att_svm(z, x, selected)

@@ -68,6 +68,12 @@ HULL_TOL = 1e-5
 # 1 - max(tol, that): at multipliers of 5e7 a margin of 1 - 3.9e-9 is the optimum to float64's precision, and
 # 1 - 1e-9 is tighter than it allows.
 SOLVE_RTOL = 1e-11
+# Where the planes stop with some margins just short of 1 (the hull fallback's QP, unpolished, on an ill-conditioned
+# working set), W / (its smallest margin) meets every margin; it is accepted as the hard solution (status
+# "repaired") where its objective 1/2 ||W||^2 is within this relative gap of the multipliers' dual objective
+# 1^T alpha - 1/2 ||sum alpha_k a_k d_k^T||^2, a lower bound of the optimum: then ||W - W_mm|| <= sqrt(2 gap) ||W||.
+REPAIR_GAP = 1e-3
+REPAIRED = -1.0  # what _feasible returns for such planes (a slack is never negative)
 
 
 @dataclass(frozen=True)
@@ -78,9 +84,10 @@ class WSVMResult:
     the soft-margin one; ``met``: the fraction of the hard constraints it meets; ``support``: constraints with a
     positive multiplier; ``rounds``: cutting-plane rounds; ``status``: how its solves were solved, the worst of its
     rounds: ``"optimal"`` (exact pivoting, or cvxopt's status optimal), ``"looser"`` (cvxopt optimal only at
-    tolerances 1000 times looser), ``"repaired"`` (the nuclear norm's SDP: cvxopt's status not optimal, its W
-    rescaled onto the margins and accepted by its duality gap, at most ``tol``). A solve that is none of these
-    raises an ArithmeticError naming it.
+    tolerances 1000 times looser), ``"repaired"`` (W rescaled onto its margins and accepted by its duality gap: the
+    nuclear norm's SDP whose cvxopt status is not optimal, at most ``tol``; the Frobenius planes whose last solve
+    left margins just short of 1, at most :data:`REPAIR_GAP`). A solve that is none of these raises an
+    ArithmeticError naming it.
     """
 
     solution: NDArray[np.float64]
@@ -270,9 +277,10 @@ def _feasible(
 ) -> float | None:
     """Whether some W meets every margin, decided by the hard-margin planes: the slack 1 - max(tol, SOLVE_RTOL
     sum_k alpha_k max_k ||a_k||^2 ||d_k||^2) at which their W meets every margin (:data:`SOLVE_RTOL`; 1e-6 at
-    most), ||W||_F below :func:`_hull_bound`; None where no W does (a token equal to the selected one, ||W||_F at
-    the bound, read by :func:`_size`). An ArithmeticError where the planes stopped short of both (out of rounds,
-    or a solve that misses its own margins)."""
+    most), ||W||_F below :func:`_hull_bound`; :data:`REPAIRED` where some margins fall short of that but W / its
+    smallest margin is certified within :data:`REPAIR_GAP`; None where no W does (a token equal to the selected one,
+    ||W||_F at the bound, read by :func:`_size`). An ArithmeticError where the planes stopped short of all three
+    (out of rounds, or a solve that misses its own margins by more than the certificate allows)."""
     if planes is None:
         return None
     w, margins, alpha, rounds, _ = planes
@@ -283,11 +291,30 @@ def _feasible(
     if margins[other].min() >= 1.0 - slack:
         return slack
     unmet = int(np.sum(margins[other] < 1.0 - slack))
+    if _repair_gap(w, margins[other], alpha) <= REPAIR_GAP:
+        return REPAIRED
     raise ArithmeticError(
         f"the hard-margin W-ATT-SVM left {unmet} of {int(other.sum())} margins below 1 - {slack:.1e} (the smallest "
         f"{margins[other].min():.9f}) after {rounds} cutting-plane rounds, with ||W||_F below the bound at which no "
         "W counts as meeting them: out of rounds (raise max_rounds) or a solve that misses its own margins"
     )
+
+
+def _repair_gap(w: NDArray[np.float64], margins: NDArray[np.float64], alpha: NDArray[np.float64]) -> float:
+    """The relative duality gap of W / min margin (which meets every margin) against the multipliers' dual
+    objective 1^T alpha - 1/2 ||W||^2 (:data:`REPAIR_GAP`); inf where some margin is not positive."""
+    low = float(margins.min())
+    if not low > 0:
+        return np.inf
+    primal = 0.5 * float(np.sum(w**2)) / low**2
+    return (primal - (float(alpha.sum()) - 0.5 * float(np.sum(w**2)))) / primal
+
+
+def _repaired(planes: Planes, other: NDArray[np.bool_]) -> Planes:
+    """The planes' W divided by its smallest margin, so that it meets every margin, with status "repaired"."""
+    w, margins, alpha, rounds, _ = planes
+    low = float(margins[other].min())
+    return w / low, margins / low, alpha, rounds, "repaired"
 
 
 def w_att_svm(
@@ -360,6 +387,8 @@ def w_att_svm(
     a, d, other = _differences(z, x, selected, query_bias)
     planes = _hard_margin_planes(a, d, other, per_input, tol, max_rounds, linalg)
     slack = _feasible(planes, a, d, other, tol)
+    if slack == REPAIRED:  # certified within REPAIR_GAP: W rescaled onto its margins
+        return _result(_repaired(planes, other), other, 0.0, True)
     if slack is not None:
         return _result(planes, other, slack, True)
     if soft:  # no W meets every margin
