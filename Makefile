@@ -93,7 +93,7 @@ docs: $(STAMP)
 
 # What an offline GPU node lacks, for tools/gpu_session.sh there: prints the wheels, the travel size and the command.
 gpu-kit: $(STAMP)
-	$(BIN)/python tools/gpu_kit.py
+	$(BIN)/python -m maxmargin.gpu.kit_build
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

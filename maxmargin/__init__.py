@@ -12,8 +12,8 @@
   registry's names resolved): the pipeline; :mod:`maxmargin.report`, :mod:`maxmargin.drawing_code` and
   :mod:`maxmargin.registry_checks`, read at parse time (the report's entries, each panel's rerun trigger, the
   registry's mistakes named); scripts and rule files on top.
-- :mod:`maxmargin.gpu`, :mod:`maxmargin.gpu_plan`, :mod:`maxmargin.processes`: a GPU session's checks, its plan and
-  what it brings back, and the process trees it stops (tools/gpu_session.py).
+- :mod:`maxmargin.gpu`: a GPU session (``python -m maxmargin.gpu``, run by tools/gpu_session.sh): its checks, the
+  kit, its record, the plan, the stages and their watchers, what it brings back, the process trees it stops.
 
 Which module may import which: tests/test_layers.py states and checks it.
 

@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, copy_workflow, load_tool
 
-from maxmargin import gpu, gpu_plan, processes
+from maxmargin.files import file_sha256
+from maxmargin.gpu import judge, kit, kit_build, plan, processes, record, request, stages, watch
 
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")  # what the node's output folder may bring back
 REHEARSAL = "workflow/config/gpu_rehearsal.yaml"
@@ -41,17 +42,14 @@ PAGE_MEMBERS = [f"vit_gpu{suffix}" for suffix in (".md", "_fig6.png", "_fig7.png
 ]
 
 
-gpu_kit, gpu_session = load_tool("gpu_kit"), load_tool("gpu_session")
-
-
 def test_kit_carries_what_the_node_lacks() -> None:
     """Snakemake and pandera with their needs, as this environment has them; nothing the node has; no pulp."""
-    needed = gpu_kit.closure(gpu_kit.ROOTS, gpu_kit.read_have(None))
+    needed = kit_build.closure(kit_build.ROOTS, kit_build.read_have(None))
     for name in ("snakemake", "pandera", "pydantic-core", "jsonschema", "rpds-py", "snakemake-interface-common"):
         assert name in needed, name
     assert not {"pulp", "torch", "numpy", "pandas", "pyyaml", "timm"} & set(needed)
     assert "cvxopt" not in needed  # only the SVM solvers import it, inside their functions: carried where it fits
-    assert "cvxopt" in gpu_kit.OPTIONAL and "cvxopt" in gpu_kit.closure(gpu_kit.OPTIONAL, set(needed))
+    assert "cvxopt" in kit_build.OPTIONAL and "cvxopt" in kit_build.closure(kit_build.OPTIONAL, set(needed))
     assert needed["pydantic-core"][1] == "pydantic <- pandera"
 
 
@@ -61,8 +59,8 @@ def test_kit_carries_what_the_node_lacks() -> None:
 def test_session_configs_pass_the_snakefiles_checks(extra: list[str]) -> None:
     """paper.yaml, gpu_session.yaml and the rehearsal or the second size, merged as the session merges them."""
     paths = [REPO / "workflow/config/paper.yaml", REPO / "workflow/config/gpu_session.yaml", *(REPO / e for e in extra)]
-    config = gpu.merged_config(paths, REPO / "workflow/config/default.yaml")
-    gpu.check_config(config, paths, SCHEMA)
+    config = request.merged_config(paths, REPO / "workflow/config/default.yaml")
+    request.check_config(config, paths, SCHEMA)
     assert config["vit"]["data"]["dataset"] == ("digits" if REHEARSAL in extra else "fashion_mnist")
     assert config["vit"]["model"]["embed_dim"] == (16 if REHEARSAL in extra else 768)
 
@@ -72,28 +70,29 @@ def test_a_refused_config_names_the_key_and_the_files(tmp_path: Path) -> None:
     bad.write_text("vit:\n  train:\n    batch_size: 0\n")
     paths = [REPO / "workflow/config/gpu_session.yaml", REPO / REHEARSAL, bad]
     with pytest.raises(
-        gpu.UsageError, match=r"config is refused .*at vit.train.batch_size\): correct GPU_SESSION_CONFIG.*bad\.yaml"
+        request.UsageError,
+        match=r"config is refused .*at vit.train.batch_size\): correct GPU_SESSION_CONFIG.*bad\.yaml",
     ):
-        gpu.check_config(gpu.merged_config(paths, REPO / "workflow/config/default.yaml"), paths, SCHEMA)
+        request.check_config(request.merged_config(paths, REPO / "workflow/config/default.yaml"), paths, SCHEMA)
 
 
 def test_fig6_epochs_spread_over_the_run() -> None:
     """Figure 6's epochs spread over the run, each one with a metrics row (the config refuses any other)."""
-    assert gpu_plan.fig6_epochs(400) == [0, 100, 200, 300, 400] == gpu_plan.fig6_epochs(400, 10)  # paper.yaml's
-    assert gpu_plan.fig6_epochs(14) == [0, 4, 7, 10, 14]
-    assert gpu_plan.fig6_epochs(1) == [0, 1]
-    assert gpu_plan.fig6_epochs(8, 2) == [0, 2, 4, 6, 8]
-    assert gpu_plan.fig6_epochs(30, 10) == [0, 10, 20, 30]  # 8 and 22 have no row: the nearest rows
-    assert gpu_plan.fig6_epochs(7, 2) == [0, 2, 4, 7]
+    assert plan.fig6_epochs(400) == [0, 100, 200, 300, 400] == plan.fig6_epochs(400, 10)  # paper.yaml's
+    assert plan.fig6_epochs(14) == [0, 4, 7, 10, 14]
+    assert plan.fig6_epochs(1) == [0, 1]
+    assert plan.fig6_epochs(8, 2) == [0, 2, 4, 6, 8]
+    assert plan.fig6_epochs(30, 10) == [0, 10, 20, 30]  # 8 and 22 have no row: the nearest rows
+    assert plan.fig6_epochs(7, 2) == [0, 2, 4, 7]
 
 
 def test_cadences_count_rows_checkpoints_and_snapshots() -> None:
     """As the training loop keeps them: a row at 0, every k and the last; a checkpoint after epoch 0, every m before
     the last and the finished one; a snapshot at 0, every s and the last (0: none)."""
-    assert gpu_plan.row_epochs(400, 10) == list(range(0, 401, 10)) and gpu_plan.row_epochs(7, 2) == [0, 2, 4, 6, 7]
-    assert gpu_plan.checkpoint_count(400, 50) == 9 and gpu_plan.checkpoint_count(10, 1) == 11
-    assert gpu_plan.snapshot_count(400, 400) == 2 and gpu_plan.snapshot_count(8, 3) == 4
-    assert gpu_plan.snapshot_count(400, 0) == 0
+    assert plan.row_epochs(400, 10) == list(range(0, 401, 10)) and plan.row_epochs(7, 2) == [0, 2, 4, 6, 7]
+    assert plan.checkpoint_count(400, 50) == 9 and plan.checkpoint_count(10, 1) == 11
+    assert plan.snapshot_count(400, 400) == 2 and plan.snapshot_count(8, 3) == 4
+    assert plan.snapshot_count(400, 0) == 0
 
 
 def stamp(seconds: float) -> str:
@@ -111,14 +110,14 @@ def test_a_run_is_projected_from_its_own_epochs() -> None:
     lines = [f"{stamp(t0 - 500)} INFO epoch 9: train loss 1.0 acc 0.5 (1.0s)"]  # an earlier attempt's
     lines += [f"{stamp(t0 + 1)} INFO epoch 0: train loss 2.3 acc 0.1 (1.0s) (from the checkpoint)"]
     lines += [f"{stamp(t)} INFO epoch {e}: train loss 1.0 acc 0.5 (0.9s); epochs {e}/400" for e, t in enumerate(times)]
-    p = gpu_plan.run_projection(lines, 400, since=t0)
+    p = watch.run_projection(lines, 400, since=t0)
     assert (p.done, p.since_done) == (6, 1) and p.rate == pytest.approx(1 / 0.9, rel=1e-3)
     assert p.end == pytest.approx(times[-1] + 394 * 0.9, abs=0.1)
     assert p.by(times[-1] + 9.0) == 16
-    assert gpu_plan.run_projection(lines[:-2], 400, since=t0).done == 4  # epochs 2-4: three steady ones
+    assert watch.run_projection(lines[:-2], 400, since=t0).done == 4  # epochs 2-4: three steady ones
     other = [f"{stamp(times[-1] + 1)} INFO epoch 461: train loss 1.0 acc 0.5 (0.9s); epochs 461/500"]  # not this run
-    assert gpu_plan.run_projection(lines + other, 400, since=t0) == p
-    assert gpu_plan.run_projection(lines[:-3], 400, since=t0) is None
+    assert watch.run_projection(lines + other, 400, since=t0) == p
+    assert watch.run_projection(lines[:-3], 400, since=t0) is None
 
 
 def test_a_probe_is_projected_from_its_heads() -> None:
@@ -127,10 +126,10 @@ def test_a_probe_is_projected_from_its_heads() -> None:
         f"{stamp(t0 + 12)} INFO snapshots of epochs [0, 400]; 32 probe images of fashion_mnist",
         f"{stamp(t0 + 42)} INFO W-ATT-SVM probe: heads 6/24 (25%), 30 s so far; epoch 0 head 5: cosine 0.1 (5.0 s)",
     ]
-    started, p = gpu_plan.probe_projection(lines, since=t0)
+    started, p = watch.probe_projection(lines, since=t0)
     assert started == pytest.approx(t0 + 12) and (p.done, p.total) == (6, 24)
     assert p.end == pytest.approx(t0 + 12 + 120)
-    assert gpu_plan.probe_projection(lines[:1], since=t0) == (pytest.approx(t0 + 12), None)
+    assert watch.probe_projection(lines[:1], since=t0) == (pytest.approx(t0 + 12), None)
 
 
 def test_a_finished_runs_training_rate_leaves_out_its_compiled_first_row() -> None:
@@ -140,10 +139,10 @@ def test_a_finished_runs_training_rate_leaves_out_its_compiled_first_row() -> No
         {"epoch": 20, "train_seconds": 8.0, "epochs": 10, "epoch_seconds": 9.0},
         {"epoch": 25, "train_seconds": 4.0, "epochs": 5, "epoch_seconds": 4.5},
     ]
-    assert gpu_plan.training_rate({"epoch_times": times, "n_train": 2000}) == (2000 * 15 / 12.0, 15)
-    assert gpu_plan.training_rate({"epoch_times": times[:2], "n_train": 2000}) is None
+    assert plan.training_rate({"epoch_times": times, "n_train": 2000}) == (2000 * 15 / 12.0, 15)
+    assert plan.training_rate({"epoch_times": times[:2], "n_train": 2000}) is None
     resumed = {"epoch_times": times, "n_train": 2000, "resumed_from_epoch": 10}
-    assert gpu_plan.training_rate(resumed) == (2000 * 5 / 4.0, 5)
+    assert plan.training_rate(resumed) == (2000 * 5 / 4.0, 5)
 
 
 def test_epochs_planned_from_the_pilot() -> None:
@@ -156,10 +155,10 @@ def test_epochs_planned_from_the_pilot() -> None:
         "epoch_times": {0: 9.0, 1: 55.0, 2: 20.0},
         "compile_seconds": 35.0,
     }
-    assert gpu_plan.plan_epochs(400.0, pilot, None, 400, 45.0) == 15
-    assert gpu_plan.plan_epochs(400.0, {**pilot, "compile_seconds": None}, None, 400, 45.0) == 13
-    assert gpu_plan.plan_epochs(400.0, pilot, None, 10, 45.0) == 10  # never past the configured epochs
-    assert gpu_plan.plan_epochs(400.0, pilot, 3, 400, 45.0) == 3  # GPU_SESSION_EPOCHS
+    assert plan.plan_epochs(400.0, pilot, None, 400, 45.0) == 15
+    assert plan.plan_epochs(400.0, {**pilot, "compile_seconds": None}, None, 400, 45.0) == 13
+    assert plan.plan_epochs(400.0, pilot, None, 10, 45.0) == 10  # never past the configured epochs
+    assert plan.plan_epochs(400.0, pilot, 3, 400, 45.0) == 3  # GPU_SESSION_EPOCHS
 
 
 # Each wrong argument or setting, and what its refusal says to do.
@@ -179,35 +178,35 @@ REFUSED = [
 
 @pytest.mark.parametrize(("minutes", "env", "message"), REFUSED)
 def test_arguments_are_checked_before_any_work(tmp_path: Path, minutes: str, env: dict, message: str) -> None:
-    with pytest.raises(gpu.UsageError) as err:
-        gpu.session_request(str(tmp_path / "out"), minutes, env, REPO)
+    with pytest.raises(request.UsageError) as err:
+        request.session_request(str(tmp_path / "out"), minutes, env, REPO)
     assert message in str(err.value)
 
 
 def test_epochs_zero_is_no_unset_and_pilot_zero_is_honoured(tmp_path: Path) -> None:
-    request = gpu.session_request(str(tmp_path), "9", {"GPU_SESSION_EPOCHS": "60", "GPU_SESSION_PILOT": "0"}, REPO)
-    assert (request.epochs, request.pilot, request.reserve) == (60, False, gpu.DEFAULT_RESERVE)
-    unset = gpu.session_request(str(tmp_path), "2.5", {}, REPO)
+    asked = request.session_request(str(tmp_path), "9", {"GPU_SESSION_EPOCHS": "60", "GPU_SESSION_PILOT": "0"}, REPO)
+    assert (asked.epochs, asked.pilot, asked.reserve) == (60, False, request.DEFAULT_RESERVE)
+    unset = request.session_request(str(tmp_path), "2.5", {}, REPO)
     assert (unset.epochs, unset.pilot) == (None, None)  # the plan decides: the config's run fits, or a pilot
-    assert gpu.session_request(str(tmp_path), "9", {"GPU_SESSION_PILOT": "0"}, REPO).pilot is False
-    with pytest.raises(gpu.UsageError, match="0 does not mean unset"):
-        gpu.session_request(str(tmp_path), "9", {"GPU_SESSION_EPOCHS": "0"}, REPO)
+    assert request.session_request(str(tmp_path), "9", {"GPU_SESSION_PILOT": "0"}, REPO).pilot is False
+    with pytest.raises(request.UsageError, match="0 does not mean unset"):
+        request.session_request(str(tmp_path), "9", {"GPU_SESSION_EPOCHS": "0"}, REPO)
 
 
 def test_out_dir_is_new_or_empty_and_taken_by_one_session(tmp_path: Path) -> None:
     """A new folder is taken; a second session into it is refused while the first writes (and after); a folder that
     holds other files is refused and left as it was."""
     out = tmp_path / "new" / "out"
-    with gpu.claim_out_dir(out) as log:
+    with request.claim_out_dir(out) as log:
         log.write("first\n")
-        with pytest.raises(gpu.UsageError, match=r"is not empty .*another session.*give a new or empty folder"):
-            gpu.claim_out_dir(out)
+        with pytest.raises(request.UsageError, match=r"is not empty .*another session.*give a new or empty folder"):
+            request.claim_out_dir(out)
     assert (out / "session.log").read_text() == "first\n"
     old = tmp_path / "old"
     old.mkdir()
     (old / "vit_gpu.md").write_text("a session before\n")
-    with pytest.raises(gpu.UsageError, match=r"holds \['vit_gpu.md'\].*rm -r"):
-        gpu.claim_out_dir(old)
+    with pytest.raises(request.UsageError, match=r"holds \['vit_gpu.md'\].*rm -r"):
+        request.claim_out_dir(old)
     assert sorted(p.name for p in old.iterdir()) == ["vit_gpu.md"]
 
 
@@ -215,42 +214,40 @@ def test_an_out_dir_that_cannot_be_written_is_refused_with_its_reason(tmp_path: 
     """A folder that cannot be made (here: below a file; a read-only disk or another user's folder alike) is a
     refusal naming the folder and the reason (exit 2 and a message), not a traceback."""
     (tmp_path / "file").write_text("")
-    with pytest.raises(gpu.UsageError, match=r"OUT_DIR .*file/out cannot be written \(Not a directory\): give a"):
-        gpu.claim_out_dir(tmp_path / "file" / "out")
+    with pytest.raises(request.UsageError, match=r"OUT_DIR .*file/out cannot be written \(Not a directory\): give a"):
+        request.claim_out_dir(tmp_path / "file" / "out")
 
 
 def test_what_comes_back_is_at_most_8_files_of_at_most_16_mib(tmp_path: Path) -> None:
     """A file over 16 MiB is not kept; beyond 6 files (session.log and session.json beside them) none is; an
     archive lists each member with its sha256."""
-    request = gpu.session_request(str(tmp_path / "out"), "9", {}, REPO)
-    s = gpu.Session(request, time.time(), gpu.claim_out_dir(request.out), REPO)
+    asked = request.session_request(str(tmp_path / "out"), "9", {}, REPO)
+    s = record.Session(asked, time.time(), request.claim_out_dir(asked.out), REPO)
     big = tmp_path / "big.csv"
     with big.open("wb") as f:
-        f.truncate(gpu.MAX_FILE_BYTES + 1)
+        f.truncate(request.MAX_FILE_BYTES + 1)
     assert not s.keep(big, "big.csv", {})
     small = [tmp_path / f"page{suffix}" for suffix in (".md", "_metrics.csv", "_fig6.png")]
     for path in small:
         path.write_text(f"{path.name}\n")
     assert s.pack(small, "page.tar.gz", {"stage": "figures"})
-    assert s.summary["files"]["page.tar.gz"]["members"] == {p.name: gpu.sha256(p) for p in small}
-    assert (
-        unpacked(request.out / "page.tar.gz", s.summary["files"]["page.tar.gz"]["members"])["page.md"] == b"page.md\n"
-    )
+    assert s.summary["files"]["page.tar.gz"]["members"] == {p.name: file_sha256(p) for p in small}
+    assert unpacked(asked.out / "page.tar.gz", s.summary["files"]["page.tar.gz"]["members"])["page.md"] == b"page.md\n"
     kept = [s.keep(small[0], f"table{i}.csv", {}) for i in range(8)]
     assert kept == [True] * 5 + [False] * 3
     s.save()
     s.log_file.close()
-    check_out_dir(request.out)
-    assert len(list(request.out.iterdir())) == gpu.MAX_FILES
+    check_out_dir(asked.out)
+    assert len(list(asked.out.iterdir())) == request.MAX_FILES
 
 
 def test_a_missing_kit_is_named(tmp_path: Path) -> None:
-    with pytest.raises(gpu.UsageError, match=r"no kit at .*no_kit.*`make gpu-kit`.*GPU_KIT"):
-        gpu.kit_wheels(tmp_path / "no_kit", have_snakemake=False)
-    assert gpu.kit_wheels(tmp_path / "no_kit", have_snakemake=True) == []  # a rehearsal: this Python's Snakemake
+    with pytest.raises(request.UsageError, match=r"no kit at .*no_kit.*`make gpu-kit`.*GPU_KIT"):
+        kit.kit_wheels(tmp_path / "no_kit", have_snakemake=False)
+    assert kit.kit_wheels(tmp_path / "no_kit", have_snakemake=True) == []  # a rehearsal: this Python's Snakemake
     (tmp_path / "kit/wheels").mkdir(parents=True)
     (tmp_path / "kit/wheels/snakemake-9.16.3-py3-none-any.whl").write_bytes(b"")
-    assert [p.name for p in gpu.kit_wheels(tmp_path / "kit", have_snakemake=False)] == [
+    assert [p.name for p in kit.kit_wheels(tmp_path / "kit", have_snakemake=False)] == [
         "snakemake-9.16.3-py3-none-any.whl"
     ]
 
@@ -259,16 +256,16 @@ def test_a_file_of_another_run_is_never_brought_back(tmp_path: Path) -> None:
     """The run's table against the plan by its sidecar: the planned settings trained by this session's job; the
     planned settings its job restored, or did not touch (an earlier session's: said so, and how); another epoch
     count (another run: refused, saying how). The files' times play no part."""
-    planned = gpu_plan.planned_settings(
-        gpu.merged_config([REPO / REHEARSAL], REPO / "workflow/config/default.yaml")["vit"]
+    planned = judge.planned_settings(
+        request.merged_config([REPO / REHEARSAL], REPO / "workflow/config/default.yaml")["vit"]
     )
     table, sidecar = tmp_path / "vit_metrics.csv", tmp_path / "vit_metrics.json"
     epochs = planned["train"]["epochs"]
     table.write_text("epoch,test_acc\n" + "".join(f"{e},0.5\n" for e in range(epochs + 1)))
-    record = {"settings": planned, "fingerprint": "abc", "metrics_table": {"sha256": gpu.sha256(table)}}
-    sidecar.write_text(json.dumps(record))
-    trained, restored, idle = gpu_plan.JobWork(0), gpu_plan.JobWork(None, restored=True), gpu_plan.JobWork(None)
-    verdict = gpu_plan.judge_finished(sidecar, table, planned, trained)
+    run = {"settings": planned, "fingerprint": "abc", "metrics_table": {"sha256": file_sha256(table)}}
+    sidecar.write_text(json.dumps(run))
+    trained, restored, idle = watch.JobWork(0), watch.JobWork(None, restored=True), watch.JobWork(None)
+    verdict = judge.judge_finished(sidecar, table, planned, trained)
     assert verdict.returned and verdict.record == {
         "fingerprint": "abc",
         "epochs": epochs,
@@ -276,20 +273,20 @@ def test_a_file_of_another_run_is_never_brought_back(tmp_path: Path) -> None:
         "status": "this session's run",
         "trained_from": 0,
     }
-    assert gpu_plan.judge_finished(sidecar, table, planned, gpu_plan.JobWork(epochs - 1)).record["made_here"]
+    assert judge.judge_finished(sidecar, table, planned, watch.JobWork(epochs - 1)).record["made_here"]
     for job, how in ((restored, "restored by this session's job"), (idle, "did not run or trained no epoch")):
-        earlier = gpu_plan.judge_finished(sidecar, table, planned, job)
+        earlier = judge.judge_finished(sidecar, table, planned, job)
         assert earlier.returned and not earlier.record["made_here"] and "earlier session" in earlier.message
         assert how in earlier.record["status"] and "nothing trained here" in earlier.record["status"]
     other = {**planned, "train": {**planned["train"], "epochs": 3000}}
-    verdict = gpu_plan.judge_finished(sidecar, table, other, trained)
+    verdict = judge.judge_finished(sidecar, table, other, trained)
     assert not verdict.returned and f"train.epochs {epochs} (planned 3000)" in verdict.message
     table.write_text("epoch,test_acc\n0,0.5\n")  # not the table its sidecar describes
-    assert not gpu_plan.judge_finished(sidecar, table, planned, trained).returned
+    assert not judge.judge_finished(sidecar, table, planned, trained).returned
     # a cut run's checkpoint: this session's where its job trained up to the checkpoint's epoch
     state = {"settings": planned, "fingerprint": "abc", "epoch": 5}
-    assert gpu_plan.judge_checkpoint(state, planned, gpu_plan.JobWork(3)).record["made_here"]
-    assert not gpu_plan.judge_checkpoint(state, planned, gpu_plan.JobWork(6)).record["made_here"]  # resumed at 5
+    assert judge.judge_checkpoint(state, planned, watch.JobWork(3)).record["made_here"]
+    assert not judge.judge_checkpoint(state, planned, watch.JobWork(6)).record["made_here"]  # resumed at 5
 
 
 def test_what_the_training_job_did_is_read_from_its_own_log() -> None:
@@ -304,32 +301,32 @@ def test_what_the_training_job_did_is_read_from_its_own_log() -> None:
     resumed = [*read_back, f"{stamp(t0 + 3)} INFO resuming from results/runs/vit/checkpoint.pt at epoch 7"]
     resumed += [f"{stamp(t0 + 4)} {row.format(8)}"]
     restored = [*read_back, f"{stamp(t0 + 3)} INFO restoring the outputs of the finished run in ck.pt: no training"]
-    assert gpu_plan.job_work(earlier + fresh, t0) == gpu_plan.JobWork(0)
-    assert gpu_plan.job_work(earlier + resumed, t0) == gpu_plan.JobWork(8)
-    assert gpu_plan.job_work(earlier + restored, t0) == gpu_plan.JobWork(None, restored=True)
-    assert gpu_plan.job_work(earlier, t0) == gpu_plan.JobWork(None)
-    assert gpu_plan.job_work(earlier + fresh[:1], t0) == gpu_plan.JobWork(None)  # failed before its first row
+    assert watch.job_work(earlier + fresh, t0) == watch.JobWork(0)
+    assert watch.job_work(earlier + resumed, t0) == watch.JobWork(8)
+    assert watch.job_work(earlier + restored, t0) == watch.JobWork(None, restored=True)
+    assert watch.job_work(earlier, t0) == watch.JobWork(None)
+    assert watch.job_work(earlier + fresh[:1], t0) == watch.JobWork(None)  # failed before its first row
 
 
 def test_a_probe_stopped_by_a_signal_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM during the probe's stage: session.json's probe says it was interrupted, after how long (not "not
     started"), and the signal goes on to end the session (exit 128 + N)."""
-    request = gpu.session_request(str(tmp_path / "out"), "9", {}, REPO)
-    s = gpu.Session(request, time.time(), gpu.claim_out_dir(request.out), REPO)
+    asked = request.session_request(str(tmp_path / "out"), "9", {}, REPO)
+    s = record.Session(asked, time.time(), request.claim_out_dir(asked.out), REPO)
 
     def stopped(*args: object, **kwargs: object) -> bool:
         raise processes.Interrupted(signal.SIGTERM)
 
-    monkeypatch.setattr(gpu_session, "stage", stopped)
+    monkeypatch.setattr(stages, "stage", stopped)
     with pytest.raises(processes.Interrupted):
-        gpu_session.probe_stage(s, [], {"results": str(tmp_path / "results")}, {"fingerprint": "abc"})
+        stages.probe_stage(s, [], {"results": str(tmp_path / "results")}, {"fingerprint": "abc"})
     assert s.summary["probe"]["status"] == "interrupted" and s.summary["probe"]["seconds"] >= 0
 
 
 def test_stages_give_every_config_file_after_one_configfile() -> None:
     """Of several --configfile options Snakemake keeps only the last: one option, every file."""
     configs = [REPO / "workflow/config/paper.yaml", REPO / REHEARSAL]
-    cmd = gpu_session.snakemake_cmd(configs, ["vit_pilot"], 2, [])
+    cmd = stages.snakemake_cmd(REPO, configs, ["vit_pilot"], 2, [])
     assert cmd.count("--configfile") == 1
     assert cmd[cmd.index("--configfile") :] == [
         "--configfile",
@@ -344,9 +341,8 @@ def workspace(tmp_path: Path) -> Path:
     """A copy of the workflow with the session's scripts, as the node gets it (results land there)."""
     (tmp_path / "repo").mkdir()
     work = copy_workflow(tmp_path / "repo")
-    for path in ("tools/gpu_session.sh", "tools/gpu_session.py"):
-        (work / path).parent.mkdir(exist_ok=True)
-        shutil.copy(REPO / path, work / path)
+    (work / "tools").mkdir()
+    shutil.copy(REPO / "tools/gpu_session.sh", work / "tools/gpu_session.sh")
     (tmp_path / "tmp").mkdir()
     return work
 
@@ -369,7 +365,7 @@ def check_out_dir(out: Path) -> dict:
     """What came back fits the node's limits: flat, at most 8 files of plain names under 16 MiB; session.json."""
     assert [p for p in out.iterdir() if p.is_dir()] == []  # flat: within the two folders that come back
     files = sorted(p.name for p in out.iterdir())
-    assert len(files) <= gpu.MAX_FILES and all(NAME.match(f) for f in files), files
+    assert len(files) <= request.MAX_FILES and all(NAME.match(f) for f in files), files
     assert all((out / f).stat().st_size < 16 * 2**20 for f in files)
     return json.loads((out / "session.json").read_text())
 
@@ -455,7 +451,7 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     and no checkpoint of before brought back. Each wall limit is scaled by the machine's slowdown (:func:`scaled`)."""
     work = workspace(tmp_path)
     minutes = scaled(3.0)
-    out, a, seconds = rehearse(tmp_path, work, "a", minutes, gpu.EXIT_DONE, GPU_SESSION_PILOT="1")
+    out, a, seconds = rehearse(tmp_path, work, "a", minutes, request.EXIT_DONE, GPU_SESSION_PILOT="1")
     assert sorted(p.name for p in out.iterdir()) == sorted(["session.log", "session.json", "vit_pilot.csv", *RUN_FILES])
     assert seconds < 60 * minutes
     assert a["command"].endswith(
@@ -489,7 +485,7 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     assert all((work / f).is_file() for f in command.split("--configfile ")[1].split(" --")[0].split())
 
     again = {"GPU_SESSION_EPOCHS": str(epochs), "GPU_SESSION_PILOT": "0"}
-    out, d, _ = rehearse(tmp_path, work, "d", scaled(1.0), gpu.EXIT_DONE, **again)
+    out, d, _ = rehearse(tmp_path, work, "d", scaled(1.0), request.EXIT_DONE, **again)
     assert "pilot" not in d["stages"] and d["stages"]["run"]["nothing_to_be_done"]
     assert d["run"]["fingerprint"] == fingerprint and not d["run"]["made_here"]
     assert "did not run" in d["run"]["status"] and not d["files"]["vit_gpu_metrics.csv"]["made_here"]
@@ -497,25 +493,25 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
 
     (tmp_path / "bad.yaml").write_text("vit:\n  train:\n    batch_size: 0\n")
     bad = {"GPU_SESSION_CONFIG": f"{REHEARSAL}:{tmp_path / 'bad.yaml'}", "GPU_SESSION_EPOCHS": "3"}
-    out, refused, _ = rehearse(tmp_path, work, "bad", 1.0, gpu.EXIT_USAGE, GPU_SESSION_PILOT="0", **bad)
+    out, refused, _ = rehearse(tmp_path, work, "bad", 1.0, request.EXIT_USAGE, GPU_SESSION_PILOT="0", **bad)
     assert sorted(p.name for p in out.iterdir()) == ["session.json", "session.log"]
     assert "batch_size" in refused["refused"] and refused["stages"] == {} and refused["files"] == {}
 
     cut = {"GPU_SESSION_EPOCHS": "100000", "GPU_SESSION_PILOT": "0", "GPU_SESSION_RESERVE": "4"}
-    out, b, _ = rehearse(tmp_path, work, "b", scaled(0.75), gpu.EXIT_CUT, **cut)
+    out, b, _ = rehearse(tmp_path, work, "b", scaled(0.75), request.EXIT_CUT, **cut)
     assert b["stages"]["run"]["cut"] and "stopping it at the wall limit" in (out / "session.log").read_text()
     done_b = b["run"]["epochs_done"]
     assert done_b >= 1 and b["run"]["made_here"] and b["run"]["fingerprint"] != fingerprint
     assert sorted(b["files"]) == ["vit_gpu_metrics.csv"] and epochs_of(out / "vit_gpu_metrics.csv")[-1] == done_b
 
-    out, c, _ = rehearse(tmp_path, work, "c", scaled(0.75), gpu.EXIT_CUT, **cut)
+    out, c, _ = rehearse(tmp_path, work, "c", scaled(0.75), request.EXIT_CUT, **cut)
     assert not c["stages"]["run"]["nothing_to_be_done"] and c["run"]["fingerprint"] == b["run"]["fingerprint"]
     assert c["run"]["epochs_done"] > done_b and epochs_of(out / "vit_gpu_metrics.csv")[-1] == c["run"]["epochs_done"]
     assert c["run"]["made_here"] and c["run"]["trained_from"] == done_b + 1  # its own epochs: those after B's
     assert rows(out / "vit_gpu_metrics.csv")[: done_b + 1] == rows(tmp_path / "b/vit_gpu_metrics.csv")  # B's, resumed
 
     # F: A's run again. B's job kept A's finished checkpoint aside; F's job takes it back and restores A's outputs
-    out, f, _ = rehearse(tmp_path, work, "f", scaled(2.0), gpu.EXIT_DONE, **again)
+    out, f, _ = rehearse(tmp_path, work, "f", scaled(2.0), request.EXIT_DONE, **again)
     assert not f["stages"]["run"]["nothing_to_be_done"] and f["run"]["fingerprint"] == fingerprint
     assert not f["run"]["made_here"] and "restored by this session's job" in f["run"]["status"]
     assert not f["files"]["vit_gpu_metrics.csv"]["made_here"] and not f["files"]["vit_gpu.tar.gz"]["made_here"]
@@ -525,7 +521,7 @@ def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     held = "results/gpu_rehearsal/runs/vit/vit_metrics.csv"
     (work / ".snakemake/locks").mkdir(exist_ok=True)
     (work / ".snakemake/locks/0.output.lock").write_text(f"{held}\n{work / held}\n")
-    out, e, _ = rehearse(tmp_path, work, "e", scaled(0.6), gpu.EXIT_FAILED, **cut)
+    out, e, _ = rehearse(tmp_path, work, "e", scaled(0.6), request.EXIT_FAILED, **cut)
     assert e["stages"]["run"]["exit"] != 0 and not e["stages"]["run"]["cut"] and e["files"] == {}
     log = (out / "session.log").read_text()
     assert "cannot be locked" in log and "epochs done" not in log
@@ -602,8 +598,8 @@ def test_a_failed_compile_runs_again_without_it_and_sigterm_stops_the_run(tmp_pa
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     summary = check_stopped(work, out, proc, signal.SIGTERM, "run")
-    stages = {name: (stage["exit"] == 0, stage["cut"]) for name, stage in summary["stages"].items()}
-    assert stages == {"pilot": (False, False), "pilot_eager": (True, False), "run": (False, True)}
+    ran = {name: (stage["exit"] == 0, stage["cut"]) for name, stage in summary["stages"].items()}
+    assert ran == {"pilot": (False, False), "pilot_eager": (True, False), "run": (False, True)}
     assert "InvalidCxxCompiler" in (out / "session.log").read_text()
     assert rows(out / "vit_pilot.csv")[0]["compiled"] == "False"
     # the epochs the stopped run finished come back, read from its checkpoint, as a cut run's do
@@ -639,7 +635,7 @@ def test_wrong_arguments_are_refused_before_any_work(tmp_path: Path) -> None:
             text=True,
             timeout=60,
         )
-        assert proc.returncode == gpu.EXIT_USAGE and message in proc.stderr, (minutes, env, proc.stderr[-2000:])
+        assert proc.returncode == request.EXIT_USAGE and message in proc.stderr, (minutes, env, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr
     assert not (tmp_path / "new").exists() and (tmp_path / "old/session.log").read_text() == "a session before\n"
     base = Path(sys.base_prefix, "bin", "python3")  # the interpreter without this environment's packages
@@ -654,7 +650,7 @@ def test_wrong_arguments_are_refused_before_any_work(tmp_path: Path) -> None:
             text=True,
             timeout=60,
         )
-        assert proc.returncode == gpu.EXIT_USAGE and "`make gpu-kit`" in proc.stderr, proc.stderr[-2000:]
+        assert proc.returncode == request.EXIT_USAGE and "`make gpu-kit`" in proc.stderr, proc.stderr[-2000:]
         assert "No module named" not in proc.stderr
 
 
@@ -681,7 +677,7 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     (tmp_path / "cadences.yaml").write_text(CADENCES)
     configs = f"{PAPER_EPOCHS}:{REHEARSAL}:{tmp_path / 'cadences.yaml'}"
     minutes = scaled(2.0)
-    out, p, _ = rehearse(tmp_path, work, "p", minutes, gpu.EXIT_DONE, GPU_SESSION_CONFIG=configs)
+    out, p, _ = rehearse(tmp_path, work, "p", minutes, request.EXIT_DONE, GPU_SESSION_CONFIG=configs)
     assert p["plan"]["fits"] and not p["plan"]["pilot"] and p["plan"]["epochs"] == 8
     # it fits 2 minutes by the measured figures, what the plan says with MINUTES 2 (the time left 60 s a minute less)
     assert p["plan"]["run_seconds"] + 30 <= p["plan"]["left"] - 60 * (minutes - 2.0)
@@ -708,7 +704,7 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
         "GPU_SESSION_CONFIG": f"{configs}:{tmp_path / 'slow_probe.yaml'}",
         "GPU_SESSION_RESERVE": f"{20 * factor:.0f}",
     }
-    out, q, _ = rehearse(tmp_path, work, "q", round(1.4 * factor, 2), gpu.EXIT_DONE, **slow)
+    out, q, _ = rehearse(tmp_path, work, "q", round(1.4 * factor, 2), request.EXIT_DONE, **slow)
     assert q["stages"]["run"]["nothing_to_be_done"] and not q["run"]["made_here"]  # P's run
     assert q["stages"]["probe"]["cut"] and q["probe"]["status"] == "cut"
     assert q["stages"]["figures"]["exit"] == 0 and not q["stages"]["figures"]["cut"]
@@ -724,7 +720,7 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     text = members[f"{docs}.md"].decode()
     assert "rule vit_probe did not run for it (`vit.docs_w_svm: false`" in text  # why it has no W-ATT-SVM part
     assert "## Each head against its max-margin solution" not in text and f"{docs}_w_svm" not in text
-    assert set(gpu_session.LINK.findall(text)) == set(members) - {f"{docs}.md"}  # it links what came with it
+    assert set(stages.LINK.findall(text)) == set(members) - {f"{docs}.md"}  # it links what came with it
     command = re.search(r"from the tables of `(snakemake [^`]*)`", text).group(1)
     assert "docs_w_svm.yaml" in command  # its rebuild command names the config file the session wrote
     claims = {r["claim_id"]: r["verdict"] for r in csv.DictReader(io.StringIO(members[f"{docs}_claims.csv"].decode()))}
@@ -765,13 +761,17 @@ def test_stop_tree_stops_every_process_below(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_kit_builds_and_travels_under_64_mib(tmp_path: Path) -> None:
     """`make gpu-kit` into a temporary folder (wheels already in gpu_kit/ are reused, the rest fetched by pip)."""
-    if not Path(gpu_kit.fashion_source()).is_dir():
+    if not Path(kit_build.fashion_source()).is_dir():
         pytest.skip("Fashion-MNIST is not installed (Debian: dataset-fashion-mnist)")
-    kit = tmp_path / "kit"
+    folder = tmp_path / "kit"
     if (REPO / "gpu_kit/wheels").is_dir():
-        shutil.copytree(REPO / "gpu_kit/wheels", kit / "wheels")
+        shutil.copytree(REPO / "gpu_kit/wheels", folder / "wheels")
     proc = subprocess.run(
-        [sys.executable, "tools/gpu_kit.py", "--kit", str(kit)], cwd=REPO, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "maxmargin.gpu.kit_build", "--kit", str(folder)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if proc.returncode != 0 and "pip could not fetch" in proc.stdout + proc.stderr:
         pytest.skip(f"pip cannot reach an index here: {(proc.stdout + proc.stderr).strip().splitlines()[-1]}")
@@ -779,6 +779,6 @@ def test_kit_builds_and_travels_under_64_mib(tmp_path: Path) -> None:
     travel = re.search(r"travel size ([0-9.]+) MiB", proc.stdout)
     assert travel and float(travel.group(1)) < 64
     assert "bash tools/gpu_session.sh OUT_DIR 9" in proc.stdout
-    wheels = [gpu_kit.wheel_name(p) for p in (kit / "wheels").glob("*.whl")]
+    wheels = [kit_build.wheel_name(p) for p in (folder / "wheels").glob("*.whl")]
     assert len(wheels) == len(set(wheels)) and "snakemake" in wheels and "pulp" not in wheels
-    assert len(list((kit / "fashion-mnist").glob("*-ubyte.gz"))) == 4
+    assert len(list((folder / "fashion-mnist").glob("*-ubyte.gz"))) == 4

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import REPO, load_tool
 
-from maxmargin import gpu, gpu_plan
+from maxmargin.gpu import plan, request
 
 gpu_report = load_tool("gpu_report")
 SESSIONS = gpu_report.sessions()
@@ -94,18 +94,17 @@ def test_the_epoch_plan_fits_what_the_session_then_ran(name: str) -> None:
     s = SESSIONS[name]
     pilot, stages = s["pilot"], s["stages"]
     outside_stages = s["seconds"] - sum(stage["seconds"] for stage in stages.values())
-    left = 60 * s["minutes"] - gpu.SAFETY_SECONDS - stages["pilot"]["seconds"] - outside_stages
-    planned = gpu_plan.plan_epochs(left, pilot, None, 400, gpu.DEFAULT_RESERVE)
+    left = 60 * s["minutes"] - request.SAFETY_SECONDS - stages["pilot"]["seconds"] - outside_stages
+    planned = plan.plan_epochs(left, pilot, None, 400, request.DEFAULT_RESERVE)
     steady = float(pilot["steady_epoch_seconds"])
     beyond_epochs = stages["run"]["seconds"] - s["run"]["epochs_done"] * steady  # Snakemake, data, epoch 0's eval
-    fitted = math.floor((left - gpu.DEFAULT_RESERVE - beyond_epochs) / steady)
+    fitted = math.floor((left - request.DEFAULT_RESERVE - beyond_epochs) / steady)
     assert fitted - 1 <= planned <= fitted
 
 
 def test_a_session_records_its_command() -> None:
-    gpu_session = load_tool("gpu_session")
-    request = gpu.session_request("out", "6.4", {"GPU_SESSION_EPOCHS": "10"}, REPO)
-    assert gpu_session.session_command(request) == "GPU_SESSION_EPOCHS=10 bash tools/gpu_session.sh OUT_DIR 6.4"
+    asked = request.session_request("out", "6.4", {"GPU_SESSION_EPOCHS": "10"}, REPO)
+    assert request.session_command(asked) == "GPU_SESSION_EPOCHS=10 bash tools/gpu_session.sh OUT_DIR 6.4"
     assert all("command" in json.loads(p.read_text()) for p in Path(gpu_report.GPU_DOCS).glob("*/session.json"))
 
 
@@ -115,7 +114,7 @@ PAPER_EPOCHS = REPO / "workflow/config/gpu_paper_epochs.yaml"
 
 def session_configs(*extra: str) -> dict:
     paths = [REPO / "workflow/config/paper.yaml", REPO / "workflow/config/gpu_session.yaml", *(REPO / e for e in extra)]
-    return gpu.merged_config(paths, REPO / "workflow/config/default.yaml")
+    return request.merged_config(paths, REPO / "workflow/config/default.yaml")
 
 
 def clock(text: str, pattern: str) -> int:
@@ -125,9 +124,9 @@ def clock(text: str, pattern: str) -> int:
 
 
 def test_the_measured_figures_are_the_first_sessions() -> None:
-    """gpu_plan.MEASURED, the inputs of every plan made without a pilot, read again from docs/gpu/session1/ (the
+    """plan.MEASURED, the inputs of every plan made without a pilot, read again from docs/gpu/session1/ (the
     page's stage also from session2, the model's size from session2's page)."""
-    m, s1 = gpu_plan.MEASURED, SESSIONS["session1"]
+    m, s1 = plan.MEASURED, SESSIONS["session1"]
     log = (SESSION1 / "session.log").read_text()
     pilot, device = s1["pilot"], s1["device"]
     run = {int(e): float(t) for e, t in re.findall(r"\[vit_train\] epoch (\d+): .*?\(([0-9.]+)s\)", log)}
@@ -153,13 +152,13 @@ def test_the_measured_figures_are_the_first_sessions() -> None:
 
 
 def test_the_paper_epochs_run_fits_nine_minutes_with_the_margin_its_header_states() -> None:
-    """gpu_paper_epochs.yaml's arithmetic is gpu_plan.project_run's on the measured figures, line by line, and its
+    """gpu_paper_epochs.yaml's arithmetic is plan.project_run's on the measured figures, line by line, and its
     sum leaves the margin it states before the session's own limit (9 minutes less SAFETY_SECONDS); with the page's
     reserve it fits, so the session runs it without a pilot."""
-    plan = gpu_plan.project_run(session_configs(PAPER_EPOCHS.relative_to(REPO).as_posix())["vit"])
-    p, limit = plan.parts, 60 * 9 - gpu.SAFETY_SECONDS
+    cost = plan.project_run(session_configs(PAPER_EPOCHS.relative_to(REPO).as_posix())["vit"])
+    p, limit = cost.parts, 60 * 9 - request.SAFETY_SECONDS
     lines = [
-        plan.session_start,
+        cost.session_start,
         p["Snakemake's start"] + p["the data"] + p["the job's start"],
         p["epoch 0"],
         p["compilation"],
@@ -168,33 +167,33 @@ def test_the_paper_epochs_run_fits_nine_minutes_with_the_margin_its_header_state
         p["checkpoints"],
         p["snapshots"],
         p["the job's end and the table"],
-        plan.page,
+        cost.page,
     ]
-    assert sum(lines) == pytest.approx(plan.total)
+    assert sum(lines) == pytest.approx(cost.total)
     header = "".join(line for line in PAPER_EPOCHS.read_text().splitlines(keepends=True) if line.startswith("#"))
     stated = [int(n) for n in re.findall(r"^#   .*\s(\d+) s$", header, re.MULTILINE)]
     assert stated == [round(x) for x in lines], "workflow/config/gpu_paper_epochs.yaml's arithmetic is stale"
-    spare = limit - plan.total
-    assert f"in all about {plan.total:.0f} s of the {limit:.0f} s the session has" in header
+    spare = limit - cost.total
+    assert f"in all about {cost.total:.0f} s of the {limit:.0f} s the session has" in header
     assert f"#   {spare:.0f} s to spare" in header and spare >= 45
-    assert plan.run_seconds + gpu.DEFAULT_RESERVE <= limit - plan.session_start  # no pilot: its run fits
+    assert cost.run_seconds + request.DEFAULT_RESERVE <= limit - cost.session_start  # no pilot: its run fits
     n_train = session_configs(PAPER_EPOCHS.relative_to(REPO).as_posix())["vit"]["data"]["n_train"]
-    assert plan.parts["training"] == pytest.approx(400 * n_train / gpu_plan.MEASURED.images_per_s)
+    assert cost.parts["training"] == pytest.approx(400 * n_train / plan.MEASURED.images_per_s)
 
 
 @pytest.mark.parametrize("extra", [[], ["workflow/config/gpu_vitb4.yaml"]])
 def test_the_sessions_that_plan_by_a_pilot_do_not_fit_by_the_measured_figures(extra: list[str]) -> None:
     """The 60,000-image sessions (400 epochs take an hour or more): a pilot plans the epochs that fit."""
-    plan = gpu_plan.project_run(session_configs(*extra)["vit"])
-    assert plan.run_seconds > 3000 and plan.run_seconds + gpu.DEFAULT_RESERVE > 60 * 9
+    cost = plan.project_run(session_configs(*extra)["vit"])
+    assert cost.run_seconds > 3000 and cost.run_seconds + request.DEFAULT_RESERVE > 60 * 9
 
 
 def test_the_flop_count_is_the_benchmarks() -> None:
-    """gpu_plan's analytic count (no torch at the session's start) is benchmarks/vit_benchmark.py's formula, and
+    """maxmargin.gpu.plan's count (no torch at the session's start) is benchmarks/vit_benchmark.py's formula, and
     within 0.1 % of the FLOPs the first session counted for ViT-B/2."""
     model = session_configs()["vit"]["model"]
-    assert gpu_plan.analytic_flops(model) == pytest.approx(gpu_plan.MEASURED.gflops_per_image * 1e9, rel=1e-3)
-    assert gpu_plan.MEASURED.model == {k: model[k] for k in gpu_plan.MEASURED.model}  # paper.yaml's ViT-B/2
+    assert plan.analytic_flops(model) == pytest.approx(plan.MEASURED.gflops_per_image * 1e9, rel=1e-3)
+    assert plan.MEASURED.model == {k: model[k] for k in plan.MEASURED.model}  # paper.yaml's ViT-B/2
 
 
 def test_the_report_unpacks_a_sessions_archive_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

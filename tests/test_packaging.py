@@ -201,7 +201,7 @@ DOCS_GENERATORS = {
     "gpu_report": "tests/test_gpu_results.py::test_the_page_is_what_the_sessions_files_give",
 }
 FULL_RUN_WRITERS = ("gallery", "timings")  # a default run's thumbnails and benchmarks: `make gallery`
-NOT_DOCS_WRITERS = ("gpu_kit", "gpu_session", "report_browser")
+NOT_DOCS_WRITERS = ("report_browser",)
 
 
 def test_make_docs_runs_every_generator_and_each_has_a_staleness_test():

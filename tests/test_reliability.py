@@ -36,11 +36,11 @@ def test_outputs_follow_the_umask(tmp_path: Path, umask: int, mode: int) -> None
 
 # The writes of the package that do not go through maxmargin.files.atomic_path, and why: a log is appended to as
 # the job runs (a reader wants every line so far); the W history is appended to per epoch and cut back to the
-# checkpoint's epochs on resume. The others write a temporary file and rename it by hand, or (gpu_plan.write_rows)
-# write in place: they belong in atomic_path, and stay listed until their modules may change.
+# checkpoint's epochs on resume. The others write a temporary file and rename it by hand, or write in place: they
+# belong in atomic_path, and stay listed until their modules may change.
 NOT_ATOMIC = {
     ("logs.py", "rule_logging"): "an append-only log",
-    ("gpu.py", "claim_out_dir"): "an append-only log (session.log)",
+    ("gpu/request.py", "claim_out_dir"): "an append-only log (session.log)",
     ("experiments/vit/probes.py", "reset"): "the W history, append-only",
     ("experiments/vit/probes.py", "append"): "the W history, append-only",
     ("experiments/vit/probes.py", "truncate"): "the W history, cut back to the checkpoint's epochs",

@@ -11,11 +11,12 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DEFAULT_CONFIG, REPO, load_tool, snakemake
+from conftest import DEFAULT_CONFIG, REPO, snakemake
 
 from maxmargin.claims import evaluate_claims
 from maxmargin.config import merged_config
 from maxmargin.figures.vit import WARNING_COLOR, draw_figure6, draw_figure7, draw_recipes
+from maxmargin.gpu.plan import fig6_epochs
 from maxmargin.registry import columns
 
 matplotlib.use("Agg")
@@ -247,12 +248,10 @@ GPU_RUN = "docs/gpu/session2"
 
 
 def gpu_session_settings() -> dict:
-    """The config the GPU session wrote beside its two files (tools/gpu_session.py): the epochs it planned, Figure 6's
-    epochs from them."""
+    """The config the GPU session wrote beside its two files (maxmargin/gpu/session.py): the epochs it planned,
+    Figure 6's epochs from them."""
     epochs = json.loads((REPO / GPU_RUN / "session.json").read_text())["run"]["epochs_planned"]
-    return {
-        "vit": {"train": {"epochs": epochs}, "plots": {"fig6_epochs": load_tool("gpu_session").fig6_epochs(epochs)}}
-    }
+    return {"vit": {"train": {"epochs": epochs}, "plots": {"fig6_epochs": fig6_epochs(epochs)}}}
 
 
 COMMITTED = {  # run: (its folder, its config files over default.yaml, settings over those, the claims that must hold)

@@ -31,8 +31,8 @@ def session_record(folder: Path) -> dict:
 
 def session_config(folder: Path, repo: Path) -> dict:
     """The config the session's run was made with: its repository configs merged over default.yaml, then the epochs
-    it planned and the Figure 6 epochs the session wrote for them (``maxmargin.gpu_plan.fig6_epochs``)."""
-    from maxmargin.gpu_plan import fig6_epochs
+    it planned and the Figure 6 epochs the session wrote for them (``maxmargin.gpu.plan.fig6_epochs``)."""
+    from maxmargin.gpu.plan import fig6_epochs
 
     record = session_record(folder)
     files = [repo / f for f in record.get("configs", SESSION_CONFIGS) if (repo / f).is_file()]

@@ -1,4 +1,4 @@
-"""Build the kit for an offline GPU node (docs/gpu.md): the wheels it lacks and Fashion-MNIST, in gpu_kit/.
+"""The kit for an offline GPU node, built here (docs/gpu.md, "Build"): the wheels it lacks and Fashion-MNIST.
 
 The node (docs/gpu.md, "The node") has Python 3.12 with torch, torchvision, timm, numpy, pandas, scikit-learn,
 matplotlib and the common libraries (:data:`NODE_PACKAGES`), no package index and no network. What the ViT rules
@@ -11,8 +11,8 @@ margin): its hard-margin pivoting needs none of it, and a fallback without it fa
 reports (docs/gpu.md). This package itself is not a wheel: the session puts the repository on PYTHONPATH (installed
 without dependencies, as the node's torch must serve).
 
-    .venv/bin/python tools/gpu_kit.py                     # make gpu-kit
-    .venv/bin/python tools/gpu_kit.py --have node.txt     # another node: its `pip list --format freeze`
+    .venv/bin/python -m maxmargin.gpu.kit_build                  # make gpu-kit
+    .venv/bin/python -m maxmargin.gpu.kit_build --have node.txt  # another node: its `pip list --format freeze`
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # the repository this package runs from (what travels: its files)
 KIT = REPO / "gpu_kit"
 TRAVEL_LIMIT = 64 * 2**20  # what goes onto the node: tracked files, untracked ones git does not ignore, the kit
 ROOTS = {

@@ -1,28 +1,27 @@
-"""The run a GPU session plans (tools/gpu_session.py, docs/gpu.md), and whether what it would bring back is that run.
+"""The run a GPU session plans (docs/gpu.md, "Plan" and "Pilot"): what it costs, and the epochs that fit.
 
-The plan: the epochs that fit after the pilot, or, without a pilot, the config's own run projected from the figures
-the first session measured (:data:`MEASURED`, :func:`project_run`), then checked against the run's own epochs as
-they come (:func:`run_projection`, :func:`probe_projection`: the rule logs' lines). The judgement: a file comes
-back only when it is of the planned run (its settings, its epoch count included, and its fingerprint), and it says
-whether this session trained it or an earlier one did (by what the training job's own log says it did:
-:func:`job_work`); a run of other settings is another run, never brought back as this one. Standard library only:
-the session imports this before the kit.
+Without a pilot, the config's own run priced part by part by the figures the first session measured
+(:data:`MEASURED`, :func:`project_run`); with one, the epochs that fit after it (:func:`pilot_numbers`,
+:func:`plan_epochs`). :func:`wants_pilot` decides which, and refuses a run that would be cut. The run's own epochs
+then check the plan as they come (:mod:`maxmargin.gpu.watch`). Standard library only: the session plans before the
+kit's packages are installed, and :mod:`maxmargin.claims.sessions` reads Figure 6's epochs from here.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from maxmargin.files import atomic_path
-from maxmargin.gpu import sha256
+from maxmargin.gpu import paths
+from maxmargin.gpu.request import UsageError
+
+if TYPE_CHECKING:
+    from maxmargin.gpu.record import Session
 
 EPOCH_LINE = re.compile(r"epoch (\d+): train loss .*\(([0-9.]+)s\)")
 
@@ -179,63 +178,6 @@ def project_run(vit: Mapping[str, Any], measured: Measured = MEASURED) -> RunPla
     return RunPlan(epochs, n_train, parts, start, measured.page_s, measured)
 
 
-_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
-_EPOCH = re.compile(r" epoch (\d+): train loss ")
-_HEADS = re.compile(r"W-ATT-SVM probe: heads (\d+)/(\d+)")
-_PROBE_START = re.compile(r" INFO snapshots of epochs ")
-
-
-def stamped(lines: Iterable[str], since: float = -math.inf) -> list[tuple[float, str]]:
-    """The lines of a rule log (``2026-11-26 23:30:06,288 INFO ...``, the machine's local time) with their time in
-    seconds since the epoch, from ``since`` on (an earlier attempt's lines left out)."""
-    out = []
-    for line in lines:
-        m = _STAMP.match(line)
-        if m:
-            t = time.mktime(time.strptime(m[1], "%Y-%m-%d %H:%M:%S")) + int(m[2]) / 1000
-            if t >= since:
-                out.append((t, line))
-    return out
-
-
-@dataclass(frozen=True)
-class Progressing:
-    """Where a stage's job is, from its log's lines: ``done`` of ``total`` (epochs or heads) at time ``at``, going
-    at ``rate`` per second since ``since`` (of ``done - since_done`` of them), so that it ends at ``end``."""
-
-    done: int
-    total: int
-    at: float
-    rate: float
-    since: float
-    since_done: int
-
-    @property
-    def end(self) -> float:
-        return self.at + (self.total - self.done) / self.rate if self.rate > 0 else math.inf
-
-    def by(self, when: float) -> int:
-        """How many are done by ``when`` at this rate."""
-        return min(self.total, self.done + max(0, math.floor((when - self.at) * self.rate)))
-
-
-def run_projection(lines: Iterable[str], total: int, since: float = -math.inf, few: int = 3) -> Progressing | None:
-    """The training's rate and end from its rule log's epoch lines (those read back from a checkpoint left out):
-    the rate of the epochs after the first two of this job (the first carries the evaluation's compilation or a
-    resumed run's training's, the second the training's), once ``few`` of them are done; None before. Every row
-    and checkpoint of those epochs is in the rate. An epoch past ``total`` is no line of this run (another run
-    writing into the same results root from another working directory: docs/gpu.md): left out."""
-    points = [
-        (t, int(m[1]))
-        for t, line in stamped(lines, since)
-        if (m := _EPOCH.search(line)) and "(from the checkpoint)" not in line and int(m[1]) <= total
-    ]
-    if len(points) < 2 + few:
-        return None
-    (t0, e0), (t1, e1) = points[1], points[-1]
-    return Progressing(e1, total, t1, (e1 - e0) / max(t1 - t0, 1e-9), t0, e0)
-
-
 def training_rate(sidecar: Mapping[str, Any]) -> tuple[float, int] | None:
     """Training images/s of a finished run from its sidecar's times (each row's ``train_seconds`` over its
     ``epochs``: the training steps alone, without rows or checkpoints), and the epochs it covers: those after the
@@ -249,28 +191,12 @@ def training_rate(sidecar: Mapping[str, Any]) -> tuple[float, int] | None:
     return sidecar["n_train"] * epochs / seconds, epochs
 
 
-def probe_projection(lines: Iterable[str], since: float = -math.inf) -> tuple[float | None, Progressing | None]:
-    """The probe's start (its line naming the snapshots: the data and the snapshots read) and its rate and end from
-    its heads' progress lines (at most one every 30 s: :class:`maxmargin.core.progress.Progress`); None for what
-    its log does not say yet."""
-    started, last = None, None
-    for t, line in stamped(lines, since):
-        if _PROBE_START.search(line):
-            started = t
-        elif (m := _HEADS.search(line)) and started is not None:
-            last = (t, int(m[1]), int(m[2]))
-    if started is None or last is None:
-        return started, None
-    t, done, total = last
-    return started, Progressing(done, total, t, done / max(t - started, 1e-9), started, 0)
-
-
 def pilot_numbers(results: Path, wall: float, device: Mapping[str, Any]) -> dict[str, Any]:
     """The pilot's table row (``results``/tables/vit_pilot.csv) with its MFU, compile time and epoch times (its log:
-    one line per epoch); ``wall``: the pilot stage's seconds, ``device``: the probe's numbers."""
-    with (results / "tables/vit_pilot.csv").open() as f:
+    one line per epoch); ``wall``: the pilot stage's seconds, ``device``: the device's numbers."""
+    with (results / paths.PILOT).open() as f:
         row = next(csv.DictReader(f))
-    log_text = (results / "logs/vit_pilot/pilot.log").read_text()
+    log_text = (results / paths.PILOT_LOG).read_text()
     times = {int(e): float(t) for e, t in EPOCH_LINE.findall(log_text)}
     trained = [times[e] for e in sorted(times) if e >= 1]
     images_per_s = float(row["images_per_s"])
@@ -302,118 +228,31 @@ def fig6_epochs(epochs: int, every: int = 1) -> list[int]:
     return sorted({min(rows, key=lambda r: (abs(r - round(epochs * k / 4)), r)) for k in range(5)})
 
 
-def write_rows(rows: list[Mapping[str, Any]], path: Path) -> None:
-    """A checkpoint's metrics rows as CSV (a cut run's table)."""
-    with atomic_path(path) as tmp, tmp.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def planned_settings(vit: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings a run of the config's ``vit`` block records (its sidecar's and its checkpoint's ``settings``)."""
-    from maxmargin.experiments.vit.settings import VitSettings
-
-    return json.loads(json.dumps(VitSettings.from_config(vit).to_dict()))
-
-
-def _flat(value: Any, key: str = "") -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        return {k: v for name, item in value.items() for k, v in _flat(item, f"{key}.{name}" if key else name).items()}
-    return {key: value}
-
-
-def differences(found: Mapping[str, Any], planned: Mapping[str, Any]) -> list[str]:
-    """The settings in which a run differs from the planned one, as ``key found (planned value)``."""
-    a, b = _flat(found), _flat(planned)
-    keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-    return [f"{k} {a.get(k, 'absent')} (planned {b.get(k, 'absent')})" for k in keys]
-
-
-@dataclass
-class Verdict:
-    """Whether a file the session would bring back is of the run it planned (``returned``), and its record for
-    session.json: the run's fingerprint, its epochs, whether this session made it, and why not where it is not."""
-
-    returned: bool
-    record: dict[str, Any]
-    message: str
-
-
-@dataclass(frozen=True)
-class JobWork:
-    """What a stage's training job did, by its own rule log (:func:`job_work`): the first epoch it trained (None:
-    none), and whether it restored a finished run's outputs from its checkpoint instead."""
-
-    trained_from: int | None
-    restored: bool = False
-
-
-_RESUMED = re.compile(r" INFO resuming from .* at epoch (\d+)$")
-_RESTORED = " INFO restoring the outputs of the finished run "
-
-
-def job_work(lines: Iterable[str], since: float) -> JobWork:
-    """What the training job did, by its rule log's lines from ``since`` on (the stage's start: an earlier job's
-    lines left out). It trained from epoch 0 where its first metrics row is its own (a fresh start: the
-    initialisation), from k + 1 where it says it resumed at epoch k; it trained nothing where it restored a finished
-    run, where it wrote no line (it did not run: Snakemake had nothing to do) or failed before its first row. The
-    job's word, not a file's time: a checkpoint taken back from aside, or a file copied in, is not this session's
-    training."""
-    for _, line in stamped(lines, since):
-        if _RESTORED in line:
-            return JobWork(None, restored=True)
-        if m := _RESUMED.search(line):
-            return JobWork(int(m[1]) + 1)
-        if (m := _EPOCH.search(line)) and "(from the checkpoint)" not in line:
-            return JobWork(int(m[1]))
-    return JobWork(None)
-
-
-def judge_run(
-    settings: Mapping[str, Any], fingerprint: str, epochs: int, planned: Mapping[str, Any], job: JobWork
-) -> Verdict:
-    """A run's file against the plan: the same settings (its epoch count included) is the planned run, made by this
-    session where its job trained up to ``epochs`` (``job``: what the job did, by its log), else by an earlier one
-    (nothing trained here: said so, and how); other settings are another run, never returned."""
-    made_here = job.trained_from is not None and job.trained_from <= epochs
-    record = {"fingerprint": fingerprint, "epochs": epochs, "made_here": made_here}
-    wrong = differences(settings, planned)
-    if wrong:
-        record["status"] = "another run"
-        record["differences"] = wrong
-        return Verdict(False, record, f"of another run (fingerprint {fingerprint}): {'; '.join(wrong[:4])}")
-    if not made_here:
-        how = (
-            "restored by this session's job from its finished checkpoint"
-            if job.restored
-            else "taken as it stood (this session's job did not run or trained no epoch)"
+def wants_pilot(s: Session, config: dict) -> bool:
+    """Whether a pilot plans the run. The run's cost by the measured figures (:func:`project_run`: the config's
+    epochs, or GPU_SESSION_EPOCHS) is logged and kept in session.json's ``plan``. GPU_SESSION_PILOT decides where
+    it is given; unset, a pilot runs where GPU_SESSION_EPOCHS is given (it measures this machine) or where the
+    config's run does not fit the time left with the page's reserve (it plans the epochs that fit). No pilot and
+    the config's epochs that do not fit: refused (a run that would be cut)."""
+    request, reserve, vit = s.request, s.request.reserve, config["vit"]
+    if request.epochs is not None:
+        vit = {**vit, "train": {**vit["train"], "epochs": request.epochs}}
+    plan, left = project_run(vit), s.left()
+    fits = plan.n_train is not None and plan.run_seconds + reserve <= left
+    verdict = "fits" if fits else "does not fit"
+    s.log(f"plan: {plan.text()}; it {verdict} the {left:.0f} s left with the page's {reserve:.0f} s")
+    pilot = request.pilot if request.pilot is not None else request.epochs is not None or not fits
+    s.summary["plan"] = {**plan.record(), "left": round(left, 1), "reserve": reserve, "fits": fits, "pilot": pilot}
+    if not pilot and request.epochs is None and not fits:
+        raise UsageError(
+            f"GPU_SESSION_PILOT=0 trains the config's {plan.epochs} epochs, which do not fit the {left:.0f} s left "
+            "by the measured figures (session.log's plan): leave GPU_SESSION_PILOT unset so that a pilot plans the "
+            "epochs that fit, or give GPU_SESSION_EPOCHS (a run resumed over several allocations)"
         )
-        record["status"] = f"this run, trained by an earlier session and {how}: nothing trained here"
-        return Verdict(True, record, f"of this run (fingerprint {fingerprint}), trained by an earlier session, {how}")
-    record["status"] = "this session's run"
-    record["trained_from"] = job.trained_from
-    return Verdict(True, record, f"this session's run (fingerprint {fingerprint}, {epochs} epochs)")
-
-
-def judge_finished(sidecar: Path, table: Path, planned: Mapping[str, Any], job: JobWork) -> Verdict:
-    """A finished run's metrics table against the plan, by its sidecar (settings, fingerprint, the table's sha256);
-    ``job``: what this session's training job did (:func:`job_work`). Its last row is the planned last epoch."""
-    if not sidecar.is_file() or not table.is_file():
-        return Verdict(False, {"status": "missing"}, f"{table.name} or its sidecar is missing")
-    record = json.loads(sidecar.read_text())
-    if record.get("metrics_table", {}).get("sha256") != sha256(table):
-        return Verdict(False, {"status": "not its sidecar's table"}, f"{table} differs from its sidecar's record")
-    with table.open(newline="") as f:
-        epochs = max((int(row["epoch"]) for row in csv.DictReader(f)), default=-1)
-    verdict = judge_run(record.get("settings", {}), str(record.get("fingerprint")), epochs, planned, job)
-    if verdict.returned and epochs != planned["train"]["epochs"]:
-        message = f"its last epoch is {epochs}, not the planned {planned['train']['epochs']}"
-        return Verdict(False, {**verdict.record, "status": "unfinished"}, message)
-    return verdict
-
-
-def judge_checkpoint(state: Mapping[str, Any], planned: Mapping[str, Any], job: JobWork) -> Verdict:
-    """A cut run's checkpoint (its ``settings``, ``fingerprint`` and ``epoch``) against the plan; ``job``: what this
-    session's training job did (:func:`job_work`)."""
-    return judge_run(state.get("settings", {}), str(state.get("fingerprint")), int(state["epoch"]), planned, job)
+    why = "GPU_SESSION_PILOT" if request.pilot is not None else "GPU_SESSION_EPOCHS" if request.epochs else "the plan"
+    s.log(
+        f"plan: a pilot measures this machine ({why})"
+        if pilot
+        else f"plan: no pilot ({why}): the run's own epochs check the plan as they come"
+    )
+    return pilot
