@@ -163,3 +163,27 @@ def test_the_w_svm_prose_is_what_the_committed_runs_show(run: str) -> None:
     assert last["ceiling"].min() > 0.95 and last["cosine"].max() < 0.6  # far below a ceiling that does not bind
     assert kept_range[0] <= last["selection_kept"].mean() < kept_range[1]
     assert claims.loc["vit_w_svm_nuclear", "verdict"] == "inconclusive"
+
+
+def test_a_missing_or_partial_run_names_the_passage_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A passage whose run is not committed, or committed in part, stops with one error naming the passage and the
+    file (not a bare FileNotFoundError, KeyError, IndexError or TypeError from the line that reads it)."""
+    monkeypatch.setattr(run_docs, "GPU", tmp_path / "gpu")
+    with pytest.raises(run_docs.PassageError, match=r"^passage `vit_gpu s1 s2` cannot be written: \S*gpu/s1/vit_pilot"):
+        run_docs.passage("vit_gpu s1 s2")
+    (tmp_path / "gpu/s1").mkdir(parents=True)
+    shutil.copy(REPO / "docs/gpu/session1/vit_pilot.csv", tmp_path / "gpu/s1")
+    (tmp_path / "gpu/s2").mkdir()
+    (tmp_path / "gpu/s2/session.json").write_text("{}\n")  # a session that recorded nothing
+    with pytest.raises(
+        run_docs.PassageError, match=r"read \(\S*gpu/s1/vit_pilot.csv, \S*gpu/s2/session.json\).*KeyError"
+    ):
+        run_docs.passage("vit_gpu s1 s2")
+    for name in ("basin_summary", "basin_cone"):  # the default run's tables, one of them without rows
+        shutil.copy(run_docs.TABLES / f"{name}.csv", tmp_path / f"{name}.csv")
+    rows = (tmp_path / "basin_cone.csv").read_text().splitlines()
+    (tmp_path / "basin_cone.csv").write_text(rows[0] + "\n")
+    with pytest.raises(run_docs.PassageError, match=r"^passage `basin` .*basin_cone.csv.*IndexError"):
+        run_docs.passage("basin", tmp_path)
+    with pytest.raises(run_docs.PassageError, match="no passage 'nosuch'"):
+        run_docs.passage("nosuch arg")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -341,10 +342,49 @@ PASSAGES: dict[str, Callable[..., str]] = {
 }
 
 
+class PassageError(Exception):
+    """A passage the committed files cannot give: an unknown name, a missing file, or a file without what the
+    passage reads (a run committed in part); the message names the passage and the file."""
+
+
+_OPENED: list[str] | None = None  # the files the passage being written has opened (an audit hook adds them)
+_HOOKED = False  # the hook is added once per process, at the first passage: audit hooks cannot be removed
+
+
+def _shown(path: str | os.PathLike) -> str:
+    """``path`` relative to the repository where it is inside it."""
+    path = Path(os.fsdecode(path)).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def _note_open(event: str, args: tuple) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], str | bytes | os.PathLike):
+        _OPENED.append(_shown(args[0]))
+
+
 def passage(spec: str, folder: Path = TABLES) -> str:
-    """The text of a passage ``NAME ARG ...`` from the tables in ``folder``."""
+    """The text of a passage ``NAME ARG ...`` from the tables in ``folder``. Where a run's files are missing or
+    partial, :class:`PassageError` names the passage and the file, instead of the bare KeyError, IndexError or
+    TypeError of the line that reads it."""
+    global _OPENED, _HOOKED
     name, *args = spec.split()
-    return PASSAGES[name](folder, *args)
+    if name not in PASSAGES:
+        raise PassageError(f"passage `{spec}`: no passage {name!r} (tools/run_docs.py has {', '.join(PASSAGES)})")
+    if not _HOOKED:
+        sys.addaudithook(_note_open)
+        _HOOKED = True
+    _OPENED = opened = []
+    try:
+        return PASSAGES[name](folder, *args)
+    except (OSError, LookupError, TypeError, ValueError) as err:
+        if isinstance(err, FileNotFoundError) and err.filename:
+            what = f"{_shown(err.filename)} is missing (a run not committed, or not all of it)"
+        else:  # pandas reads a file whole: what a passage then lacks is in one of the files it read
+            read = ", ".join(dict.fromkeys(opened)) or "none"
+            what = f"the files it read ({read}) lack what it reads (a run committed in part)"
+        raise PassageError(f"passage `{spec}` cannot be written: {what}; {type(err).__name__}: {err}") from err
+    finally:
+        _OPENED = None
 
 
 def rewritten(text: str, folder: Path = TABLES) -> str:
@@ -356,7 +396,11 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare the pages with the tables instead of writing")
     args = parser.parse_args(argv)
-    stale = [page for page in PAGES if rewritten(page.read_text()) != page.read_text()]
+    try:
+        stale = [page for page in PAGES if rewritten(page.read_text()) != page.read_text()]
+    except PassageError as err:
+        print(f"run_docs: {err}", file=sys.stderr)
+        return 1
     for page in stale:
         if args.check:
             print(f"{page.relative_to(REPO)} is not what docs/results/default/ gives: run tools/run_docs.py")
