@@ -47,3 +47,5 @@ PAGE_FILES = (
     "_claims.csv",
 )
 W_SVM_FILES = ("_fig7_w_svm.png", "_w_svm.csv")
+# Written with the probe's image-count curve alone (vit.w_svm.curve_images): packed where the page links it.
+CURVE_FILES = ("_w_svm_images.csv",)

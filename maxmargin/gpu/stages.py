@@ -223,8 +223,10 @@ def page_stage(s: Session, configs: list[Path], docs: str, table: Path, record: 
     if file_sha256(page / f"{docs}_metrics.csv") != file_sha256(table):
         s.log(f"not kept: the page {paths.PAGES}/{docs}.md was made from another run's table")
         return EXIT_FAILED
+    linked = set(LINK.findall((page / f"{docs}.md").read_text()))
+    suffixes += tuple(x for x in paths.CURVE_FILES if with_w_svm and f"{docs}{x}" in linked)
     files = [page / f"{docs}{suffix}" for suffix in suffixes]
-    stray = sorted(set(LINK.findall((page / f"{docs}.md").read_text())) - {p.name for p in files})
+    stray = sorted(linked - {p.name for p in files})
     if stray:  # a page of before (Snakemake did not remake it): it links files this one does not write
         s.log(f"not kept: the page {paths.PAGES}/{docs}.md links {stray}, which this session's page does not write")
         return EXIT_FAILED
