@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SNAKEMAKE, load_tool, starts_a_program
+from conftest import REPO, SNAKEMAKE, starts_a_program
 
 from maxmargin import registry
+from maxmargin.docs import column_docs, timings
 from maxmargin.registry import derived
 
 # Block info strings: "LANG append PATH", "LANG insert PATH NAME" (a tuple of a module, or a top-level section of a
@@ -198,7 +199,6 @@ def test_every_path_and_rule_the_page_names_exists():
 def test_the_timings_page_has_a_row_for_the_cacheable_vit_run(tmp_path):
     """docs/results/timings.md (tools/timings.py): vit_train, cacheable and so without a benchmark file, is timed
     from its run's JSON (its epochs' wall seconds), beside the rules timed by their benchmark files."""
-    timings = load_tool("timings")
     (tmp_path / "benchmarks" / "plot_vit").mkdir(parents=True)
     (tmp_path / "benchmarks" / "plot_vit" / "fig7.tsv").write_text("s\th:m:s\tmax_rss\n1.5\t0:00:01\t200.4\n")
     record = tmp_path / registry.table("vit_run_metrics").pattern.replace(".csv", ".json")
@@ -212,7 +212,6 @@ def test_the_timings_page_has_a_row_for_the_cacheable_vit_run(tmp_path):
 
 def test_the_timings_page_keeps_what_was_measured_by_hand(tmp_path):
     """tools/timings.py writes the table of the last run again and keeps the sections measured by hand below it."""
-    timings = load_tool("timings")
     (tmp_path / "benchmarks" / "plot_vit").mkdir(parents=True)
     (tmp_path / "benchmarks" / "plot_vit" / "fig7.tsv").write_text("s\th:m:s\tmax_rss\n1.5\t0:00:01\t200.4\n")
     page = tmp_path / "timings.md"
@@ -254,7 +253,6 @@ def test_a_test_that_starts_a_program_is_put_in_the_slow_tier(tmp_path):
 def test_the_docs_column_lists_are_written_from_the_registry():
     """What a column measures is declared once (``Column.description``): every list of columns in the docs is the
     one tools/column_docs.py writes (`make docs`), and the ViT run's JSON records the same descriptions."""
-    column_docs = load_tool("column_docs")
     pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
     blocks = {page.name: column_docs.BLOCK.findall(page.read_text()) for page in pages}
     assert blocks["vit.md"], "docs/vit.md lists the ViT metrics from the registry"

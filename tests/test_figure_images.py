@@ -17,11 +17,12 @@ import shutil
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from conftest import CI_CONFIG, CI_RESULTS, DEFAULT_CONFIG, REPO, load_tool, snakemake
+from conftest import CI_CONFIG, CI_RESULTS, DEFAULT_CONFIG, REPO, snakemake
 from matplotlib.testing.compare import compare_images
 from PIL import Image
 
 from maxmargin import registry
+from maxmargin.docs import gallery
 from maxmargin.figures import style
 from maxmargin.pipeline import draw_synthetic_panel, run_experiment, save_figure
 from maxmargin.registry import derived
@@ -112,7 +113,6 @@ def test_every_figure_has_a_baseline_and_a_thumbnail() -> None:
             for stem in sorted(found - set(PANELS))
         ]
     assert not problems, "\n".join(problems)
-    gallery = load_tool("gallery")
     assert gallery.readme_block() in (REPO / "README.md").read_text(), (
         "the README's gallery is not the registry's: run `python tools/gallery.py` (a new panel: its name)"
     )
@@ -126,7 +126,7 @@ def test_a_panel_beyond_the_paper_is_not_shown_under_the_papers_figures(monkeypa
     circle = dataclasses.replace(registry.panel("fig1a"), name="circle", target="circle", label="Starts on a circle")
     monkeypatch.setattr(registry, "PANELS", (*registry.PANELS, circle))
     monkeypatch.setattr(registry, "GALLERY", (*registry.GALLERY, "circle"))
-    block = load_tool("gallery").readme_block()
+    block = gallery.readme_block()
     paper, beyond = block.split("**Synthetic (Figures 1-5, 8)**", 1)[1].split("**Synthetic, beyond the paper**", 1)
     assert "circle" not in paper and beyond.split("**", 1)[0].strip() == "![circle](docs/gallery/circle.png)"
 

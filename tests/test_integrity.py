@@ -331,8 +331,8 @@ def train_seconds(run: Path) -> list[float]:
 
 
 def test_yaml_loader_is_used_for_the_docs_too() -> None:
-    # tools/config_docs.py documents the config the pipeline reads: with the same duplicate-refusing loader.
-    assert "load_yaml" in (REPO / "tools/config_docs.py").read_text()
+    # maxmargin/docs/config_docs.py documents the config the pipeline reads: with the same duplicate-refusing loader.
+    assert "load_yaml" in (REPO / "maxmargin/docs/config_docs.py").read_text()
 
 
 def test_a_hand_edited_caption_sentence_never_reaches_the_report() -> None:

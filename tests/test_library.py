@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, load_tool
+from conftest import REPO
 from packaging.requirements import Requirement
 
 import maxmargin.core as core
+from maxmargin.docs import api_docs
 
 MODULES = sorted(info.name for info in pkgutil.iter_modules(core.__path__))
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
@@ -89,7 +90,7 @@ def test_the_readme_session_runs() -> None:
 
 
 def test_docs_api_md_is_written_from_the_docstrings() -> None:
-    written = load_tool("api_docs").render()
+    written = api_docs.render()
     assert (REPO / "docs/api.md").read_text() == written, "docs/api.md is stale: run `python tools/api_docs.py`"
     for name in PUBLIC_FUNCTIONS:
         assert f"`{name}(" in written

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SNAKEMAKE, copy_workflow, load_tool
+from conftest import REPO, SNAKEMAKE, copy_workflow
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from maxmargin.config import load_yaml
+from maxmargin.docs import config_docs
 
 ENVS = REPO / "workflow" / "envs"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -184,7 +185,6 @@ def test_jobs_import_the_library_beside_the_snakefile(tmp_path):
 
 
 def test_config_docs_are_up_to_date():
-    config_docs = load_tool("config_docs")
     text = config_docs.config_markdown(load_yaml(config_docs.SCHEMA), config_docs.DEFAULTS.read_text())
     assert text == (REPO / "docs" / "config.md").read_text(), "docs/config.md is stale: run `make docs`"
     for key in ("census.n_trials", "vit.train.lr", "regpath.radii.num", "vit_recipes.recipes[].lr"):
