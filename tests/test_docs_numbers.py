@@ -9,12 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_CONFIG, REPO, load_tool
+from conftest import DEFAULT_CONFIG, REPO
 
 from maxmargin import registry
+from maxmargin.docs import default_passages, run_docs, vit_passages
 from maxmargin.pipeline import run_experiment
-
-run_docs = load_tool("run_docs")
 
 
 @pytest.mark.parametrize("page", run_docs.PAGES, ids=lambda p: p.name)
@@ -27,8 +26,8 @@ def test_the_pages_numbers_are_what_the_default_runs_tables_give(page: Path) -> 
 def test_the_committed_tables_are_the_ones_the_docs_quote() -> None:
     """docs/results/default/ holds every table of registry.DOCS_TABLES (rule docs_tables), the claims table the one
     docs/results/claims.md shows."""
-    assert sorted(p.stem for p in run_docs.TABLES.glob("*.csv")) == sorted(registry.DOCS_TABLES)
-    claims = run_docs.table("claims")
+    assert sorted(p.stem for p in default_passages.TABLES.glob("*.csv")) == sorted(registry.DOCS_TABLES)
+    claims = default_passages.table("claims")
     page = (REPO / "docs" / "results" / "claims.md").read_text()
     for row in claims.itertuples():
         assert f"| {row.claim_id} |" in page and f"| {row.verdict} |" in page
@@ -36,8 +35,8 @@ def test_the_committed_tables_are_the_ones_the_docs_quote() -> None:
 
 def test_a_number_that_drifts_from_its_table_fails(tmp_path: Path) -> None:
     tables = tmp_path / "default"
-    shutil.copytree(run_docs.TABLES, tables)
-    summary = run_docs.table("census_summary", tables)
+    shutil.copytree(default_passages.TABLES, tables)
+    summary = default_passages.table("census_summary", tables)
     summary.loc[summary["d"] == summary["d"].min(), "pct_not_saturated"] = 12.3
     summary.to_csv(tables / "census_summary.csv", index=False)
     text = (REPO / "docs" / "census.md").read_text()
@@ -46,7 +45,7 @@ def test_a_number_that_drifts_from_its_table_fails(tmp_path: Path) -> None:
 
 def test_every_census_claim_that_does_not_hold_is_explained_in_the_census_page() -> None:
     """docs/census.md, where the claims page sends readers, names each census differs/inconclusive with its reason."""
-    claims = run_docs.table("claims")
+    claims = default_passages.table("claims")
     text = (REPO / "docs" / "census.md").read_text()
     apart = claims[claims["claim_id"].str.startswith("census_") & claims["verdict"].isin(["differs", "inconclusive"])]
     assert len(apart), "the default census has claims that do not hold (census_gap_size, census_negative_corr)"
@@ -93,7 +92,7 @@ def test_figure2s_paths_are_not_said_to_stay_in_the_cone_they_leave() -> None:
 
 def test_no_run_number_is_typed_outside_the_generated_passages() -> None:
     """Outside its generated passages, a page quotes no measured value of the default run's claims table."""
-    claims = run_docs.table("claims")
+    claims = default_passages.table("claims")
     measured = {n for text in claims["measured"] for n in re.findall(r"\d+\.\d{3,}", str(text))}
     for page in run_docs.PAGES:
         prose = set(re.findall(r"\d+\.\d+", run_docs.BLOCK.sub("", page.read_text())))
@@ -168,7 +167,7 @@ def test_the_w_svm_prose_is_what_the_committed_runs_show(run: str) -> None:
 def test_a_missing_or_partial_run_names_the_passage_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A passage whose run is not committed, or committed in part, stops with one error naming the passage and the
     file (not a bare FileNotFoundError, KeyError, IndexError or TypeError from the line that reads it)."""
-    monkeypatch.setattr(run_docs, "GPU", tmp_path / "gpu")
+    monkeypatch.setattr(vit_passages, "GPU", tmp_path / "gpu")
     with pytest.raises(run_docs.PassageError, match=r"^passage `vit_gpu s1 s2` cannot be written: \S*gpu/s1/vit_pilot"):
         run_docs.passage("vit_gpu s1 s2")
     (tmp_path / "gpu/s1").mkdir(parents=True)
@@ -180,7 +179,7 @@ def test_a_missing_or_partial_run_names_the_passage_and_the_file(tmp_path: Path,
     ):
         run_docs.passage("vit_gpu s1 s2")
     for name in ("basin_summary", "basin_cone"):  # the default run's tables, one of them without rows
-        shutil.copy(run_docs.TABLES / f"{name}.csv", tmp_path / f"{name}.csv")
+        shutil.copy(default_passages.TABLES / f"{name}.csv", tmp_path / f"{name}.csv")
     rows = (tmp_path / "basin_cone.csv").read_text().splitlines()
     (tmp_path / "basin_cone.csv").write_text(rows[0] + "\n")
     with pytest.raises(run_docs.PassageError, match=r"^passage `basin` .*basin_cone.csv.*IndexError"):

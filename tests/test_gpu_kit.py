@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, copy_workflow, load_tool
+from conftest import REPO, copy_workflow
 
 from maxmargin.files import file_sha256
 from maxmargin.gpu import judge, kit, kit_build, plan, processes, record, request, stages, watch
@@ -729,7 +729,8 @@ def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     )
 
     # what came back, as it is committed under docs/gpu/<session>/: the report unpacks both pages and reads them
-    gpu_report = load_tool("gpu_report")
+    from maxmargin.docs import gpu_report
+
     monkeypatch.setattr(gpu_report, "GPU_DOCS", tmp_path / "docs_gpu")
     for name in ("p", "q"):
         shutil.copytree(tmp_path / name, tmp_path / "docs_gpu" / name)

@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, load_tool
+from conftest import REPO
 
+from maxmargin.docs import gpu_report
 from maxmargin.gpu import plan, request
 
-gpu_report = load_tool("gpu_report")
 SESSIONS = gpu_report.sessions()
 PILOTS = {name: s for name, s in SESSIONS.items() if "pilot" in s}
 pytestmark = pytest.mark.skipif(not PILOTS, reason="no GPU session with a pilot committed under docs/gpu/")

@@ -6,12 +6,17 @@ wrapper of it), by what it writes:
 - :mod:`~maxmargin.docs.config_docs`: docs/config.md, from the schema, default.yaml and who reads each key;
 - :mod:`~maxmargin.docs.column_docs`: the docs' lists of what a table's columns measure, from the registry;
 - :mod:`~maxmargin.docs.api_docs`: docs/api.md, from the docstrings of ``maxmargin.core``;
+- :mod:`~maxmargin.docs.run_docs`: the docs' numbers of the committed runs, a passage per ``<!-- run: NAME -->``
+  block, written by :mod:`~maxmargin.docs.default_passages` (the default run: synthetic, census, basin, regpath,
+  Lemma 1) and :mod:`~maxmargin.docs.vit_passages` (the committed ViT runs and GPU sessions);
+- :mod:`~maxmargin.docs.gpu_report`: docs/gpu/index.md and the status sentence of the README and the report's
+  landing page, from the GPU sessions' files (the tables that session.json alone gives:
+  :mod:`~maxmargin.docs.gpu_tables`);
 - :mod:`~maxmargin.docs.gallery`: the README's gallery, the thumbnails and baseline images (a full run's);
 - :mod:`~maxmargin.docs.timings`: docs/results/timings.md, from a full run's benchmark files.
 
 Every page is written through :func:`maxmargin.files.atomic_path`; a test per generated page fails while the
-committed one is stale (tests/test_packaging.py, ``DOCS_GENERATORS``). The docs' numbers of the committed runs and
-the GPU sessions' page are still written by tools/run_docs.py and tools/gpu_report.py.
+committed one is stale (tests/test_packaging.py, ``DOCS_GENERATORS``).
 """
 
 from __future__ import annotations
