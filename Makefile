@@ -71,25 +71,25 @@ report: figures
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) --report results/report.html
 
 # Small copies of the default run's figures for the README (docs/gallery/, committed), the README's gallery block,
-# and the baseline image of a figure that has none (tools/gallery.py; one panel: python tools/gallery.py PANEL), the
-# default run's tables the docs quote (docs/results/default/) and its timings (tools/timings.py); then every
-# generated page again (make docs), the docs' numbers of the default run among them.
+# and the baseline image of a figure that has none (maxmargin/docs/gallery.py; one panel: python tools/gallery.py
+# PANEL), the default run's tables the docs quote (docs/results/default/) and its timings (maxmargin/docs/timings.py);
+# then every generated page again (make docs), the docs' numbers of the default run among them.
 gallery: figures
-	@$(LOCKED) $(BIN)/python tools/gallery.py --cores $(CORES)
-	$(BIN)/python tools/timings.py results/benchmarks docs/results/timings.md
+	@$(LOCKED) $(BIN)/python -m maxmargin.docs.gallery --cores $(CORES)
+	$(BIN)/python -m maxmargin.docs.timings results/benchmarks docs/results/timings.md
 	$(MAKE) --no-print-directory docs
 
-# Every generated page, from what it is written from (tests fail while one is stale: tests/test_packaging.py,
-# DOCS_GENERATORS): docs/config.md (the schema, default.yaml and who reads each key), the docs' lists of what columns
-# measure (the registry), docs/api.md (maxmargin.core's docstrings), the docs' numbers of the committed runs (their
-# tables) and the GPU sessions' page and status sentences (their files). Not the gallery nor the timings table: they
-# are a full run's (make gallery).
+# Every generated page, from what it is written from, by the writers of maxmargin/docs/ (tests fail while one is
+# stale: tests/test_packaging.py, DOCS_GENERATORS): docs/config.md (the schema, default.yaml and who reads each key),
+# the docs' lists of what columns measure (the registry), docs/api.md (maxmargin.core's docstrings), the docs' numbers
+# of the committed runs (their tables) and the GPU sessions' page and status sentences (their files). Not the gallery
+# nor the timings table: they are a full run's (make gallery).
 docs: $(STAMP)
-	$(BIN)/python tools/config_docs.py docs/config.md
-	$(BIN)/python tools/column_docs.py README.md CONTRIBUTING.md docs/*.md
-	$(BIN)/python tools/api_docs.py
-	$(BIN)/python tools/run_docs.py
-	$(BIN)/python tools/gpu_report.py
+	$(BIN)/python -m maxmargin.docs.config_docs docs/config.md
+	$(BIN)/python -m maxmargin.docs.column_docs README.md CONTRIBUTING.md docs/*.md
+	$(BIN)/python -m maxmargin.docs.api_docs
+	$(BIN)/python -m maxmargin.docs.run_docs
+	$(BIN)/python -m maxmargin.docs.gpu_report
 
 # What an offline GPU node lacks, for tools/gpu_session.sh there: prints the wheels, the travel size and the command.
 gpu-kit: $(STAMP)

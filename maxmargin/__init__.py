@@ -14,6 +14,8 @@
   registry's mistakes named); scripts and rule files on top.
 - :mod:`maxmargin.gpu`: a GPU session (``python -m maxmargin.gpu``, run by tools/gpu_session.sh): its checks, the
   kit, its record, the plan, the stages and their watchers, what it brings back, the process trees it stops.
+- :mod:`maxmargin.docs`: the generated pages' writers (``make docs``: ``python -m maxmargin.docs.<writer>``), each
+  page written from what it states.
 
 Which module may import which: tests/test_layers.py states and checks it.
 

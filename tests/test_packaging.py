@@ -191,8 +191,9 @@ def test_config_docs_are_up_to_date():
         assert f"| `{key}` |" in text
 
 
-# Every script of tools/, by what it is: a generator of committed pages, which `make docs` runs, each with the test
-# that fails while one of its pages is stale; a writer of a full run's pages (`make gallery`); or no docs writer.
+# Every writer of maxmargin/docs/ (a module run as `python -m maxmargin.docs.<writer>`; the package's other modules
+# are parts of one), by what it writes: a generator of committed pages, which `make docs` runs, each with the test that
+# fails while one of its pages is stale; or a writer of a full run's pages (`make gallery`).
 DOCS_GENERATORS = {
     "config_docs": "tests/test_packaging.py::test_config_docs_are_up_to_date",
     "column_docs": "tests/test_contributing.py::test_the_docs_column_lists_are_written_from_the_registry",
@@ -201,18 +202,54 @@ DOCS_GENERATORS = {
     "gpu_report": "tests/test_gpu_results.py::test_the_page_is_what_the_sessions_files_give",
 }
 FULL_RUN_WRITERS = ("gallery", "timings")  # a default run's thumbnails and benchmarks: `make gallery`
-NOT_DOCS_WRITERS = ("report_browser",)
+NOT_DOCS_WRITERS = ("report_browser",)  # a script of tools/ that writes no page (it checks the report in a browser)
+
+
+def docs_writers() -> set[str]:
+    """The modules of maxmargin/docs/ that run as a program."""
+    package = REPO / "maxmargin" / "docs"
+    return {path.stem for path in package.glob("*.py") if '\nif __name__ == "__main__":' in path.read_text()}
 
 
 def test_make_docs_runs_every_generator_and_each_has_a_staleness_test():
     recipe = re.search(r"^docs:.*\n((?:\t.*\n)+)", (REPO / "Makefile").read_text(), re.M)
     assert recipe, "the Makefile has no docs target"
-    assert re.findall(r"tools/(\w+)\.py", recipe[1]) == list(DOCS_GENERATORS)
-    tools = {path.stem for path in (REPO / "tools").glob("*.py")}
-    assert tools == {*DOCS_GENERATORS, *FULL_RUN_WRITERS, *NOT_DOCS_WRITERS}, "classify the new script of tools/"
+    assert re.findall(r"python -m maxmargin\.docs\.(\w+)", recipe[1]) == list(DOCS_GENERATORS)
+    assert docs_writers() == {*DOCS_GENERATORS, *FULL_RUN_WRITERS}, "classify the new writer of maxmargin/docs/"
     for test in DOCS_GENERATORS.values():
         path, name = test.split("::")
         assert f"\ndef {name}(" in (REPO / path).read_text(), test
+
+
+def test_tools_holds_only_thin_wrappers_of_the_docs_writers():
+    """A docs writer's code is in the package (imported by the tests, never loaded from its file): tools/<writer>.py,
+    the command the docs and the pages' own headers name, only runs maxmargin.docs.<writer>, and each writer has one."""
+    scripts = {path.stem: path.read_text() for path in (REPO / "tools").glob("*.py")}
+    assert set(scripts) - set(NOT_DOCS_WRITERS) == docs_writers()
+    for name in docs_writers():
+        run = f'runpy.run_module("maxmargin.docs.{name}", run_name="__main__", alter_sys=True)'
+        assert run in scripts[name] and len(scripts[name].splitlines()) <= 12, f"tools/{name}.py is more than a wrapper"
+
+
+def test_a_wrapper_runs_its_writer_from_its_own_checkout(tmp_path: Path) -> None:
+    """``python tools/run_docs.py --check`` is ``python -m maxmargin.docs.run_docs --check``, from any directory;
+    in a copy of the checkout, the copy's package writes the copy's pages (not the virtualenv's checkout's)."""
+    for wrapper, module in (("run_docs.py", "maxmargin.docs.run_docs"), ("gpu_report.py", "maxmargin.docs.gpu_report")):
+        by_wrapper = subprocess.run(
+            [sys.executable, str(REPO / "tools" / wrapper), "--check"], cwd=tmp_path, capture_output=True, text=True
+        )
+        by_module = subprocess.run([sys.executable, "-m", module, "--check"], cwd=REPO, capture_output=True, text=True)
+        assert (by_wrapper.returncode, by_wrapper.stdout) == (0, by_module.stdout) == (0, ""), by_wrapper.stderr
+    copy = tmp_path / "copy"
+    for folder in ("maxmargin", "tools"):
+        shutil.copytree(REPO / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "maxmargin" / "docs" / "api_docs.py").write_text(
+        (REPO / "maxmargin/docs/api_docs.py").read_text().replace("# `maxmargin.core`: the maths", "# the copy's")
+    )
+    printed = subprocess.run(
+        [sys.executable, str(copy / "tools" / "api_docs.py"), "-"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert printed.returncode == 0 and printed.stdout.startswith("# the copy's as a library\n"), printed.stderr
 
 
 def test_license_and_citation():
