@@ -67,6 +67,13 @@ def test_landing_page_explains_every_verdict() -> None:
     )
 
 
+def test_the_claims_table_starts_its_own_paragraph_after_the_gpu_status() -> None:
+    """The comment closing the GPU status sentence eats the newline after it (Jinja's trim_blocks, as Snakemake
+    renders): one blank line left the invitation to the claims table inside the paragraph of the paper's scale."""
+    text = render("workflow.rst", DEFAULT_CONFIG)
+    assert "\n\n**Start with the claims table**" in text and "\n\n**What is at the paper's scale.**" in text
+
+
 def test_landing_page_states_the_settings_the_tables_were_made_with() -> None:
     """Issue 56's case: the census tables made with 50 trials, the report built with a config of 40. The page states
     the tables' 50 (and their ViT's epochs and confidence), and says that this config's differ, naming each key;
