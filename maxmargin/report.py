@@ -1,6 +1,6 @@
 """The report's entries, as the rule files hand them to Snakemake's ``report()``: each panel's and table's caption
-(filled from the config that made the file, and from what the run measured), category, group and labels, and the
-landing page.
+(filled from the config that made the file, and from what the run measured), category, group and labels, the
+landing page, and what the report's screenshots (docs/report/) show.
 
 Snakemake builds the report by parsing the workflow after the run (``snakemake --report``), so these are computed at
 parse time from the files the run left: the claims table's sentences (``tables/claims.json``), a table's sidecar,
@@ -10,9 +10,13 @@ without the heavy libraries.
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import itertools
 import json
 import os
 import sys
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +42,8 @@ def caption_file(name: str, text: str, folder: Path = CAPTIONS) -> str:
     return str(path.resolve())
 
 
-def png_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The provenance record a panel's PNG carries (maxmargin.pipeline.save_figure: a text chunk before the image
-    data), or None."""
+def png_text(path: str | os.PathLike[str], keyword: str) -> str | None:
+    """The text a PNG carries under ``keyword`` (a tEXt chunk before the image data), or None."""
     with open(path, "rb") as f:
         f.read(8)
         while header := f.read(8):
@@ -48,9 +51,56 @@ def png_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             if kind in (b"IDAT", b"IEND"):
                 return None
             chunk = f.read(size + 4)[:size]
-            if kind == b"tEXt" and chunk.startswith(b"Provenance\0"):
-                return json.loads(chunk.split(b"\0", 1)[1].decode("latin-1"))
+            if kind == b"tEXt" and chunk.startswith(keyword.encode("latin-1") + b"\0"):
+                return chunk.split(b"\0", 1)[1].decode("latin-1")
     return None
+
+
+def png_with_text(png: bytes, keyword: str, text: str) -> bytes:
+    """``png`` with ``text`` under ``keyword`` in a tEXt chunk right after its header chunk (IHDR), where
+    :func:`png_text` finds it: the image data are untouched."""
+    end_of_header = 8 + 8 + int.from_bytes(png[8:12], "big") + 4  # signature, IHDR's length and type, data, CRC
+    data = b"tEXt" + keyword.encode("latin-1") + b"\0" + text.encode("latin-1")
+    chunk = (len(data) - 4).to_bytes(4, "big") + data + zlib.crc32(data).to_bytes(4, "big")
+    return png[:end_of_header] + chunk + png[end_of_header:]
+
+
+def png_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The provenance record a panel's PNG carries (maxmargin.pipeline.save_figure: a text chunk before the image
+    data), or None."""
+    text = png_text(path, "Provenance")
+    return None if text is None else json.loads(text)
+
+
+# The report's screenshots (docs/report/, tools/report_browser.py --screenshots): each PNG carries, under this
+# keyword, a record of what it shows (screenshot_sources, as JSON), so that a test can tell one older than its source.
+SCREENSHOT_KEYWORD = "Shows"
+
+
+def screenshot_sources(
+    template: str | os.PathLike[str],
+    config: Mapping[str, Any],
+    recorded: Mapping[str, Mapping[str, Any] | None] | None,
+    claims_csv: str | os.PathLike[str],
+    claims_rows: int,
+) -> dict[str, dict[str, Any]]:
+    """What each screenshot of the report shows, by file name, as the sha256 of its source: ``landing.png`` the
+    landing page (``template``, workflow/report/workflow.rst, with the settings and verdicts of
+    derived.landing_page and the results root it names: ``config`` and ``recorded`` as ReportEntries.landing_page
+    passes them), ``claims.png`` the header and first ``claims_rows`` rows of the claims table ``claims_csv`` (the
+    report's claims page is written from it; the rows in the window, which the record keeps).
+
+    Only what decides the text in view is hashed, not the report file (Snakemake writes a new one, with its date and
+    paths, on every build), nor a claim below the window: the same sources give the same records on any machine,
+    and a claim added at the end of the table leaves the screenshot true."""
+    page = derived.landing_page(Path(template).read_text(), config, recorded)
+    landing = json.dumps({"page": page, "results": config["results"]}, sort_keys=True).encode()
+    with open(claims_csv, newline="") as f:
+        in_view = list(itertools.islice(csv.reader(f), claims_rows + 1))
+    return {
+        "landing.png": {"sha256": hashlib.sha256(landing).hexdigest()},
+        "claims.png": {"sha256": hashlib.sha256(json.dumps(in_view).encode()).hexdigest(), "claims_rows": claims_rows},
+    }
 
 
 def made_with(path: str) -> dict[str, Any] | None:
@@ -169,8 +219,18 @@ class ReportEntries:
         the settings it states, each block's from the record of the table its jobs made last
         (derived.landing_page, LANDING_TABLES): `snakemake --report` describes the run's figures, not what this
         invocation's config would make."""
-        recorded = {
+        page = derived.landing_page(Path(template).read_text(), self.config, self.recorded())
+        return caption_file("workflow", page, self.captions)
+
+    def recorded(self) -> dict[str, dict[str, Any] | None]:
+        """Each settings block of the landing page -> the config recorded by the job that made its table
+        (derived.LANDING_TABLES; None before a run)."""
+        return {
             block: made_with(self.path(registry.table(name).pattern)) for block, name in derived.LANDING_TABLES.items()
         }
-        page = derived.landing_page(Path(template).read_text(), self.config, recorded)
-        return caption_file("workflow", page, self.captions)
+
+    def screenshot_sources(self, template: str | os.PathLike[str], claims_rows: int) -> dict[str, dict[str, Any]]:
+        """What the screenshots of this run's report show (:func:`screenshot_sources`): its landing page, from
+        ``template`` as :meth:`landing_page` writes it, and the first ``claims_rows`` rows of its claims table."""
+        claims = self.path(registry.table("claims").pattern)
+        return screenshot_sources(template, self.config, self.recorded(), claims, claims_rows)

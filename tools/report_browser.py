@@ -3,21 +3,34 @@
     python tools/report_browser.py results/report.html [--screenshots docs/report]
 
 prints the checks of tests/test_report_browser.py (file size, where the landing text starts, the claims table's rows,
-every embedded figure decoded by the browser) and, with ``--screenshots``, saves the landing and claims pages as
-``landing.png`` and ``claims.png`` there (committed under docs/report/, linked from the README). The browser is
-Debian's ``chromium`` (or ``$CHROMIUM``): Playwright's own download needs the network.
+every embedded figure decoded by the browser) and, with ``--screenshots``, saves the landing and claims pages of the
+default run's report as ``landing.png`` and ``claims.png`` there (committed under docs/report/, linked from the
+README), each with the sha256 of what it shows in its metadata (maxmargin.report.screenshot_sources), which
+tests/test_report_screenshots.py compares with today's files. The browser is Debian's ``chromium`` (or
+``$CHROMIUM``): Playwright's own download needs the network.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+import yaml
+
+from maxmargin.files import atomic_path
+from maxmargin.report import SCREENSHOT_KEYWORD, ReportEntries, png_with_text
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATE = REPO / "workflow/report/workflow.rst"
+DEFAULT_CONFIG = REPO / "workflow/config/default.yaml"
 
 # Chromium in a container: no sandbox (no user namespaces), no GPU, nothing fetched from the network.
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync",
@@ -83,25 +96,61 @@ def open_claims(page: Any) -> Any:
     return frame
 
 
+def default_run(report: Path) -> ReportEntries:
+    """The report entries of the default run (the default config's results root), whose report ``report`` is;
+    refused for a report older than the files its screenshots' records are made from: it would show less."""
+    config = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    entries = ReportEntries(config, str(REPO / config["results"]))
+    newer = [
+        p for p in (TEMPLATE, Path(entries.path("tables/claims.csv"))) if p.stat().st_mtime > report.stat().st_mtime
+    ]
+    if newer:
+        raise SystemExit(f"{report} is older than {', '.join(map(str, newer))}: rebuild it first (make report)")
+    return entries
+
+
+def claims_in_view(page: Any, frame: Any) -> list[str]:
+    """The claim ids of the claims page's rows in the window, partly or whole (the frame scrolls inside the page)."""
+    below = VIEWPORT["height"] - page.locator("iframe").first.bounding_box()["y"]
+    return frame.evaluate(
+        "(below) => [...document.querySelectorAll('tbody tr')].filter(tr => tr.getBoundingClientRect().top <"
+        " Math.min(window.innerHeight, below)).map(tr => tr.cells[0].textContent.trim())",
+        below,
+    )
+
+
+def save_screenshot(path: Path, png: bytes, shows: dict[str, Any]) -> None:
+    """A screenshot at ``path``, carrying ``shows``, the record of what it shows (as JSON)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(png_with_text(png, SCREENSHOT_KEYWORD, json.dumps(shows, sort_keys=True)))
+
+
 def view(report: Path, screenshots: Path | None = None) -> ReportView:
-    """Open ``report`` and measure what a reader sees (and save the two screenshots when asked)."""
+    """Open ``report`` and measure what a reader sees (and save the two screenshots of the default run's report,
+    each with the record of what it shows, when asked)."""
+    run = default_run(report) if screenshots is not None else None
     with opened(report) as page:
         top = page.evaluate(_LANDING_TOP_JS)
         figures = page.evaluate(_FIGURES_JS)
-        if screenshots is not None:
-            screenshots.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshots / "landing.png"))
+        landing = page.screenshot() if run is not None else b""
         frame = open_claims(page)
         rows = frame.evaluate("() => document.querySelectorAll('tbody tr').length")
-        if screenshots is not None:
-            page.screenshot(path=str(screenshots / "claims.png"))
+        if run is not None:
+            claims, in_view = page.screenshot(), claims_in_view(page, frame)
+    if run is not None:
+        table = pd.read_csv(run.path("tables/claims.csv"))
+        if in_view != list(table["claim_id"][: len(in_view)]):
+            raise SystemExit(f"the claims page's first rows {in_view} are not the first rows of the run's claims table")
+        shows = run.screenshot_sources(TEMPLATE, len(in_view))
+        save_screenshot(screenshots / "landing.png", landing, shows["landing.png"])
+        save_screenshot(screenshots / "claims.png", claims, shows["claims.png"])
     return ReportView(report.stat().st_size / 1e6, top, rows, figures)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path)
-    parser.add_argument("--screenshots", type=Path, help="folder for landing.png and claims.png")
+    parser.add_argument("--screenshots", type=Path, help="folder for landing.png and claims.png (the default run's)")
     args = parser.parse_args()
     seen = view(args.report, args.screenshots)
     print(f"{args.report}: {seen.megabytes:.2f} MB; landing text starts {seen.landing_top} px from the top;")
