@@ -6,13 +6,11 @@ import ast
 import fcntl
 import functools
 import importlib
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -37,15 +35,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="write tests/baseline_images/ from this run's figures instead of comparing with them",
     )
-
-
-def load_tool(name: str, folder: str = "tools") -> ModuleType:
-    """A script of ``tools/`` (or ``folder``) imported as a module (registered in sys.modules: dataclasses need it)."""
-    spec = importlib.util.spec_from_file_location(name, REPO / folder / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class Lazy:

@@ -1,19 +1,20 @@
 """The HTML report in a real browser: headless Chromium (Debian's package) opens the report of the small
 CI run, as a reader would: the file is small enough to open fast, the landing text starts at the top of the window,
-the claims page renders every claim as a row, and every embedded figure decodes. tools/report_browser.py drives the
-browser (and takes the screenshots of docs/report/). CI installs Chromium (.ci/run); without it this test skips.
+the claims page renders every claim as a row, and every embedded figure decodes. maxmargin.docs.report_browser drives
+the browser (and takes the screenshots of docs/report/). CI installs Chromium (.ci/run); without it this test skips.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from conftest import CI_RESULTS, load_tool
+from conftest import CI_RESULTS
+
+from maxmargin.docs import report_browser
 
 pytestmark = pytest.mark.slow
 
 pytest.importorskip("playwright")
-report_browser = load_tool("report_browser")
 
 MAX_MEGABYTES = 8.0  # a report a reader opens at once (one table embedded whole can weigh several megabytes)
 

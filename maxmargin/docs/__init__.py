@@ -14,6 +14,8 @@ wrapper of it), by what it writes:
   :mod:`~maxmargin.docs.gpu_tables`);
 - :mod:`~maxmargin.docs.gallery`: the README's gallery, the thumbnails and baseline images (a full run's);
 - :mod:`~maxmargin.docs.timings`: docs/results/timings.md, from a full run's benchmark files.
+- :mod:`~maxmargin.docs.report_browser`: the report as a reader sees it in headless Chromium, and its screenshots
+  (docs/report/, by hand).
 
 Every page is written through :func:`maxmargin.files.atomic_path`; a test per generated page fails while the
 committed one is stale (tests/test_packaging.py, ``DOCS_GENERATORS``).
