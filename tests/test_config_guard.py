@@ -7,6 +7,7 @@ import math
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 import yaml
 from conftest import CI_CONFIG, DEFAULT_CONFIG, REPO, SNAKEMAKE, snakemake
@@ -38,7 +39,14 @@ def test_check_config_names_the_key_of_a_bad_number(bad):
 
 
 def test_diverged_gd_is_an_error_not_a_direction():
+    """A GD run that ended at a non-finite iterate is an error naming the figure and the start, never a labelled
+    direction (argmax of NaN is 0); a NaN step size never gets that far: the core refuses it, naming it."""
+    from maxmargin.experiments.synthetic import _run_row
+
+    final = np.array([np.nan, 1.0])
     with pytest.raises(FloatingPointError, match="fig8, start 1: gradient descent ended at a non-finite"):
+        _run_row("fig8", "start 1", "gmm", np.array([0, 1]), np.array([-1.0, 1.5]), final, np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match="eta holds 1 NaN or infinite value"):
         run_experiment("fig8", dict(eta=math.nan, n_iter=5, starts=[[-1.0, 1.5], [1.0, -1.7]], loss="logistic"), {})
 
 

@@ -136,6 +136,7 @@ _HOMES = {
     ),
     "w_svm": (
         "HULL_TOL",
+        "REPAIR_GAP",
         "SOLVE_RTOL",
         "W_SVM_TOL",
         "WSVMResult",

@@ -73,7 +73,7 @@ SOLVE_RTOL = 1e-11
 # "repaired") where its objective 1/2 ||W||^2 is within this relative gap of the multipliers' dual objective
 # 1^T alpha - 1/2 ||sum alpha_k a_k d_k^T||^2, a lower bound of the optimum: then ||W - W_mm|| <= sqrt(2 gap) ||W||.
 REPAIR_GAP = 1e-3
-REPAIRED = -1.0  # what _feasible returns for such planes (a slack is never negative)
+_REPAIRED = -1.0  # what _feasible returns for such planes (a slack is never negative)
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ def _feasible(
 ) -> float | None:
     """Whether some W meets every margin, decided by the hard-margin planes: the slack 1 - max(tol, SOLVE_RTOL
     sum_k alpha_k max_k ||a_k||^2 ||d_k||^2) at which their W meets every margin (:data:`SOLVE_RTOL`; 1e-6 at
-    most), ||W||_F below :func:`_hull_bound`; :data:`REPAIRED` where some margins fall short of that but W / its
+    most), ||W||_F below :func:`_hull_bound`; :data:`_REPAIRED` where some margins fall short of that but W / its
     smallest margin is certified within :data:`REPAIR_GAP`; None where no W does (a token equal to the selected one,
     ||W||_F at the bound, read by :func:`_size`). An ArithmeticError where the planes stopped short of all three
     (out of rounds, or a solve that misses its own margins by more than the certificate allows)."""
@@ -292,7 +292,7 @@ def _feasible(
         return slack
     unmet = int(np.sum(margins[other] < 1.0 - slack))
     if _repair_gap(w, margins[other], alpha) <= REPAIR_GAP:
-        return REPAIRED
+        return _REPAIRED
     raise ArithmeticError(
         f"the hard-margin W-ATT-SVM left {unmet} of {int(other.sum())} margins below 1 - {slack:.1e} (the smallest "
         f"{margins[other].min():.9f}) after {rounds} cutting-plane rounds, with ||W||_F below the bound at which no "
@@ -387,7 +387,7 @@ def w_att_svm(
     a, d, other = _differences(z, x, selected, query_bias)
     planes = _hard_margin_planes(a, d, other, per_input, tol, max_rounds, linalg)
     slack = _feasible(planes, a, d, other, tol)
-    if slack == REPAIRED:  # certified within REPAIR_GAP: W rescaled onto its margins
+    if slack == _REPAIRED:  # certified within REPAIR_GAP: W rescaled onto its margins
         return _result(_repaired(planes, other), other, 0.0, True)
     if slack is not None:
         return _result(planes, other, slack, True)
