@@ -18,10 +18,12 @@ from maxmargin.files import source_fingerprint
 
 REPO = Path(__file__).resolve().parents[1]
 DRAWING_SCRIPTS = ("plot_panel.py", "plot_synthetic.py")
+# A new census panel's function, not yet registered (CONTRIBUTING.md's first step of a new panel, its body left out),
+# under a name no module defines: a tree that followed CONTRIBUTING.md holds its example, saturation_by_d, already.
 NEW_PANEL = """
 
-def saturation_by_d(summary):
-    \"\"\"A new census panel (CONTRIBUTING.md's example, its body left out).\"\"\"
+def trials_by_d(summary):
+    \"\"\"A new census panel, not yet registered.\"\"\"
     return summary
 """
 
@@ -100,6 +102,7 @@ def test_an_edited_function_replans_the_panels_it_draws_and_no_neighbour(package
     assert _changed(before, after := _fingerprints()) == {"fig3c"}
     _edit_function(package / "figures/synthetic.py", "_curves")  # a helper of two panels
     assert _changed(after, again := _fingerprints()) == {"fig4a", "fig4b"}
+    assert "def trials_by_d(" not in (package / "figures/census.py").read_text()
     with (package / "figures/census.py").open("a") as module:  # a new panel's function
         module.write(NEW_PANEL)
     assert _changed(again, _fingerprints()) == set()
