@@ -71,17 +71,19 @@ def test_a_registered_experiment_without_its_block_says_which_block_to_add() -> 
 
 def test_a_new_experiment_without_its_block_stops_the_run_with_what_to_add(workflow_dir) -> None:
     """CONTRIBUTING.md's first step alone (the registry's entry, not yet the config's block): the run stops at once,
-    naming the block, not with a KeyError inside a rule file."""
+    naming the block, not with a KeyError inside a rule file. The experiment is CONTRIBUTING.md's under a name of its
+    own (a tree that followed the page holds `circle` and its block already)."""
     shutil.copytree(REPO / "maxmargin", workflow_dir / "maxmargin", ignore=shutil.ignore_patterns("__pycache__"))
+    assert all(e.name != "spiral" and e.block != "spiral" for e in registry.EXPERIMENTS)
     with (workflow_dir / "maxmargin/registry/synthetic.py").open("a") as module:  # imported beside the Snakefile
         module.write(
-            '\nEXPERIMENTS = (*EXPERIMENTS, Experiment(name="circle", data="fig1a", run="gd_on_p", block="circle"))\n'
+            '\nEXPERIMENTS = (*EXPERIMENTS, Experiment(name="spiral", data="fig1a", run="gd_on_p", block="spiral"))\n'
         )
     command = [str(SNAKEMAKE), "-n", "--cores", "1", "--", "fig1"]
     proc = subprocess.run(command, cwd=workflow_dir, capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "reads the config block 'synthetic.circle', which this config lacks: add `circle:`" in output, output[-3000:]
+    assert "reads the config block 'synthetic.spiral', which this config lacks: add `spiral:`" in output, output[-3000:]
     assert "KeyError" not in output and "common.smk" not in output
 
 
