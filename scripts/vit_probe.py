@@ -26,8 +26,14 @@ with rule_logging(snakemake) as log:
     n = probe.images
     if "curve" in snakemake.input.keys():
         chosen_on = "train" if "train" in probe.image_sets else "test"
-        n = chosen_image_count(read_table(snakemake.input.curve), chosen_on, probe.curve_tol)
-        log.info("%d images, read from the image-count curve of the %s images (vit.w_svm.curve_tol)", n, chosen_on)
+        n = chosen_image_count(read_table(snakemake.input.curve), chosen_on, probe.curve_tol, probe.images)
+        log.info(
+            "%d images, read from the image-count curve of the %s images (vit.w_svm.curve_tol; at most "
+            "vit.w_svm.images = %d)",
+            n,
+            chosen_on,
+            probe.images,
+        )
     snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar)
     log.info("snapshots of epochs %s; %d images of %s (%s)", snapshots["epochs"], n, data.name, ", ".join(images))
     with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x

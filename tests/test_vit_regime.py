@@ -103,11 +103,13 @@ def test_the_probe_takes_its_number_of_images_from_the_curve() -> None:
         )
 
     table = curve([0.2, 0.35, 0.44, 0.45, 0.455], [0.2, 0.3, 0.4, 0.5, 0.6])
-    assert probe.chosen_image_count(table, "train", 0.02) == 64
-    assert probe.chosen_image_count(table, "train", 0.001) == 256
-    assert probe.chosen_image_count(table, "test", 0.02) == 256  # still rising: the largest measured
+    assert probe.chosen_image_count(table, "train", 0.02, 256) == 64
+    assert probe.chosen_image_count(table, "train", 0.001, 256) == 256
+    assert probe.chosen_image_count(table, "test", 0.02, 256) == 256  # still rising: the largest measured
+    assert probe.chosen_image_count(table, "test", 0.02, 128) == 128  # at most vit.w_svm.images
+    assert probe.chosen_image_count(table, "train", 0.02, 128) == 64  # the cap only bounds
     with pytest.raises(ValueError, match="no 'train' rows"):
-        probe.chosen_image_count(table[table["images"] == "test"], "train", 0.02)
+        probe.chosen_image_count(table[table["images"] == "test"], "train", 0.02, 256)
 
 
 def _tiny_snapshots() -> tuple[dict, ModelSettings, dict[str, torch.Tensor]]:

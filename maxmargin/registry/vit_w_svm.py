@@ -41,16 +41,18 @@ TABLES: tuple[Table, ...] = (
                 cosine("null_shuffled", nullable=True),
                 "null (b): the mean over ``vit.w_svm.shuffles`` permutations of the head's selection over the images "
                 "of cos(Wt_h, W_mm(shuffled)): whether the head's alignment is specific to what it selects (only "
-                "permutations some W can select, which have a max-margin solution; empty where none was found)",
+                "permutations some W can select, which have a max-margin solution; empty where none was found, and at "
+                "the epochs without it: it is measured at the first and the last snapshot and every "
+                "``vit.w_svm.shuffle_every`` epochs)",
             ),
             described(
                 real("null_shuffled_sd", ge=0, nullable=True),
                 "the standard deviation of null (b) over its permutations",
             ),
             described(
-                positive("null_shuffled_drawn"),
+                count("null_shuffled_drawn"),
                 "the permutations drawn to find those (at most 3 x ``vit.w_svm.shuffles``): the others have no W "
-                "that selects them",
+                "that selects them; 0 at an epoch without null (b) (``vit.w_svm.shuffle_every``)",
             ),
             described(
                 cosine("span_cosine"),

@@ -57,6 +57,7 @@ class WSvmSettings:
     seed: int
     device: str
     runtime: int
+    shuffle_every: int = 1
     image_sets: tuple[str, ...] = ("test",)
     curve_images: tuple[int, ...] = ()
     curve_tol: float = 0.02
@@ -75,9 +76,17 @@ class WSvmSettings:
     def nuclear_due(self, epoch: int, epochs: list[int]) -> bool:
         """Whether ``epoch`` (of the snapshot ``epochs``) gets the nuclear-norm measurement: the first and the last
         snapshot and every ``nuclear_every`` epochs (``nuclear_images`` 0: never)."""
-        if self.nuclear_images == 0:
-            return False
-        return epoch in (epochs[0], epochs[-1]) or (self.nuclear_every > 0 and epoch % self.nuclear_every == 0)
+        return self.nuclear_images > 0 and _due(self.nuclear_every, epoch, epochs)
+
+    def shuffle_due(self, epoch: int, epochs: list[int]) -> bool:
+        """Whether ``epoch`` gets the shuffled-selection null (b): the first and the last snapshot and every
+        ``shuffle_every`` epochs (its permutations, often close to having no W that selects them, cost the most)."""
+        return _due(self.shuffle_every, epoch, epochs)
+
+
+def _due(every: int, epoch: int, epochs: list[int]) -> bool:
+    """The first and the last of ``epochs``, and every ``every`` epochs (0: those two only)."""
+    return epoch in (epochs[0], epochs[-1]) or (every > 0 and epoch % every == 0)
 
 
 def torch_linalg(device: torch.device) -> LinearAlgebra:
@@ -188,15 +197,23 @@ def nuclear_gap(w: np.ndarray, z: np.ndarray, x: np.ndarray, s: WSvmSettings) ->
 
 
 def probe_head(
-    w: np.ndarray, z: np.ndarray, x: np.ndarray, rank: int, s: WSvmSettings, rng: np.random.Generator, nuclear: bool
+    w: np.ndarray,
+    z: np.ndarray,
+    x: np.ndarray,
+    rank: int,
+    s: WSvmSettings,
+    rng: np.random.Generator,
+    nuclear: bool,
+    shuffle: bool = True,
 ) -> dict[str, Any]:
-    """One head at one epoch: the columns of table ``vit_w_svm`` but epoch, head, selection_kept and dataset."""
+    """One head at one epoch: the columns of table ``vit_w_svm`` but epoch, head, selection_kept and dataset (the
+    nuclear-norm measurement with ``nuclear``, the shuffled-selection null with ``shuffle``)."""
     t0 = time.perf_counter()
     selected = w_logits(w, z, x, s.query_bias).argmax(axis=1)
     res = s.frobenius(z, x, selected)
     cosine, ceiling = frobenius_cosine(w, res.solution), rank_ceiling(res.solution, rank)
     nulls = _null_rank(z, x, w.shape, rank, s, rng)
-    shuffled, drawn = _null_shuffled(w, z, x, selected, s, rng)
+    shuffled, drawn = _null_shuffled(w, z, x, selected, s, rng) if shuffle else ([], 0)
     row = {
         "cosine": cosine,
         "null_rank": _spread([c for _, c in nulls])[0],
@@ -266,7 +283,8 @@ def probe_snapshots(
         for name, x_set in images.items():
             z, x = attention_inputs(net, x_set[:n], batch_size)
             for head, w in enumerate(head_key_query(attn, s.query_bias)):
-                row = probe_head(w, z, x, attn.head_dim, s, rng, s.nuclear_due(epoch, epochs))
+                due = s.nuclear_due(epoch, epochs), s.shuffle_due(epoch, epochs)
+                row = probe_head(w, z, x, attn.head_dim, s, rng, *due)
                 selected = row.pop("_selected")
                 kept = float(np.mean(selected == previous[name, head])) if (name, head) in previous else math.nan
                 previous[name, head] = selected
@@ -311,14 +329,13 @@ def probe_image_counts(
     return rows
 
 
-def chosen_image_count(curve: pd.DataFrame, images: str, tol: float) -> int:
+def chosen_image_count(curve: pd.DataFrame, images: str, tol: float, cap: int) -> int:
     """The number of images the probe's W-ATT-SVM is solved on, read from the measured curve (table
     ``vit_w_svm_images`` of set ``images``): the smallest n from which every larger n measured changes the head-mean
-    cos(Wt_h, W_mm,h) by less than ``tol``; the largest n measured where the cosine has not levelled off by then."""
+    cos(Wt_h, W_mm,h) by less than ``tol``, else (the cosine has not levelled off) the largest n measured; at most
+    ``cap`` (``vit.w_svm.images``: a solve's cost grows fast with n, and the probe makes hundreds)."""
     means = curve[curve["images"] == images].groupby("n_images")["cosine"].mean().sort_index()
     if means.empty:
         raise ValueError(f"the image-count curve has no {images!r} rows (vit.w_svm.curve_images)")
-    for n in means.index:
-        if (means.loc[n:] - means.loc[n]).abs().max() < tol:
-            return int(n)
-    return int(means.index[-1])
+    levelled = next((n for n in means.index if (means.loc[n:] - means.loc[n]).abs().max() < tol), means.index[-1])
+    return int(min(levelled, cap))
