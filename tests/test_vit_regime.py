@@ -218,3 +218,17 @@ def test_the_probe_records_how_each_solve_was_solved() -> None:
     rows = probe.probe_snapshots(snapshots, settings, {"test": images["test"]}, s, batch_size=4)
     assert {r["status"] for r in rows} <= set(SOLVE_STATUSES)
     assert [r["nuclear_status"] in SOLVE_STATUSES for r in rows] == [True] * len(rows)  # the first and last epoch
+
+
+def test_the_shuffled_null_is_measured_at_the_epochs_it_is_due() -> None:
+    """vit.w_svm.shuffle_every 0: null (b) at the first and the last snapshot only (0 permutations drawn between);
+    1: at every snapshot."""
+    snapshots, settings, images = _tiny_snapshots()
+    state = snapshots["states"][0]
+    three = {"epochs": [0, 2, 4], "states": {0: state, 2: state, 4: state}}
+    for every, measured in ((0, [True, False, True]), (1, [True, True, True])):
+        s = probe.WSvmSettings(**PROBE, shuffle_every=every)
+        rows = probe.probe_snapshots(three, settings, {"test": images["test"]}, s, batch_size=4)
+        drawn = [r["null_shuffled_drawn"] > 0 for r in rows if r["head"] == 0]
+        assert drawn == measured
+        assert all(math.isnan(r["null_shuffled"]) for r in rows if r["epoch"] == 2) is not every
