@@ -239,9 +239,54 @@ def contrast_line(a: str, ma: pd.DataFrame, b: str, mb: pd.DataFrame, guard: Map
 
     x, y = end(ma), end(mb)
     lower = a if x["loss"] < y["loss"] else b
+    sat = {k: "not measured" if np.isnan(v["sat"]) else f"{v['sat']:.3f}" for k, v in (("a", x), ("b", y))}
     return (
         f"- **{a} against {b}** (the same model and images): the window's mean training loss {x['loss']:.3f} against "
         f"{y['loss']:.3f} (lower under {lower}); ||W||_F grows x{x['growth']:.1f} against x{y['growth']:.1f}; the "
-        f"saturation ends at {x['sat']:.3f} against {y['sat']:.3f} and soft-sparsity at {x['sparsity']:.3f} against "
+        f"saturation ends at {sat['a']} against {sat['b']} and soft-sparsity at {x['sparsity']:.3f} against "
         f"{y['sparsity']:.3f}; W turns {x['turn']:.1f} against {y['turn']:.1f} degrees over its last row."
     )
+
+
+GROWING = 1.05  # ||W||_F "keeps growing" over the window where it ends more than 5 % above where the window starts
+
+
+def _answers(m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, guard: Mapping[str, Any]) -> list[str]:
+    """One run's answers to the questions of the answers table, each a verdict or a measured word and its number."""
+    m = m.sort_values("epoch")
+    win, verdict = window(m, guard), claims.set_index("claim_id")["verdict"]
+    growth = win.w_frobenius.iloc[-1] / win.w_frobenius.iloc[0]
+    heads = "-"
+    if not w.empty:
+        sets = _sets(w)
+        rows = w[sets == next(s for s in JUDGED_IMAGES if s in set(sets))]
+        means = rows.groupby("epoch")["cosine"].mean()
+        heads = f"{verdict.get('vit_w_svm_direction', '-')}: {means.iloc[0]:.3f} -> {means.iloc[-1]:.3f}"
+    return [
+        f"{verdict.get('vit_regime', '-')}: {win.train_loss.mean():.2g}",
+        f"{'keeps growing' if growth > GROWING else 'no'}: x{growth:.2f}",
+        f"{verdict.get('vit_w_direction', '-')}: {turns(m).iloc[-1]:.2g} deg last row",
+        f"{verdict.get('vit_fig6_concentrates', '-')}: {m.soft_sparsity_image.iloc[0]:.2f} -> "
+        f"{m.soft_sparsity_image.iloc[-1]:.2f}",
+        heads,
+    ]
+
+
+ANSWERS = (
+    "Does the training loss go to zero? (vit_regime: the window's mean loss)",
+    f"Does ||W||_F keep growing? (over the window; more than x{GROWING:g})",
+    "Does W's direction settle? (vit_w_direction)",
+    "Does the Figure 6 image's attention concentrate? (vit_fig6_concentrates: its soft-sparsity)",
+    "Do the heads approach their W-ATT-SVM? (vit_w_svm_direction: head-mean cosine, first -> last snapshot)",
+)
+
+
+def answers_table(
+    runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]], guard: Mapping[str, Any]
+) -> list[str]:
+    """The questions of docs/vit.md's 400-epoch section, a row each, a column per run (``runs``: name -> its metrics,
+    W-ATT-SVM table and claims)."""
+    cells = {name: _answers(*tables, guard) for name, tables in runs.items()}
+    lines = ["| question | " + " | ".join(cells) + " |", "|" + " --- |" * (len(cells) + 1)]
+    rows = [[q, *(cells[name][k] for name in cells)] for k, q in enumerate(ANSWERS)]
+    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]

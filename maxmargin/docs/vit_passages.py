@@ -136,9 +136,9 @@ def _committed_run(docs: str) -> dict:
 
 
 def vit_paper_epochs(_folder: Path, *arms: str) -> str:
-    """The paper's 400 epochs at stand-in scales on a CPU: each committed arm (``arms``: their vit.docs) in a row
-    beside the GPU run of the same images (docs/gpu/session3), then each arm in bullets, Adam against SGD, the
-    training images against the held-out ones and the number of images."""
+    """The paper's 400 epochs at stand-in scales on a CPU: the section's questions answered per run, each committed
+    arm (``arms``: their vit.docs) in a row beside the GPU run of the same images (docs/gpu/session3), then each arm
+    in bullets (the training images against the held-out ones, the number of images), Adam against SGD."""
     from maxmargin.claims import vit_runs as say
     from maxmargin.claims.sessions import session_config, session_tables
     from maxmargin.config import merged_config
@@ -152,11 +152,14 @@ def vit_paper_epochs(_folder: Path, *arms: str) -> str:
     rows.append(
         say.arm_row("session3 (GPU)", gpu["vit_metrics"], gpu["vit_w_svm"], gpu_run_claims("session3"), gpu_guard)
     )
-    lines = ["| " + " | ".join(say.ARM_HEADER) + " |", "|" + " --- |" * len(say.ARM_HEADER)]
+    answered = {d: (r["metrics"], r["w_svm"], r["claims"]) for d, r in runs.items()}
+    answered["session3 (GPU)"] = (gpu["vit_metrics"], gpu["vit_w_svm"], gpu_run_claims("session3"))
+    lines = [*say.answers_table(answered, guard), ""]
+    lines += ["| " + " | ".join(say.ARM_HEADER) + " |", "|" + " --- |" * len(say.ARM_HEADER)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     ids = ["vit_regime", "vit_w_direction", "vit_fig6_concentrates", "vit_w_svm_direction"]
     for docs, r in runs.items():
-        lines += ["", f"`{docs}` ({vit_run(_folder, docs).removeprefix('The run: ').strip()})", ""]
+        lines += ["", f"`{docs}`: {vit_run(_folder, docs).removeprefix('The run: ').strip()}", ""]
         lines += say.run_lines(r["metrics"], r["w_svm"], r["claims"], guard, r["n_train"])
         lines += [line for line in [say.set_gap_line(r["w_svm"], guard["confidence"])] if line]
         if not r["w_svm_images"].empty:

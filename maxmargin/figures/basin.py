@@ -94,6 +94,8 @@ def _basin_map(
         )
         end = int(np.argmin(inside[1:])) + 1 if not inside[1:].all() else len(points)
         style.draw_trajectory(ax, points[: end + 1], color, label=label, lw=1.2)
+        # Starts that sit on a token ((0, 1) on the optimal one, (0, 0) on the non-optimal one) stay in sight above it
+        ax.scatter(*points[0], s=16, color=color, edgecolor="w", linewidth=0.6, zorder=6)
     style.draw_tokens(ax, tokens, by_input=False, locally_optimal=style.locally_optimal_tokens(directions))
     ax.set_xlim(box[0], box[1])
     ax.set_ylim(box[2], box[3])
