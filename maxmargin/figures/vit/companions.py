@@ -119,8 +119,9 @@ def _saturation(ax: Axes, metrics: pd.DataFrame, tokens: int) -> None:
         ax.text(0.5, 0.5, "not measured in this run", transform=ax.transAxes, ha="center", fontsize=8)
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("Largest [CLS] softmax probability")
-    ax.legend(loc="center right", fontsize=7)
-    ax.set_title("(b) Saturation of the attention", fontsize=9)
+    # above the axes: the curve can be anywhere between the two lines
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=3, fontsize=6.5, frameon=False, borderaxespad=0.2)
+    ax.set_title("(b) Saturation of the attention", fontsize=9, pad=18)
 
 
 def _turning(ax: Axes, metrics: pd.DataFrame, max_direction_angle: float) -> None:
