@@ -62,6 +62,7 @@ CHANGES: dict[str, Any] = {
     "census.budget.dims": lambda v: v[:-1],
     "census.budget.n_iter": lambda v: v[:-1],
     "vit.w_svm.images": lambda v: v - 1,  # at most vit.probe.n_images
+    "vit.w_svm.image_sets": lambda v: ["train"] if v != ["train"] else ["test"],  # never empty
 }
 
 

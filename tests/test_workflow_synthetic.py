@@ -95,8 +95,10 @@ def test_synthetic_targets_end_to_end(workflow_dir):
             {"synthetic": {"fig5": {"losses": ["hinge"]}}},
             "'hinge' is not one of ['logistic', 'exponential', 'correlation']",
         ),
-        ({"synthetic": {"fig9": {}}}, "'synthetic.fig9' is read by no registered experiment"),
-        ({"synthetic": {"fig9": {"eta": -1}}}, "['synthetic']['fig9']['eta']"),
+        # the schema's generic experiment block first (n_iter required, every key typed), then the registry
+        ({"synthetic": {"fig9": {"eta": 0.1}}}, "'n_iter' is a required property"),
+        ({"synthetic": {"fig9": {"n_iter": 10, "eta": -1}}}, "['synthetic']['fig9']['eta']"),
+        ({"synthetic": {"fig9": {"n_iter": 10}}}, "'synthetic.fig9' is read by no registered experiment"),
         ({"synthetic": {"fig1c": {"starts": {"circle": {"n": 0}}}}}, "['synthetic']['fig1c']['starts']"),
     ],
 )

@@ -1,4 +1,4 @@
-# What the rule files share: the results root and the paths of registered outputs, the params of what a job reads,
+# Shared by every rule file. The results root and the paths of registered outputs, the params of what a job reads,
 # the inputs of a panel and the report's entries. Everything is derived from the figure registry (maxmargin/registry/,
 # plain data) by the package (maxmargin.registry.derived, maxmargin.report): parsing imports neither numpy nor torch.
 import os
