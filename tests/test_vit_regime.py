@@ -232,3 +232,37 @@ def test_the_shuffled_null_is_measured_at_the_epochs_it_is_due() -> None:
         drawn = [r["null_shuffled_drawn"] > 0 for r in rows if r["head"] == 0]
         assert drawn == measured
         assert all(math.isnan(r["null_shuffled"]) for r in rows if r["epoch"] == 2) is not every
+
+
+def _curve(means: dict[int, float]) -> pd.DataFrame:
+    """An image-count curve of two heads on the training images whose head mean at n images is ``means[n]``."""
+    return pd.DataFrame(
+        [
+            {"images": "train", "n_images": n, "head": h, "cosine": c + (0.01 if h else -0.01)}
+            for n, c in means.items()
+            for h in (0, 1)
+        ]
+    )
+
+
+def test_the_curve_sentence_says_whether_it_levelled_and_what_the_cap_cost() -> None:
+    from maxmargin.claims.vit_runs import curve_line
+
+    rising = _curve({16: 0.34, 32: 0.39, 64: 0.44, 128: 0.51, 256: 0.57})
+    line = curve_line(rising, 0.02, 128)
+    assert "has not levelled off by 256 (still +0.060 from 128 to 256" in line
+    assert "use 128 images, the run's cap" in line and "(0.510 on the train images here, 0.570 at 256)" in line
+    flat = _curve({16: 0.30, 32: 0.40, 64: 0.45, 128: 0.46, 256: 0.455})
+    line = curve_line(flat, 0.02, 64)
+    assert "levels off (moves by less than vit.w_svm.curve_tol = 0.02) from 64 on" in line
+    assert line.endswith("the probe's solves use 64 images.")
+
+
+@pytest.mark.parametrize(
+    ("x", "places", "text"),
+    [(2.1e-05, 3, "2.1e-05"), (0.0123, 3, "0.012"), (0.031, 1, "0.031"), (13.94, 1, "13.9"), (0.0, 3, "0.000")],
+)
+def test_a_small_number_is_not_printed_as_zero(x, places, text) -> None:
+    from maxmargin.claims.base import small
+
+    assert small(x, places) == text

@@ -40,6 +40,12 @@ class Claim:
     measure: Callable[[Tables, Config], Measurement]
 
 
+def small(x: float, places: int = 3) -> str:
+    """``x`` with ``places`` decimals, or to two significant digits where those decimals would print it as zero
+    (a training loss of 2e-05 is not "0.000")."""
+    return f"{x:.{places}f}" if x == 0 or abs(x) >= 10**-places or not np.isfinite(x) else f"{x:.2g}"
+
+
 def verdict_of(ok: bool) -> str:
     """``holds`` or ``differs``."""
     return "holds" if ok else "differs"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from maxmargin.claims.base import Claim, Config, Measurement, Tables, interval_verdict, note_of, t_interval
+from maxmargin.claims.base import Claim, Config, Measurement, Tables, interval_verdict, note_of, small, t_interval
 from maxmargin.core.vit_learning import w_direction
 
 
@@ -35,8 +35,8 @@ def _regime(t: Tables, cfg: Config) -> Measurement:
     threshold = guard["regime_loss"]
     verdict = interval_verdict(low, high, threshold, below=True) if np.isfinite(low) else "inconclusive"
     measured = (
-        f"training loss over epochs {start}-{m.index[-1]}: mean {loss.mean():.3f} [{low:.3f}, {high:.3f}] over "
-        f"{len(loss)} metrics rows (needs < {threshold:g}), last {loss[-1]:.3f}; training accuracy "
+        f"training loss over epochs {start}-{m.index[-1]}: mean {small(loss.mean())} [{small(low)}, {small(high)}] "
+        f"over {len(loss)} metrics rows (needs < {threshold:g}), last {small(loss[-1])}; training accuracy "
         f"{window['train_acc'].min():.3f}-{window['train_acc'].max():.3f}; {_saturation(window)}"
     )
     why = (

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from maxmargin.claims.base import small
+from maxmargin.experiments.vit.w_svm_probe import chosen_image_count
 from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
 
 
@@ -37,9 +39,9 @@ def loss_line(m: pd.DataFrame, guard: Mapping[str, Any], n_train: int) -> str:
     low, best = m.loc[m["train_loss"].idxmin()], m.loc[m["test_acc"].idxmax()]
     memorises = last.test_acc < best.test_acc and w.train_acc.min() > best.test_acc
     return (
-        f"- **Training loss.** {first.train_loss:.2f} at epoch 0, {last.train_loss:.3f} at epoch {last.epoch:.0f} "
-        f"(lowest {low.train_loss:.3f}, epoch {low.epoch:.0f}); over epochs {w.epoch.min():.0f}-{last.epoch:.0f} "
-        f"its mean is {w.train_loss.mean():.3f} and the training accuracy {w.train_acc.min():.3f}-"
+        f"- **Training loss.** {first.train_loss:.2f} at epoch 0, {small(last.train_loss)} at epoch {last.epoch:.0f} "
+        f"(lowest {small(low.train_loss)}, epoch {low.epoch:.0f}); over epochs {w.epoch.min():.0f}-{last.epoch:.0f} "
+        f"its mean is {small(w.train_loss.mean())} and the training accuracy {w.train_acc.min():.3f}-"
         f"{w.train_acc.max():.3f}. The test accuracy peaks at {best.test_acc:.3f} (epoch {best.epoch:.0f}) and ends "
         f"at {last.test_acc:.3f}" + (f": the model memorises its {n_train:,} training images." if memorises else ".")
     )
@@ -83,9 +85,9 @@ def direction_line(m: pd.DataFrame, guard: Mapping[str, Any]) -> str:
     )
     return (
         f"- **W's direction.** W turns {t.loc[steepest]:.1f} degrees between the rows of epochs {before:.0f} and "
-        f"{steepest:.0f} (the most), {t.iloc[-1]:.1f} over the last row ({m.epoch.iloc[-2]:.0f}-{m.epoch.iloc[-1]:.0f})"
-        f": {slows}{stopped}; W's cosine with its final direction is {m.w_cosine_final.iloc[-2]:.3f} one row before "
-        "the end."
+        f"{steepest:.0f} (the most), {small(t.iloc[-1], 1)} over the last row "
+        f"({m.epoch.iloc[-2]:.0f}-{m.epoch.iloc[-1]:.0f}): {slows}{stopped}; W's cosine with its final direction "
+        f"is {m.w_cosine_final.iloc[-2]:.3f} one row before the end."
     )
 
 
@@ -166,23 +168,32 @@ def set_gap_line(w: pd.DataFrame, confidence: float) -> str:
 
 
 def curve_line(curve: pd.DataFrame, tol: float, chosen: int) -> str:
-    """The cosine against the number of images at the last snapshot, per set, and the number the probe read from
-    it (``chosen``)."""
+    """The cosine against the number of images at the last snapshot, per set; where it levels off on the judged set
+    (:func:`chosen_image_count` without a cap); the number the probe read from it (``chosen``: fewer than where it
+    levels off only under the cap vit.w_svm.images)."""
     means = curve.groupby(["images", "n_images"])["cosine"].mean()
-    parts = [
-        f"{name}: " + ", ".join(f"{n} -> {c:.3f}" for (_, n), c in means.loc[[name]].items())
-        for name in sorted(set(curve["images"]), key=lambda s: JUDGED_IMAGES.index(s))
-    ]
+    sets = sorted(set(curve["images"]), key=lambda s: JUDGED_IMAGES.index(s))
+    parts = [f"{name}: " + ", ".join(f"{n} -> {c:.3f}" for (_, n), c in means.loc[[name]].items()) for name in sets]
     largest = int(curve["n_images"].max())
-    levelled = (
-        f"it levels off (moves by less than vit.w_svm.curve_tol = {tol:g}) from {chosen} images on"
-        if chosen < largest
-        else f"it has not levelled off by {largest} images (vit.w_svm.curve_tol = {tol:g}), so the probe took the "
-        "largest count measured"
-    )
-    return (
-        f"- **The number of images** (head-mean cosine at the last snapshot by count; {'; '.join(parts)}): {levelled}."
-    )
+    levelled = chosen_image_count(curve, sets[0], tol, largest)
+    counts = means.loc[sets[0]]
+    if levelled < largest:
+        said = f"on the {sets[0]} images it levels off (moves by less than vit.w_svm.curve_tol = {tol:g})"
+        said += f" from {levelled} on"
+    else:
+        step = counts.iloc[-1] - counts.iloc[-2]
+        said = (
+            f"on the {sets[0]} images it has not levelled off by {largest} (still {step:+.3f} from "
+            f"{counts.index[-2]} to {largest}; vit.w_svm.curve_tol = {tol:g})"
+        )
+    took = f"the probe's solves use {chosen} images"
+    if chosen < levelled:
+        took += (
+            f", the run's cap vit.w_svm.images, fewer than the curve asks for: its cosines are those at {chosen} "
+            f"images ({counts.loc[chosen]:.3f} on the {sets[0]} images here, {counts.iloc[-1]:.3f} at {largest})"
+        )
+    heading = f"- **The number of images** (head-mean cosine at the last snapshot by count; {'; '.join(parts)})"
+    return f"{heading}: {said}; {took}."
 
 
 def arm_row(name: str, m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, guard: Mapping[str, Any]) -> list:
@@ -200,12 +211,12 @@ def arm_row(name: str, m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, g
         heads = f"{last.cosine.mean():.3f} / {last.null_rank.mean():.3f} / {last.ceiling.mean():.3f} ({judged})"
     return [
         name,
-        f"{window(m, guard).train_loss.mean():.3f}",
+        small(window(m, guard).train_loss.mean()),
         verdict.get("vit_regime", "-"),
         "-" if np.isnan(saturation) else f"{saturation:.3f}",
         f"{m.soft_sparsity.iloc[-1]:.3f}",
         f"{m.w_frobenius.iloc[0]:.3g} -> {m.w_frobenius.iloc[-1]:.3g}",
-        f"{turns(m).iloc[-1]:.1f}",
+        small(turns(m).iloc[-1], 1),
         verdict.get("vit_w_direction", "-"),
         heads,
         verdict.get("vit_w_svm_direction", "-"),
@@ -241,10 +252,11 @@ def contrast_line(a: str, ma: pd.DataFrame, b: str, mb: pd.DataFrame, guard: Map
     lower = a if x["loss"] < y["loss"] else b
     sat = {k: "not measured" if np.isnan(v["sat"]) else f"{v['sat']:.3f}" for k, v in (("a", x), ("b", y))}
     return (
-        f"- **{a} against {b}** (the same model and images): the window's mean training loss {x['loss']:.3f} against "
-        f"{y['loss']:.3f} (lower under {lower}); ||W||_F grows x{x['growth']:.1f} against x{y['growth']:.1f}; the "
-        f"saturation ends at {sat['a']} against {sat['b']} and soft-sparsity at {x['sparsity']:.3f} against "
-        f"{y['sparsity']:.3f}; W turns {x['turn']:.1f} against {y['turn']:.1f} degrees over its last row."
+        f"- **{a} against {b}** (the same model and images): the window's mean training loss {small(x['loss'])} "
+        f"against {small(y['loss'])} (lower under {lower}); ||W||_F grows x{x['growth']:.1f} against "
+        f"x{y['growth']:.1f}; the saturation ends at {sat['a']} against {sat['b']} and soft-sparsity at "
+        f"{x['sparsity']:.3f} against {y['sparsity']:.3f}; W turns {small(x['turn'], 1)} against "
+        f"{small(y['turn'], 1)} degrees over its last row."
     )
 
 
