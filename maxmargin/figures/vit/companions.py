@@ -111,7 +111,7 @@ def _loss(ax: Axes, metrics: pd.DataFrame, regime_loss: float) -> None:
 def _saturation(ax: Axes, metrics: pd.DataFrame, tokens: int) -> None:
     """Panel (b): the attention's saturation, each head's largest [CLS] softmax probability averaged over heads and
     probe images, between the uniform attention's 1 / (1 + T) and the theory's limit 1."""
-    ax.axhline(1.0, color="k", ls=":", lw=1.0, label="one token (the limit)")
+    ax.axhline(1.0, color="k", ls=":", lw=1.0, label="limit (one token)")
     ax.axhline(1.0 / tokens, color="0.6", ls="-.", lw=0.8, label=f"uniform (1/{tokens})")
     if "cls_max_attention" in metrics and metrics["cls_max_attention"].notna().any():
         ax.plot(metrics["epoch"], metrics["cls_max_attention"], color=style.COLORS["p"], lw=1.4, label="saturation")
@@ -120,7 +120,8 @@ def _saturation(ax: Axes, metrics: pd.DataFrame, tokens: int) -> None:
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("Largest [CLS] softmax probability")
     # above the axes: the curve can be anywhere between the two lines
-    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=3, fontsize=6.5, frameon=False, borderaxespad=0.2)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=3, fontsize=7, frameon=False, borderaxespad=0.2,
+              handlelength=1.5, columnspacing=1.0)  # fmt: skip
     ax.set_title("(b) Saturation of the attention", fontsize=9, pad=18)
 
 
