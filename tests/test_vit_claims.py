@@ -257,6 +257,19 @@ def gpu_session_settings() -> dict:
 COMMITTED = {  # run: (its folder, its config files over default.yaml, settings over those, the claims that must hold)
     "vit_quick": (RESULTS, [], {}, ["vit_sparsity", "vit_learns"]),
     "cpu_depth12": (RESULTS, ["workflow/config/cpu_depth12.yaml"], {}, ["vit_sparsity", "vit_learns"]),
+    # the paper's 400 epochs on a CPU (docs/vit.md): the claims that hold there, the regime's above all
+    "cpu_paper_epochs_adam": (
+        RESULTS,
+        ["workflow/config/cpu_paper_epochs.yaml"],
+        {},
+        ["vit_sparsity", "vit_learns", "vit_regime", "vit_w_direction", "vit_w_svm_specific"],
+    ),
+    "cpu_paper_epochs_sgd": (
+        RESULTS,
+        ["workflow/config/cpu_paper_epochs.yaml", "workflow/config/cpu_paper_epochs_sgd.yaml"],
+        {},
+        ["vit_learns", "vit_regime", "vit_w_direction", "vit_w_svm_specific"],
+    ),
     "vit_gpu": (
         GPU_RUN,
         ["workflow/config/paper.yaml", "workflow/config/gpu_session.yaml"],
@@ -264,7 +277,7 @@ COMMITTED = {  # run: (its folder, its config files over default.yaml, settings 
         ["vit_sparsity", "vit_learns", "vit_fig6_concentrates"],
     ),
 }
-VIT_CLAIMS = ["vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates"]
+VIT_CLAIMS = ["vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates", "vit_regime"]
 W_SVM_CLAIMS = ["vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear"]  # from <run>_w_svm.csv
 
 
