@@ -37,6 +37,16 @@ EXPECTED_RULES: dict[tuple[str, ...], set[str] | None] = {
     ("vit_pilot",): {"vit_data", "vit_pilot_run", "vit_pilot"},
     ("vit_recipes",): {"vit_data", "vit_recipe_train", "vit_recipes_table", "plot_vit", "vit_recipes"},
     ("docs/results/cpu_depth12.md",): VIT | {"vit_probe", "docs_vit"},  # the page shows the W-SVM panel
+    ("docs/results/cpu_paper_epochs_adam.md",): VIT | {"vit_probe", "vit_probe_images", "docs_vit"},
+    ("docs/results/cpu_paper_epochs_sgd.md",): VIT | {"vit_probe", "vit_probe_images", "docs_vit"},
+    ("docs/results/cpu_paper_epochs_depth12.md",): VIT | {"vit_probe", "vit_probe_images", "docs_vit"},
+    ("docs/results/cpu_paper_epochs_sgd_pilot.md",): {
+        "vit_data",
+        "vit_recipe_train",
+        "vit_recipes_table",
+        "plot_vit",
+        "docs_vit_recipes",
+    },
     ("docs/results/vit_depth12_study.md",): {
         "vit_data",
         "vit_recipe_train",

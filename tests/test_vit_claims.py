@@ -270,6 +270,12 @@ COMMITTED = {  # run: (its folder, its config files over default.yaml, settings 
         {},
         ["vit_learns", "vit_regime", "vit_w_direction", "vit_w_svm_specific"],
     ),
+    "cpu_paper_epochs_depth12": (
+        RESULTS,
+        ["workflow/config/cpu_paper_epochs.yaml", "workflow/config/cpu_paper_epochs_depth12.yaml"],
+        {},
+        ["vit_learns", "vit_regime", "vit_fig6_concentrates", "vit_w_svm_specific"],
+    ),
     "vit_gpu": (
         GPU_RUN,
         ["workflow/config/paper.yaml", "workflow/config/gpu_session.yaml"],
