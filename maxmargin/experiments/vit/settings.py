@@ -200,11 +200,3 @@ def recipe_config(vit: Mapping[str, Any], study: Mapping[str, Any], name: str) -
     cfg["train"] = {**vit["train"], **study.get("train", {}), **recipe}
     cfg["guard"] = dict(vit.get("guard", {}))
     return cfg
-
-
-def analysis_fingerprint() -> str:
-    """Hash of the analyses of a run's snapshots and of the W-ATT-SVM solver they call: rule vit_probe's rerun
-    trigger."""
-    core = Path(__file__).parents[2] / "core"
-    solver = [core / name for name in ("w_svm.py", "w_svm_dual.py", "w_svm_nulls.py", "gd.py")]
-    return source_fingerprint([*(Path(__file__).parent / name for name in ANALYSIS_MODULES), *solver])
