@@ -12,6 +12,7 @@ nothing heavy is imported at parse time.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -43,7 +44,14 @@ def _function(module: str, name: str) -> ast.FunctionDef | None:
     None."""
     path = drawing_code.module_file(module)
     text = drawing_code.definition(path, name) if path is not None else None
-    for node in ast.parse(text or "").body:
+    return _parsed_function(text or "", name)
+
+
+@functools.cache
+def _parsed_function(text: str, name: str) -> ast.FunctionDef | None:
+    """The definition of function ``name`` in the source ``text`` (parsed once per text: every config check
+    reads the same few hundred definitions)."""
+    for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return node
     return None

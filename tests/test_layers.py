@@ -19,6 +19,7 @@ that the DAG is built without the heavy libraries.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -76,7 +77,8 @@ def _dynamic_target(call: ast.Call, package: str) -> str | None:
     return "?"
 
 
-def imported_modules(source: str, package: str) -> set[str]:
+@functools.cache
+def imported_modules(source: str, package: str) -> frozenset[str]:
     """Every module a source imports, statically or through importlib / __import__ ('?' when not knowable)."""
     names = set()
     for node in ast.walk(ast.parse(source)):
@@ -93,7 +95,7 @@ def imported_modules(source: str, package: str) -> set[str]:
             elif called == LAZY:  # its own modules when handed its own name, else not knowable
                 own = node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "__name__"
                 names.add(package + ".*" if own else "?")
-    return names
+    return frozenset(names)
 
 
 def violations(layer: str, source: str, module: str) -> list[str]:

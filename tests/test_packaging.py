@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import re
@@ -61,18 +62,17 @@ def _directive(block: str, name: str) -> str:
     return re.search(rf'^    {name}:\n        "([^"]+)"', block, re.MULTILINE).group(1)
 
 
-def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
-    """Top-level names of the non-library modules a file imports, following the library's own modules."""
-    seen = set() if seen is None else seen
-    if path in seen:
-        return set()
-    seen.add(path)
-    names: set[str] = set()
+@functools.cache
+def _imports_of(path: Path) -> tuple[frozenset[str], tuple[Path, ...]]:
+    """The top-level names of the non-library modules one file imports, and the library's files it imports (each
+    file parsed once: every rule's script reaches most of the library)."""
     tree = ast.parse(path.read_text())
     typing_only = {  # `if TYPE_CHECKING:` blocks never run
         id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
         for n in ast.walk(block)
     }  # fmt: skip
+    names: set[str] = set()
+    library: list[Path] = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
@@ -89,9 +89,22 @@ def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
             parts = module.split(".")
             for depth in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__, a/b/c
                 base = REPO.joinpath(*parts[:depth])
-                for candidate in (base / "__init__.py", base.with_suffix(".py")):
-                    if candidate.exists():
-                        names |= third_party_imports(candidate, seen)
+                library += [c for c in (base / "__init__.py", base.with_suffix(".py")) if c.exists()]
+    return frozenset(names), tuple(library)
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """Top-level names of the non-library modules a file imports, following the library's own modules."""
+    names: set[str] = set()
+    seen, todo = set(), [path]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        direct, library = _imports_of(current)
+        names |= direct
+        todo += library
     return names - set(sys.stdlib_module_names) - {"snakemake"}
 
 
