@@ -63,6 +63,7 @@ CHANGES: dict[str, Any] = {
     "census.budget.n_iter": lambda v: v[:-1],
     "vit.w_svm.images": lambda v: v - 1,  # at most vit.probe.n_images
     "vit.w_svm.image_sets": lambda v: ["train"] if v != ["train"] else ["test"],  # never empty
+    "vit.w_svm.curve_images": lambda v: v[:-1] if v else [2, 4],  # empty by default: a curve to measure
 }
 
 
@@ -185,4 +186,5 @@ def test_a_changed_key_reruns_exactly_the_jobs_that_read_it(finished) -> None:
     assert rerun["vit.guard.min_w_growth"] == {"claims_table", "docs_vit"}  # a claim's threshold: no retraining
     # an analysis of the finished run's snapshots (its settings): the probe reruns, and the claims and the page that
     # state its settings; the training does not
-    assert rerun["vit.w_svm.null_draws"] == {"vit_probe", "claims_table", "docs_vit"}
+    # (the image-count curve draws its rank nulls too)
+    assert rerun["vit.w_svm.null_draws"] == {"vit_probe", "vit_probe_images", "claims_table", "docs_vit"}
