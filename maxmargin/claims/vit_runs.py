@@ -15,13 +15,15 @@ import numpy as np
 import pandas as pd
 
 from maxmargin.claims.base import small
+from maxmargin.core.vit_learning import w_direction
 from maxmargin.experiments.vit.w_svm_probe import chosen_image_count
 from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
 
 
 def window(m: pd.DataFrame, guard: Mapping[str, Any]) -> pd.DataFrame:
-    """The metrics rows from ``vit.guard.direction_from`` of the run on (claim vit_w_direction's window)."""
-    start = m.loc[m["epoch"] <= guard["direction_from"] * m["epoch"].max(), "epoch"].max()
+    """The metrics rows of claim vit_w_direction's window (:func:`maxmargin.core.vit_learning.w_direction`: from
+    ``vit.guard.direction_from`` of the run on)."""
+    start = w_direction(m["epoch"].to_numpy(), m["w_cosine_final"].to_numpy(), guard).from_epoch
     return m[m["epoch"] >= start]
 
 
