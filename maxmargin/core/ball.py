@@ -231,6 +231,24 @@ def solve_on_balls(
     """
     if not callable(gradients):
         raise ValueError(f"gradients must be a function of the points (one array per block): got {gradients!r}")
+    x0, radii, step, budget = _checked_solve_arguments(x0, radii, n_iter, tol, step, max_step, min_step)
+    return _iterate(gradients, _initial_blocks(x0, step), radii, budget)
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """When :func:`solve_on_balls` stops a start (``n_iter``, ``tol``, ``min_step``) and its largest step."""
+
+    n_iter: int
+    tol: float
+    max_step: float
+    min_step: float
+
+
+def _checked_solve_arguments(
+    x0: Sequence[Array], radii: Sequence[float], n_iter: int, tol: float, step: float, max_step: float, min_step: float
+) -> tuple[list[Array], Array, float, _Budget]:
+    """The starts, radii, initial step and budget of :func:`solve_on_balls`, checked (ValueError naming one)."""
     if isinstance(x0, np.ndarray) or len(x0) == 0:
         raise ValueError("x0 must be a non-empty sequence of arrays, one of shape (S, d_b) per block")
     *x0, radii, n_iter, tol, step, max_step, min_step = check_arrays(
@@ -242,24 +260,43 @@ def solve_on_balls(
         max_step=(max_step, "()"),
         min_step=(min_step, "()"),
     )
+    return x0, radii, step, _Budget(n_iter, tol, max_step, min_step)
+
+
+def _initial_blocks(x0: Sequence[Array], step: float) -> list[_BlockState]:
+    """Every block at its starts, each start with the initial step and no previous move."""
     n_starts = np.shape(x0[0])[0]
-    blocks = [_BlockState(np.array(x, dtype=np.float64), np.full(n_starts, step), np.zeros(np.shape(x))) for x in x0]
+    return [_BlockState(np.array(x, dtype=np.float64), np.full(n_starts, step), np.zeros(np.shape(x))) for x in x0]
+
+
+def _iterate(
+    gradients: Callable[[list[Array]], list[Gradient]], blocks: list[_BlockState], radii: Array, budget: _Budget
+) -> BallSolve:
+    """Move every running start (in place) until each has stopped or the budget of iterations is spent."""
+    n_starts = blocks[0].step.shape[0]
     running = np.ones(n_starts, dtype=bool)
-    iterations = np.full(n_starts, n_iter, dtype=np.int64)
-    for it in range(n_iter + 1):
+    iterations = np.full(n_starts, budget.n_iter, dtype=np.int64)
+    for it in range(budget.n_iter + 1):
         grads = gradients([block.x for block in blocks])
         residual, active = _kkt_of_blocks(blocks, grads, radii)
-        # Inside the ball the risk can be flat to e^{-R gap} (a plateau, not a minimum), so only the
-        # on-sphere KKT test or a collapsed step ends a start.
-        steps = np.array([block.step for block in blocks])
-        done = np.all((residual <= tol) & active, axis=0) | np.all(steps < min_step, axis=0)
+        done = _stopped(blocks, residual, active, budget)
         iterations[running & done] = it
         running &= ~done
-        if not running.any() or it == n_iter:
+        if not running.any() or it == budget.n_iter:
             break
         for block, gradient, radius in zip(blocks, grads, radii.tolist(), strict=True):
-            _step_block(block, gradient, radius, running, max_step)
+            _step_block(block, gradient, radius, running, budget.max_step)
     return BallSolve(x=[block.x for block in blocks], kkt_residual=residual, active=active, iterations=iterations)
+
+
+def _stopped(
+    blocks: Sequence[_BlockState], residual: Array, active: NDArray[np.bool_], budget: _Budget
+) -> NDArray[np.bool_]:
+    """Which starts are done: every block a KKT point on its sphere, or every block's step collapsed."""
+    # Inside the ball the risk can be flat to e^{-R gap} (a plateau, not a minimum), so only the
+    # on-sphere KKT test or a collapsed step ends a start.
+    steps = np.array([block.step for block in blocks])
+    return np.all((residual <= budget.tol) & active, axis=0) | np.all(steps < budget.min_step, axis=0)
 
 
 def span_basis(vectors: Array, rtol: float = 1e-12) -> Array:

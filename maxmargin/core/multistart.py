@@ -130,6 +130,30 @@ def multistart_path(
     """
     if not (callable(gradients) and callable(log_objective)):
         raise ValueError("gradients and log_objective must be functions of the points (one array per block)")
+    bases, candidates, radii, settings = _checked_arrays(bases, candidates, radii, n_random, seed, n_iter, tol)
+    return _solve_radii(bases, candidates, gradients, log_objective, radii, settings)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The random starts of every radius (``n_random``, ``seed``) and when its solver stops (``n_iter``, ``tol``)."""
+
+    n_random: int
+    seed: int
+    n_iter: int
+    tol: float
+
+
+def _checked_arrays(
+    bases: Sequence[Array],
+    candidates: Sequence[Array],
+    radii: Array,
+    n_random: int,
+    seed: int,
+    n_iter: int,
+    tol: float,
+) -> tuple[list[Array], list[Array], Array, _Settings]:
+    """The arrays and settings of :func:`multistart_path`, checked (ValueError naming the argument)."""
     if len(bases) == 0 or len(bases) != len(candidates):
         raise ValueError(f"bases and candidates need one array per block: got {len(bases)} and {len(candidates)}")
     *arrays, radii, n_random, seed, n_iter, tol = check_arrays(
@@ -141,15 +165,28 @@ def multistart_path(
         n_iter=(n_iter, "int ()"),
         tol=(tol, "()"),
     )
-    bases, candidates = arrays[: len(bases)], arrays[len(bases) :]
-    rng = np.random.default_rng(seed)
+    return arrays[: len(bases)], arrays[len(bases) :], radii, _Settings(n_random, seed, n_iter, tol)
+
+
+def _solve_radii(
+    bases: Sequence[Array],
+    candidates: Sequence[Array],
+    gradients: Callable[[list[Array]], list[Gradient]],
+    log_objective: Callable[[list[Array]], Array],
+    radii: Array,
+    settings: _Settings,
+) -> MultistartSolve:
+    """The solves at every radius in turn, each one's warm start the kept point of the radius before."""
+    rng = np.random.default_rng(settings.seed)
     warm = [_random_units(rng, 1, basis.shape[1]) for basis in bases]
     coordinate_gradients = _in_coordinates(bases, gradients, log_objective)
     records = []
     bar = Progress("regularization path: radius", len(radii), interval=0.0)
     for j, radius in enumerate(radii):
-        starts = _starts(rng, radius, warm, candidates, n_random)
-        solve = solve_on_balls(coordinate_gradients, starts, [radius] * len(bases), n_iter=n_iter, tol=tol)
+        starts = _starts(rng, radius, warm, candidates, settings.n_random)
+        solve = solve_on_balls(
+            coordinate_gradients, starts, [radius] * len(bases), n_iter=settings.n_iter, tol=settings.tol
+        )
         record = _radius_record(solve, bases, log_objective)
         warm = [z[record.best][None] / np.linalg.norm(z[record.best]) for z in solve.x]
         records.append(record)

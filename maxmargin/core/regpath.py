@@ -201,6 +201,15 @@ def regularization_path_p(
     >>> np.round(cosine(path.p, gmm_direction(K, gamma).direction), 3)
     array([0.97 , 0.999, 1.   , 1.   , 1.   ])
     """
+    K, gamma, radii, candidates = _checked_p_arguments(K, gamma, radii, loss, candidates)
+    solved = _solve_p_on_balls(K, gamma, radii, loss, candidates, n_random=n_random, seed=seed, n_iter=n_iter, tol=tol)
+    return _path_of(radii, K, solved, lambda p: _risk(K, gamma, p, loss))
+
+
+def _checked_p_arguments(
+    K: Array, gamma: Array, radii: Array, loss: LossName, candidates: Array | None
+) -> tuple[Array, Array, Array, Array | None]:
+    """The arguments of :func:`regularization_path_p`, checked (ValueError naming the argument) and as arrays."""
     check_loss(loss)
     K, gamma, radii, *given = check_arrays(
         K=(K, "(n, T, d)"),
@@ -209,9 +218,7 @@ def regularization_path_p(
         **({} if candidates is None else {"candidates": (candidates, "(c, d)?")}),
     )
     _check_radii(radii)
-    candidates = given[0] if given else None
-    solved = _solve_p_on_balls(K, gamma, radii, loss, candidates, n_random=n_random, seed=seed, n_iter=n_iter, tol=tol)
-    return _path_of(radii, K, solved, lambda p: _risk(K, gamma, p, loss))
+    return K, gamma, radii, given[0] if given else None
 
 
 def _solve_p_on_balls(
@@ -299,6 +306,17 @@ def regularization_path_joint(
     >>> np.round(path.v[-1] / 100, 3) + 0.0, path.selected[-1]
     (array([1., 0.]), array([0]))
     """
+    X, Y, K, radii, candidates = _checked_joint_arguments(X, Y, K, radii, loss, candidates)
+    solved = _solve_joint_on_balls(
+        X, Y, K, radii, loss, candidates, n_random=n_random, seed=seed, n_iter=n_iter, tol=tol
+    )
+    return _path_of(radii, K, solved, None)
+
+
+def _checked_joint_arguments(
+    X: Array, Y: Array, K: Array, radii: Array, loss: LossName, candidates: Sequence[tuple[Array, Array]]
+) -> tuple[Array, Array, Array, Array, list[tuple[Array, Array]]]:
+    """The arguments of :func:`regularization_path_joint`, checked (ValueError naming the argument) and as arrays."""
     check_loss(loss)
     X, Y, K, radii, *pairs = check_arrays(
         X=(X, "(n, T, d)"),
@@ -308,9 +326,28 @@ def regularization_path_joint(
         **{f"candidates[{j}][{b}]": (c[b], "(d,)") for j, c in enumerate(candidates) for b in range(2)},
     )
     _check_radii(radii)
-    candidates = list(zip(pairs[::2], pairs[1::2], strict=True))
+    return X, Y, K, radii, list(zip(pairs[::2], pairs[1::2], strict=True))
+
+
+def _solve_joint_on_balls(
+    X: Array,
+    Y: Array,
+    K: Array,
+    radii: Array,
+    loss: LossName,
+    candidates: Sequence[tuple[Array, Array]],
+    *,
+    n_random: int,
+    seed: int,
+    n_iter: int,
+    tol: float,
+) -> MultistartSolve:
+    """Multi-start solves of min_{||v|| <= R, ||p|| <= R} L(v, p) at every R of ``radii``, ranked by log L(v, p).
+
+    v is searched in span{x_it} and p in span{k_it - k_i0}: components outside them change no risk.
+    """
     bases = [span_basis(X), key_difference_basis(K)]
-    solved = multistart_path(
+    return multistart_path(
         bases,
         _joint_candidates(candidates, bases),
         lambda vp: [_grad_v(X, K, Y, vp[0], vp[1], loss), _grad_p(K, _token_scores(X, Y, vp[0]), vp[1], loss)],
@@ -321,7 +358,6 @@ def regularization_path_joint(
         n_iter=n_iter,
         tol=tol,
     )
-    return _path_of(radii, K, solved, None)
 
 
 def _joint_candidates(candidates: Sequence[tuple[Array, Array]], bases: Sequence[Array]) -> list[Array]:
