@@ -217,6 +217,15 @@ def classify_direction(
         neighbor_tol=(neighbor_tol, "()"),
     )
     res = att_svm(K, alpha, tol=tol) if svm is None else svm
+    return _classify_solution(K, gamma, alpha, res, neighbor_tol)
+
+
+def _classify_solution(
+    K: NDArray[np.float64], gamma: NDArray[np.float64], alpha: NDArray[np.int_], res: SVMResult, neighbor_tol: float
+) -> MaxMarginDirection:
+    """:func:`classify_direction` from the (ATT-SVM) solution ``res`` at alpha, for checked arguments. Definition 1
+    is tested first: a GMM stays a GMM when an SVM-neighbour ties with alpha_i, which would fail the strict local
+    optimality of Definition 2."""
     if not res.feasible:
         return MaxMarginDirection("infeasible", alpha, res, None, float("nan"))
     nb = svm_neighbors(K, alpha, res.solution, tol=neighbor_tol)

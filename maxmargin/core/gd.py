@@ -58,18 +58,11 @@ def _step_direction(g: Gradient, normalized: bool) -> tuple[Array, NDArray[np.bo
     return g.value, ~np.any(g.value != 0, axis=-1)
 
 
+# Parameters on three lines (fmt: skip): with its full docstring the function then stays under 60 lines.
 def gradient_descent(
-    K: Array,
-    gamma: Array,
-    p0: Array,
-    *,
-    eta: float,
-    n_iter: int,
-    loss: LossName = "logistic",
-    normalized: bool = True,
-    keep_path: bool = True,
-    progress: bool = False,
-) -> Trajectory:
+    K: Array, gamma: Array, p0: Array, *, eta: float, n_iter: int, loss: LossName = "logistic",
+    normalized: bool = True, keep_path: bool = True, progress: bool = False,
+) -> Trajectory:  # fmt: skip
     """GD on L(p) for a fixed head v: p <- p - eta * g, g = grad or grad / ||grad||.
 
     Paper: eq. (3) with constant eta (Theorems 2-3) and the normalized variant of Section 4
@@ -118,6 +111,17 @@ def gradient_descent(
     >>> gradient_descent(K, gamma, np.zeros((4, 2)), eta=0.1, n_iter=10, keep_path=False).p.shape  # 4 starts
     (4, 1, 2)
     """
+    K, gamma, p0, eta, n_iter = _checked_gd_arguments(K, gamma, p0, eta, n_iter, loss)
+    p, squeeze = _as_batch(p0)
+    path, skipped = _descend(K, gamma, p, eta, n_iter, loss, normalized, keep_path, progress)
+    return Trajectory(p=_finish(path, squeeze), skipped=skipped[0] if squeeze else skipped)
+
+
+def _checked_gd_arguments(
+    K: Array, gamma: Array, p0: Array, eta: float, n_iter: int, loss: LossName
+) -> tuple[Array, Array, Array, float, int]:
+    """The arguments of :func:`gradient_descent`, checked on entry: the loss, the shapes, then eta > 0 and
+    n_iter >= 0."""
     check_loss(loss)
     K, gamma, p0, eta, n_iter = check_arrays(
         K=(K, "(..., n, T, d)"),
@@ -128,9 +132,7 @@ def gradient_descent(
     )
     if eta <= 0 or n_iter < 0:
         raise ValueError(f"need eta > 0 and n_iter >= 0, got eta={eta}, n_iter={n_iter}")
-    p, squeeze = _as_batch(p0)
-    path, skipped = _descend(K, gamma, p, eta, n_iter, loss, normalized, keep_path, progress)
-    return Trajectory(p=_finish(path, squeeze), skipped=skipped[0] if squeeze else skipped)
+    return K, gamma, p0, eta, n_iter
 
 
 def _descend(
@@ -158,18 +160,11 @@ def _descend(
     return (path if keep_path else [p]), skipped
 
 
+# Parameters on three lines (fmt: skip), as for gradient_descent.
 def joint_normalized_gd(
-    X: Array,
-    Y: Array,
-    K: Array,
-    v0: Array,
-    p0: Array,
-    *,
-    eta: float,
-    n_iter: int,
-    loss: LossName = "logistic",
+    X: Array, Y: Array, K: Array, v0: Array, p0: Array, *, eta: float, n_iter: int, loss: LossName = "logistic",
     progress: bool = False,
-) -> Trajectory:
+) -> Trajectory:  # fmt: skip
     """Joint normalized GD on L(v, p), each block normalized separately.
 
     Paper: Section 3 / Figure 3 and Appendix E ("we normalize the gradient of p (and v)").
@@ -214,8 +209,18 @@ def joint_normalized_gd(
     >>> np.round(traj.v_final / np.linalg.norm(traj.v_final), 3)  # the head turns to the first coordinate
     array([1., 0.])
     """
+    X, Y, K, v0, p0, eta, n_iter = _checked_joint_arguments(X, Y, K, v0, p0, eta, n_iter, loss)
+    p, squeeze = _as_batch(p0)
+    ps, vs, skipped = _joint_descend(X, Y, K, _heads_for(v0, p), p, eta, n_iter, loss, progress)
+    return Trajectory(p=_finish(ps, squeeze), v=_finish(vs, squeeze), skipped=skipped[0] if squeeze else skipped)
+
+
+def _checked_joint_arguments(
+    X: Array, Y: Array, K: Array, v0: Array, p0: Array, eta: float, n_iter: int, loss: LossName
+) -> tuple[Array, Array, Array, Array, Array, float, int]:
+    """The arguments of :func:`joint_normalized_gd`, checked on entry: the loss, then the shapes."""
     check_loss(loss)
-    X, Y, K, v0, p0, eta, n_iter = check_arrays(
+    return check_arrays(
         X=(X, "(..., n, T, d)"),
         Y=(Y, "(..., n)"),
         K=(K, "(..., n, T, d)"),
@@ -224,9 +229,29 @@ def joint_normalized_gd(
         eta=(eta, "()"),
         n_iter=(n_iter, "int ()"),
     )
-    p, squeeze = _as_batch(p0)
+
+
+def _heads_for(v0: Array, p: Array) -> Array:
+    """The head starts ``v0`` as a batch like the attention starts ``p`` (B, d): one start (d,) is shared by every
+    run (copied out of numpy's read-only broadcast view)."""
     v, _ = _as_batch(v0)
-    v = np.broadcast_to(v, p.shape[:-1] + v.shape[-1:]).copy()
+    return np.broadcast_to(v, p.shape[:-1] + v.shape[-1:]).copy()
+
+
+def _joint_descend(
+    X: Array,
+    Y: Array,
+    K: Array,
+    v: Array,
+    p: Array,
+    eta: float,
+    n_iter: int,
+    loss: LossName,
+    progress: bool,
+) -> tuple[list[Array], list[Array], NDArray[np.int64]]:
+    """The iterates of joint normalized GD from the starts ``v``, ``p`` (B, d): every p and every v, and per run the
+    steps skipped for a zero gradient of either block. Both gradients are taken at the same iterate (v_k, p_k), the
+    scores gamma of grad_p from v_k, before either block moves."""
     skipped = np.zeros(p.shape[:-1], dtype=np.int64)
     ps, vs = [p.copy()], [v.copy()]
     for _ in tqdm(range(n_iter), disable=not progress, desc="joint GD", leave=False):
@@ -237,7 +262,7 @@ def joint_normalized_gd(
         v = v - eta * gv
         ps.append(p.copy())
         vs.append(v.copy())
-    return Trajectory(p=_finish(ps, squeeze), v=_finish(vs, squeeze), skipped=skipped[0] if squeeze else skipped)
+    return ps, vs, skipped
 
 
 def _vector(x: Array | None, name: str) -> Array:

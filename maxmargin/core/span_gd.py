@@ -295,14 +295,35 @@ def gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: LossName, nor
     check_loss(loss)
     _check_batch(batch, eta=(eta, "()"), n_iter=(n_iter, "int ()"))
     if batch.gamma.shape[0] == 1:
+        # One problem alone would take numpy's other loop order: run it twice over, so that its last bits are those
+        # it has in any batch.
         traj = gd_in_span(batch.doubled(), eta=eta, n_iter=n_iter, loss=loss, normalized=normalized)
         return SpanTrajectory(a=traj.a[:1], z=traj.z[:1], skipped=traj.skipped[:1])
     B, n, T = batch.gamma.shape
-    m = n * T
+    gram, gamma, z = _token_major(batch)
+    a, z, skipped = _gd_token_major(gram, gamma, z, eta=eta, n_iter=n_iter, loss=loss, normalized=normalized)
+    a = a.reshape(T, n, B).transpose(2, 1, 0).reshape(B, n * T)
+    return SpanTrajectory(a=np.ascontiguousarray(a), z=np.ascontiguousarray(z.transpose(2, 1, 0)), skipped=skipped)
+
+
+def _token_major(batch: SpanBatch) -> tuple[Array, Array, Array]:
+    """The batch's Gram matrix (m, m, B), token scores and logits z(0) (T, n, B), token-major with the batch last and
+    contiguous: each step is then elementwise across problems, with no BLAS (bitwise reproducible)."""
+    B, n, T = batch.gamma.shape
     order = (np.arange(n)[None, :] * T + np.arange(T)[:, None]).ravel()  # token-major j = t n + i -> i T + t
     gram = np.ascontiguousarray(batch.gram[:, order][:, :, order].transpose(1, 2, 0))  # (m, m, B)
     gamma = np.ascontiguousarray(batch.gamma.transpose(2, 1, 0))  # (T, n, B)
     z = np.ascontiguousarray(batch.logits0.transpose(2, 1, 0))
+    return gram, gamma, z
+
+
+def _gd_token_major(
+    gram: Array, gamma: Array, z: Array, *, eta: float, n_iter: int, loss: LossName, normalized: bool
+) -> tuple[Array, Array, NDArray[np.int64]]:
+    """``n_iter`` GD steps in key coordinates on token-major arrays (:func:`_token_major`): the coefficients a
+    (m, B), the logits z (T, n, B), updated in place, and the steps skipped (B,)."""
+    T, n, B = z.shape
+    m = n * T
     a = np.zeros((m, B))
     skipped = np.zeros(B, dtype=np.int64)
     for _ in range(n_iter):
@@ -310,18 +331,22 @@ def gd_in_span(batch: SpanBatch, *, eta: float, n_iter: int, loss: LossName, nor
         beta = beta.reshape(m, B)
         h = np.einsum("ijb,jb->ib", gram, beta)  # K K^T beta
         sq = (beta * h).sum(axis=0)  # ||K^T beta||^2
-        if normalized:
-            ok = sq > 0.0
-            step = eta / np.sqrt(np.where(ok, sq, 1.0)) * ok
-        else:
-            with np.errstate(under="ignore"):
-                step = eta * np.exp(scale) * (sq > 0.0)
-            ok = step > 0.0
+        step, ok = _step_length(sq, scale, eta, normalized)
         z -= (h * step).reshape(T, n, B)
         a -= beta * step
         skipped += ~ok
-    a = a.reshape(T, n, B).transpose(2, 1, 0).reshape(B, m)
-    return SpanTrajectory(a=np.ascontiguousarray(a), z=np.ascontiguousarray(z.transpose(2, 1, 0)), skipped=skipped)
+    return a, z, skipped
+
+
+def _step_length(sq: Array, scale: Array, eta: float, normalized: bool) -> tuple[Array, NDArray[np.bool_]]:
+    """eta c per problem, c = 1 / ||K^T beta|| (``sq`` = ||K^T beta||^2) or exp(log_scale), and where the step is
+    taken: a zero gradient, or a constant step that underflows, gives a zero step, never a division by zero."""
+    if normalized:
+        ok = sq > 0.0
+        return eta / np.sqrt(np.where(ok, sq, 1.0)) * ok, ok
+    with np.errstate(under="ignore"):
+        step = eta * np.exp(scale) * (sq > 0.0)
+    return step, step > 0.0
 
 
 def final_weights(batch: SpanBatch, traj: SpanTrajectory) -> tuple[Array, Array, Array]:
