@@ -9,14 +9,8 @@ from conftest import DEFAULT_CONFIG, Lazy
 
 from maxmargin.claims import evaluate_claims
 from maxmargin.core.svm import att_svm
-from maxmargin.core.w_svm import (
-    frobenius_cosine,
-    query_inputs,
-    w_att_svm,
-    w_att_svm_nuclear,
-    w_logits,
-    w_margins,
-)
+from maxmargin.core.w_svm import frobenius_cosine, query_inputs, w_att_svm, w_logits, w_margins
+from maxmargin.core.w_svm_nuclear import w_att_svm_nuclear
 from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_cosine
 from maxmargin.experiments.vit.settings import ModelSettings
 

@@ -10,7 +10,8 @@ import itertools
 import numpy as np
 import pytest
 
-from maxmargin.core.w_svm import w_att_svm, w_att_svm_nuclear, w_logits, w_margins
+from maxmargin.core.w_svm import w_att_svm, w_logits, w_margins
+from maxmargin.core.w_svm_nuclear import w_att_svm_nuclear
 
 
 def _nuclear(w: np.ndarray) -> float:
@@ -213,6 +214,7 @@ def _short_planes(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
         w, margins, alpha, rounds, _ = exact(*args, **kwargs)
         return w * factor, margins * factor, alpha * factor, rounds, "looser"
 
+    # w_att_svm looks the name up in w_svm's namespace (imported there from its home, w_svm_hard): patched there
     monkeypatch.setattr(w_svm, "_hard_margin_planes", short)
 
 
@@ -220,7 +222,7 @@ def test_margins_just_short_of_one_are_repaired_when_the_duality_gap_certifies_t
     """W / its smallest margin meets every margin; it is the hard solution, status "repaired", where the relative
     gap to the multipliers' dual objective is at most REPAIR_GAP (then ||W - W_mm|| <= sqrt(2 gap) ||W||), and an
     ArithmeticError beyond."""
-    from maxmargin.core.w_svm import REPAIR_GAP
+    from maxmargin.core.w_svm_hard import REPAIR_GAP
 
     rng = np.random.default_rng(3)
     z, x = rng.standard_normal((6, 3)), rng.standard_normal((6, 4, 3))

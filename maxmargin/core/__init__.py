@@ -10,7 +10,7 @@ Modules: :mod:`.loss` (Assumption A), :mod:`.softmax` (the attention map of eq. 
 eq. (10), (SVM)) and :mod:`.min_norm` (their solver), :mod:`.directions` (GMM / LMM, Definitions 1-2),
 :mod:`.span_gd` (the census's batched GD), :mod:`.ball` and :mod:`.logspace` (the constrained solver),
 :mod:`.regpath` (regularization paths, eq. (2)), :mod:`.w_svm` (the W-parametrised ATT-SVM of an attention head,
-Lemma 1) and :mod:`.arguments` (the argument check).
+Lemma 1; its nuclear norm: :mod:`.w_svm_nuclear`) and :mod:`.arguments` (the argument check).
 
 The names below are imported from their module on first use: a job that needs one module (the progress lines of
 every rule's log, say) does not import scipy, scikit-learn and cvxopt for the others."""
@@ -135,15 +135,11 @@ _HOMES = {
         "w_direction",
     ),
     "w_svm": (
-        "HULL_TOL",
-        "REPAIR_GAP",
-        "SOLVE_RTOL",
         "W_SVM_TOL",
         "WSVMResult",
         "frobenius_cosine",
         "query_inputs",
         "w_att_svm",
-        "w_att_svm_nuclear",
         "w_logits",
         "w_margins",
     ),
@@ -151,6 +147,12 @@ _HOMES = {
         "NUMPY",
         "LinearAlgebra",
     ),
+    "w_svm_hard": (
+        "HULL_TOL",
+        "REPAIR_GAP",
+        "SOLVE_RTOL",
+    ),
+    "w_svm_nuclear": ("w_att_svm_nuclear",),
     "w_svm_nulls": (
         "random_rank_matrix",
         "rank_ceiling",

@@ -32,8 +32,9 @@ constraints (cutting planes: the full set is only ever evaluated, never factoris
 the soft-margin problem (hinge loss with weight ``soft_c``) is solved instead and the fraction of hard margins met
 reported. The nuclear-norm version (the implicit bias of W trained as W_Q^T W_K) is the semidefinite programme
 max 1^T alpha s.t. ||sum_k alpha_k a_k d_k^T||_2 <= 1, alpha >= 0 (the dual of min ||W||_*), on the same working
-sets. The duals on a working set: :mod:`.w_svm_dual`; what a head's cosine with W_mm is measured against (its rank
-ceiling, the constraints' span, random matrices of its rank): :mod:`.w_svm_nulls`.
+sets: :mod:`.w_svm_nuclear`. Whether some W meets every margin (both norms alike): :mod:`.w_svm_hard`; the duals on
+a working set: :mod:`.w_svm_dual`; what a head's cosine with W_mm is measured against (its rank ceiling, the
+constraints' span, random matrices of its rank): :mod:`.w_svm_nulls`.
 """
 
 from __future__ import annotations
@@ -45,49 +46,25 @@ from numpy.typing import NDArray
 
 from maxmargin.core.arguments import check_arrays
 from maxmargin.core.gd import cosine
-from maxmargin.core.w_svm_dual import (
-    NUMPY,
-    LinearAlgebra,
-    Planes,
-    _cutting_planes,
-    _frobenius_solve,
-    _nuclear_dual,
-    _size,
-)
+from maxmargin.core.w_svm_dual import NUMPY, LinearAlgebra, Planes, _cutting_planes, _frobenius_solve
+from maxmargin.core.w_svm_hard import _REPAIRED, _feasible, _hard_margin_planes, _repaired
 
 # Margin tolerance: a constraint a^T W d >= 1 counts as met at 1 - W_SVM_TOL (the cutting planes stop there).
 W_SVM_TOL = 1e-9
-# No W meets every margin when the constraint features' convex hull comes closer to 0 than this fraction of their
-# typical norm f (its nearest point is at rho = 1 / ||W_mm||_F): 0 is in the hull to the solvers' precision, and the
-# hard-margin cutting planes stop once ||W||_F >= 1 / (HULL_TOL f). A feasible probe is far from it (the largest
-# ||W_mm||_F f seen: about 1e3).
-HULL_TOL = 1e-5
-# A solve's margins m_k = sum_l G_kl alpha_l carry an error that grows with the multipliers, up to about
-# SOLVE_RTOL sum_l alpha_l max_l G_ll: the nearest-hull fallback's QP, where pivoting cannot polish it, is solved
-# to 1e-12 (block pivoting's error, float64 rounding, is far below). A hard margin counts as met at
-# 1 - max(tol, that): at multipliers of 5e7 a margin of 1 - 3.9e-9 is the optimum to float64's precision, and
-# 1 - 1e-9 is tighter than it allows.
-SOLVE_RTOL = 1e-11
-# Where the planes stop with some margins just short of 1 (the hull fallback's QP, unpolished, on an ill-conditioned
-# working set), W / (its smallest margin) meets every margin; it is accepted as the hard solution (status
-# "repaired") where its objective 1/2 ||W||^2 is within this relative gap of the multipliers' dual objective
-# 1^T alpha - 1/2 ||sum alpha_k a_k d_k^T||^2, a lower bound of the optimum: then ||W - W_mm|| <= sqrt(2 gap) ||W||.
-REPAIR_GAP = 1e-3
-_REPAIRED = -1.0  # what _feasible returns for such planes (a slack is never negative)
 
 
 @dataclass(frozen=True)
 class WSVMResult:
     """The solution of (W-ATT-SVM) of one head on one probe set.
 
-    ``solution`` is W_mm ((C + 1) x C, unnormalised); ``hard``: every margin met (the hard-margin optimum), else
-    the soft-margin one; ``met``: the fraction of the hard constraints it meets; ``support``: constraints with a
+    ``solution`` is W_mm ((C + 1) x C, unnormalised); ``hard``: every margin met (the hard-margin optimum), else the
+    soft-margin one; ``met``: the fraction of the hard constraints it meets; ``support``: constraints with a
     positive multiplier; ``rounds``: cutting-plane rounds; ``status``: how its solves were solved, the worst of its
     rounds: ``"optimal"`` (exact pivoting, or cvxopt's status optimal), ``"looser"`` (cvxopt optimal only at
     tolerances 1000 times looser), ``"repaired"`` (W rescaled onto its margins and accepted by its duality gap: the
     nuclear norm's SDP whose cvxopt status is not optimal, at most ``tol``; the Frobenius planes whose last solve
-    left margins just short of 1, at most :data:`REPAIR_GAP`). A solve that is none of these raises an
-    ArithmeticError naming it.
+    left margins just short of 1, at most :data:`~maxmargin.core.w_svm_hard.REPAIR_GAP`). A solve that is none of
+    these raises an ArithmeticError naming it.
     """
 
     solution: NDArray[np.float64]
@@ -243,78 +220,11 @@ def _differences(
 
 def _result(planes: Planes, other: NDArray[np.bool_], met_at: float, hard: bool) -> WSVMResult:
     """The result of the cutting planes: the margins met at 1 - ``met_at``, ``hard`` as decided by the hard
-    problem (:func:`_feasible`)."""
+    problem (:func:`~maxmargin.core.w_svm_hard._feasible`)."""
     w, margins, alpha, rounds, status = planes
     met = float(np.mean(margins[other] >= 1.0 - met_at))
     support = int(np.sum(alpha > 1e-8 * max(1.0, float(alpha.max(initial=0.0)))))
     return WSVMResult(w, hard, met, int(other.sum()), support, rounds, status)
-
-
-def _hull_bound(a: NDArray[np.float64], d: NDArray[np.float64]) -> float:
-    """1 / (HULL_TOL f), f the typical ||a_i|| ||d_it||: from this ||W||_F on, no W counts as meeting every margin."""
-    return 1.0 / (HULL_TOL * np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2))))
-
-
-def _hard_margin_planes(
-    a: NDArray[np.float64],
-    d: NDArray[np.float64],
-    other: NDArray[np.bool_],
-    per_input: int,
-    tol: float,
-    max_rounds: int,
-    linalg: LinearAlgebra,
-) -> Planes | None:
-    """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped at ||W||_F >= :func:`_hull_bound`; None where
-    a token equals the selected one (d_it = 0: a^T W d_it >= 1 cannot hold)."""
-    if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):
-        return None
-    hard_solve = _frobenius_solve(False, np.inf, linalg)  # unboxed: the box is the soft margin's alone
-    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, _hull_bound(a, d))
-
-
-def _feasible(
-    planes: Planes | None, a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
-) -> float | None:
-    """Whether some W meets every margin, decided by the hard-margin planes: the slack 1 - max(tol, SOLVE_RTOL
-    sum_k alpha_k max_k ||a_k||^2 ||d_k||^2) at which their W meets every margin (:data:`SOLVE_RTOL`; 1e-6 at
-    most), ||W||_F below :func:`_hull_bound`; :data:`_REPAIRED` where some margins fall short of that but W / its
-    smallest margin is certified within :data:`REPAIR_GAP`; None where no W does (a token equal to the selected one,
-    ||W||_F at the bound, read by :func:`_size`). An ArithmeticError where the planes stopped short of all three
-    (out of rounds, or a solve that misses its own margins by more than the certificate allows)."""
-    if planes is None:
-        return None
-    w, margins, alpha, rounds, _ = planes
-    if _size(w, alpha) >= _hull_bound(a, d):
-        return None
-    kernel = np.max(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2), where=other, initial=0.0)
-    slack = min(max(tol, SOLVE_RTOL * float(alpha.sum()) * kernel), 1e-6)
-    if margins[other].min() >= 1.0 - slack:
-        return slack
-    unmet = int(np.sum(margins[other] < 1.0 - slack))
-    if _repair_gap(w, margins[other], alpha) <= REPAIR_GAP:
-        return _REPAIRED
-    raise ArithmeticError(
-        f"the hard-margin W-ATT-SVM left {unmet} of {int(other.sum())} margins below 1 - {slack:.1e} (the smallest "
-        f"{margins[other].min():.9f}) after {rounds} cutting-plane rounds, with ||W||_F below the bound at which no "
-        "W counts as meeting them: out of rounds (raise max_rounds) or a solve that misses its own margins"
-    )
-
-
-def _repair_gap(w: NDArray[np.float64], margins: NDArray[np.float64], alpha: NDArray[np.float64]) -> float:
-    """The relative duality gap of W / min margin (which meets every margin) against the multipliers' dual
-    objective 1^T alpha - 1/2 ||W||^2 (:data:`REPAIR_GAP`); inf where some margin is not positive."""
-    low = float(margins.min())
-    if not low > 0:
-        return np.inf
-    primal = 0.5 * float(np.sum(w**2)) / low**2
-    return (primal - (float(alpha.sum()) - 0.5 * float(np.sum(w**2)))) / primal
-
-
-def _repaired(planes: Planes, other: NDArray[np.bool_]) -> Planes:
-    """The planes' W divided by its smallest margin, so that it meets every margin, with status "repaired"."""
-    w, margins, alpha, rounds, _ = planes
-    low = float(margins[other].min())
-    return w / low, margins / low, alpha, rounds, "repaired"
 
 
 def w_att_svm(
@@ -334,12 +244,13 @@ def w_att_svm(
 
     The hard-margin dual (alpha >= 0, W = sum_k alpha_k a_k d_k^T) by block principal pivoting on cutting planes
     (exact on its support, no QP tolerance; cvxopt's QP for a round where pivoting cycles). Feasibility is decided
-    by the hard problem: its W meets every margin or it does not, whatever ``soft_c`` (||W||_F growing past
-    1 / (:data:`HULL_TOL` f), f the features' typical norm, counts as none meeting them; a margin counts as met
-    at 1 - ``tol``, or lower by the rounding its multipliers carry, :data:`SOLVE_RTOL`). Where it does not (no W
-    meets every margin), the soft-margin (hinge-loss) dual, 0 <= alpha <= ``soft_c``, by cvxopt on the same
-    planes (``hard`` False). A cvxopt solve whose status is not optimal is solved again at looser tolerances
-    (``status``), an ArithmeticError where it fails again.
+    by the hard problem (:mod:`.w_svm_hard`): its W meets every margin or it does not, whatever ``soft_c`` (||W||_F
+    growing past 1 / (:data:`~maxmargin.core.w_svm_hard.HULL_TOL` f), f the features' typical norm, counts as none
+    meeting them; a margin counts as met at 1 - ``tol``, or lower by the rounding its multipliers carry,
+    :data:`~maxmargin.core.w_svm_hard.SOLVE_RTOL`). Where it does not (no W meets every margin), the soft-margin
+    (hinge-loss) dual, 0 <= alpha <= ``soft_c``, by cvxopt on the same planes (``hard`` False). A cvxopt solve whose
+    status is not optimal is solved again at looser tolerances (``status``), an ArithmeticError where it fails
+    again.
 
     Parameters
     ----------
@@ -387,13 +298,28 @@ def w_att_svm(
     a, d, other = _differences(z, x, selected, query_bias)
     planes = _hard_margin_planes(a, d, other, per_input, tol, max_rounds, linalg)
     slack = _feasible(planes, a, d, other, tol)
-    if slack == _REPAIRED:  # certified within REPAIR_GAP: W rescaled onto its margins
-        return _result(_repaired(planes, other), other, 0.0, True)
     if slack is not None:
-        return _result(planes, other, slack, True)
-    if soft:  # no W meets every margin
+        return _hard_result(planes, other, slack)
+    if soft:
         planes = _cutting_planes(a, d, other, _frobenius_solve(True, soft_c), per_input, tol, max_rounds)
-    if planes is None:  # a copy of the selected token, and no soft-margin solve asked for
+    return _unmet_result(planes, a, d, other, tol)
+
+
+def _hard_result(planes: Planes, other: NDArray[np.bool_], slack: float) -> WSVMResult:
+    """The hard-margin result where some W meets every margin: the planes' W, its margins met at 1 - ``slack``;
+    where :func:`~maxmargin.core.w_svm_hard._feasible` certified planes short of their margins (``_REPAIRED``
+    within ``REPAIR_GAP``), their W rescaled onto its margins, which it then meets exactly."""
+    if slack == _REPAIRED:
+        return _result(_repaired(planes, other), other, 0.0, True)
+    return _result(planes, other, slack, True)
+
+
+def _unmet_result(
+    planes: Planes | None, a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
+) -> WSVMResult:
+    """The result where no W meets every margin (``hard`` False): the soft-margin planes, or the hard attempt
+    where no soft solve was asked for; W = 0 where that attempt never ran (a copy of the selected token)."""
+    if planes is None:
         return WSVMResult(np.zeros((a.shape[1], d.shape[2])), False, 0.0, int(other.sum()), 0, 0)
     return _result(planes, other, tol, False)
 
@@ -422,93 +348,3 @@ def frobenius_cosine(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     """
     a, b = check_arrays(a=(a, "(p, q)"), b=(b, "(p, q)"))
     return float(cosine(np.ravel(a), np.ravel(b)))
-
-
-def w_att_svm_nuclear(
-    z: NDArray[np.float64],
-    x: NDArray[np.float64],
-    selected: NDArray[np.int_],
-    *,
-    soft_c: float = 1e4,
-    per_input: int = 1,
-    tol: float = 1e-6,
-    max_rounds: int = 100,
-    query_bias: bool = True,
-) -> WSVMResult:
-    """The nuclear-norm (W-ATT-SVM): min ||W||_* s.t. a_i^T W (x_{i,o_i} - x_it) >= 1, t != o_i.
-
-    The implicit bias of W trained as the product W_Q^T W_K (Tarzanagh et al., "Transformers as Support Vector
-    Machines", 2023). W lies in span{a_i} x R^C (projecting onto it lowers ||W||_* and keeps every margin), so the
-    SDP is solved in that basis, on cutting planes as :func:`w_att_svm`. Feasibility is decided by the hard
-    problem, the Frobenius one's (both norms share the feasible set): where some W meets every margin the SDP is
-    the hard problem, whatever ``soft_c``; where none does, the box ``soft_c`` on the multipliers makes it the
-    soft-margin problem min ||W||_* + soft_c sum hinge (``hard`` False, ``met`` < 1). Each round's SDP is accepted
-    by its duality gap (at most ``tol``, relative), whatever cvxopt's status says; ``status`` records how it was
-    solved (:class:`WSVMResult`), an ArithmeticError where it could not be.
-
-    Parameters
-    ----------
-    z : ndarray, shape (n, C)
-        Query inputs.
-    x : ndarray, shape (n, T, C)
-        Token inputs.
-    selected : ndarray of int, shape (n,)
-        The selected token o_i of each input.
-    soft_c : float
-        Weight of the hinge loss where no W meets every margin (the box of the dual).
-    per_input : int
-        Violated constraints added per input per round.
-    tol : float
-        A margin counts as met at 1 - tol; the SDP's relative duality gap at most.
-    max_rounds : int
-        Cutting-plane rounds at most.
-    query_bias : bool
-        W with the query-bias row (a_i = [z_i; 1]), else a_i = z_i.
-
-    Returns
-    -------
-    WSVMResult
-        W_mm (shape (C + 1, C), or (C, C)) of the nuclear norm, the fraction of margins met, the counts, the
-        solve's ``status``.
-
-    Examples
-    --------
-    Two inputs separated along different axes: the Frobenius W_mm has rank 2, the nuclear one rank 1, each the
-    least of its own norm.
-
-    >>> import numpy as np
-    >>> from maxmargin.core import w_att_svm, w_att_svm_nuclear
-    >>> z = np.array([[1.0, 0.0], [0.0, 1.0]])
-    >>> x = np.array([[[0.0, 0.0], [1.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]])
-    >>> frobenius, nuclear = w_att_svm(z, x, np.array([1, 1])), w_att_svm_nuclear(z, x, np.array([1, 1]))
-    >>> nuclear.hard, nuclear.status, np.round(nuclear.solution, 4)
-    (True, 'optimal', array([[0.3333, 0.3333],
-           [0.3333, 0.3333],
-           [0.6667, 0.6667]]))
-    >>> [round(float(np.linalg.svd(res.solution, compute_uv=False).sum()), 4) for res in (frobenius, nuclear)]
-    [1.366, 1.1547]
-    """
-    z, x, selected, soft_c, per_input, tol, max_rounds = _checked_inputs(
-        z, x, selected, soft_c, per_input, tol, max_rounds
-    )
-    a, d, other = _differences(z, x, selected, query_bias)
-    frobenius = _hard_margin_planes(a, d, other, 4, W_SVM_TOL, max_rounds, NUMPY)
-    feasible = _feasible(frobenius, a, d, other, W_SVM_TOL) is not None
-    # Feasible: the hard problem (no box), on differences scaled by s = ||W_F||_F (the Frobenius optimum's norm), so
-    # that its optimum ||W_mm||_* / s lies in [1, sqrt(C)] (||W||_F <= ||W||_* <= sqrt(rank) ||W||_F) and cvxopt's
-    # absolute tolerances mean the same at any scale of the inputs.
-    scale = float(np.linalg.norm(frobenius[0])) if feasible else 1.0
-    box = np.inf if feasible else soft_c
-    basis = np.linalg.svd(a.T, full_matrices=False)[0]  # span{a_i}
-
-    def solve(ak: NDArray, dk: NDArray, _alpha: NDArray) -> tuple[NDArray, NDArray, str]:
-        return _nuclear_dual(ak, dk, box, tol)
-
-    w, margins, alpha, rounds, status = _cutting_planes(a @ basis, d * scale, other, solve, per_input, tol, max_rounds)
-    unmet = int(np.sum(margins[other] < 1.0 - tol))
-    if feasible and unmet:
-        raise ArithmeticError(
-            f"the nuclear-norm W-ATT-SVM left {unmet} of {int(other.sum())} margins unmet after {rounds} "
-            f"cutting-plane rounds on an instance some W meets: raise max_rounds (now {max_rounds})"
-        )
-    return _result((scale * basis @ w, margins, alpha, rounds, status), other, tol, feasible)

@@ -31,8 +31,9 @@ import torch
 from torch import nn
 
 from maxmargin.core.progress import Progress
-from maxmargin.core.w_svm import WSVMResult, frobenius_cosine, w_att_svm, w_att_svm_nuclear, w_logits
+from maxmargin.core.w_svm import WSVMResult, frobenius_cosine, w_att_svm, w_logits
 from maxmargin.core.w_svm_dual import NUMPY, LinearAlgebra
+from maxmargin.core.w_svm_nuclear import w_att_svm_nuclear
 from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_cosine
 from maxmargin.experiments.vit.data import ImageData, normalize
 from maxmargin.experiments.vit.model import build_vit, last_attention

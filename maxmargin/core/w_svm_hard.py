@@ -1,0 +1,98 @@
+"""Whether some W meets every margin of (W-ATT-SVM) (:mod:`.w_svm`), decided for both norms by the hard-margin
+Frobenius problem: its dual on cutting planes, the bound on ||W||_F past which 0 counts as in the features' convex
+hull, the precision at which its multipliers meet their margins, and the repair (W divided by its smallest margin)
+that its duality gap certifies. Both norms share the feasible set, so the nuclear-norm solve (:mod:`.w_svm_nuclear`)
+asks the same question here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from maxmargin.core.w_svm_dual import LinearAlgebra, Planes, _cutting_planes, _frobenius_solve, _size
+
+# No W meets every margin when the constraint features' convex hull comes closer to 0 than this fraction of their
+# typical norm f (its nearest point is at rho = 1 / ||W_mm||_F): 0 is in the hull to the solvers' precision, and the
+# hard-margin cutting planes stop once ||W||_F >= 1 / (HULL_TOL f). A feasible probe is far from it (the largest
+# ||W_mm||_F f seen: about 1e3).
+HULL_TOL = 1e-5
+# A solve's margins m_k = sum_l G_kl alpha_l carry an error that grows with the multipliers, up to about
+# SOLVE_RTOL sum_l alpha_l max_l G_ll: the nearest-hull fallback's QP, where pivoting cannot polish it, is solved
+# to 1e-12 (block pivoting's error, float64 rounding, is far below). A hard margin counts as met at
+# 1 - max(tol, that): at multipliers of 5e7 a margin of 1 - 3.9e-9 is the optimum to float64's precision, and
+# 1 - 1e-9 is tighter than it allows.
+SOLVE_RTOL = 1e-11
+# Where the planes stop with some margins just short of 1 (the hull fallback's QP, unpolished, on an ill-conditioned
+# working set), W / (its smallest margin) meets every margin; it is accepted as the hard solution (status
+# "repaired") where its objective 1/2 ||W||^2 is within this relative gap of the multipliers' dual objective
+# 1^T alpha - 1/2 ||sum alpha_k a_k d_k^T||^2, a lower bound of the optimum: then ||W - W_mm|| <= sqrt(2 gap) ||W||.
+REPAIR_GAP = 1e-3
+_REPAIRED = -1.0  # what _feasible returns for such planes (a slack is never negative)
+
+
+def _hull_bound(a: NDArray[np.float64], d: NDArray[np.float64]) -> float:
+    """1 / (HULL_TOL f), f the typical ||a_i|| ||d_it||: from this ||W||_F on, no W counts as meeting every margin."""
+    return 1.0 / (HULL_TOL * np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2))))
+
+
+def _hard_margin_planes(
+    a: NDArray[np.float64],
+    d: NDArray[np.float64],
+    other: NDArray[np.bool_],
+    per_input: int,
+    tol: float,
+    max_rounds: int,
+    linalg: LinearAlgebra,
+) -> Planes | None:
+    """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped at ||W||_F >= :func:`_hull_bound`; None where
+    a token equals the selected one (d_it = 0: a^T W d_it >= 1 cannot hold)."""
+    if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):
+        return None
+    hard_solve = _frobenius_solve(False, np.inf, linalg)  # unboxed: the box is the soft margin's alone
+    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, _hull_bound(a, d))
+
+
+def _feasible(
+    planes: Planes | None, a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
+) -> float | None:
+    """Whether some W meets every margin, decided by the hard-margin planes: the slack 1 - max(tol, SOLVE_RTOL
+    sum_k alpha_k max_k ||a_k||^2 ||d_k||^2) at which their W meets every margin (:data:`SOLVE_RTOL`; 1e-6 at
+    most), ||W||_F below :func:`_hull_bound`; :data:`_REPAIRED` where some margins fall short of that but W / its
+    smallest margin is certified within :data:`REPAIR_GAP`; None where no W does (a token equal to the selected one,
+    ||W||_F at the bound, read by :func:`_size`). An ArithmeticError where the planes stopped short of all three
+    (out of rounds, or a solve that misses its own margins by more than the certificate allows)."""
+    if planes is None:
+        return None
+    w, margins, alpha, rounds, _ = planes
+    if _size(w, alpha) >= _hull_bound(a, d):
+        return None
+    kernel = np.max(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2), where=other, initial=0.0)
+    slack = min(max(tol, SOLVE_RTOL * float(alpha.sum()) * kernel), 1e-6)
+    if margins[other].min() >= 1.0 - slack:
+        return slack
+    unmet = int(np.sum(margins[other] < 1.0 - slack))
+    if _repair_gap(w, margins[other], alpha) <= REPAIR_GAP:
+        return _REPAIRED
+    raise ArithmeticError(
+        f"the hard-margin W-ATT-SVM left {unmet} of {int(other.sum())} margins below 1 - {slack:.1e} (the smallest "
+        f"{margins[other].min():.9f}) after {rounds} cutting-plane rounds, with ||W||_F below the bound at which no "
+        "W counts as meeting them: out of rounds (raise max_rounds) or a solve that misses its own margins"
+    )
+
+
+def _repair_gap(w: NDArray[np.float64], margins: NDArray[np.float64], alpha: NDArray[np.float64]) -> float:
+    """The relative duality gap of W / min margin (which meets every margin) against the multipliers' dual
+    objective 1^T alpha - 1/2 ||W||^2 (:data:`REPAIR_GAP`); inf where some margin is not positive."""
+    low = float(margins.min())
+    if not low > 0:
+        return np.inf
+    primal = 0.5 * float(np.sum(w**2)) / low**2
+    return (primal - (float(alpha.sum()) - 0.5 * float(np.sum(w**2)))) / primal
+
+
+def _repaired(planes: Planes, other: NDArray[np.bool_]) -> Planes:
+    """The planes' W divided by its smallest margin, so that it meets every margin, with status "repaired"."""
+    w, margins, alpha, rounds, _ = planes
+    low = float(margins[other].min())
+    return w / low, margins / low, alpha, rounds, "repaired"
