@@ -260,5 +260,8 @@ def test_the_400_epoch_prose_is_what_the_committed_runs_show() -> None:
         )
         low, high = t_interval((at_end["train"] - at_end["test"]).to_numpy(), guard["confidence"])
         assert low <= 0 <= high, arm
-        curve = r["w_svm_images"][r["w_svm_images"]["images"] == "train"].groupby("n_images")["cosine"].mean()
-        assert curve.loc[256] - curve.loc[128] > w_svm["curve_tol"], arm
+        heads = r["w_svm_images"][r["w_svm_images"]["images"] == "train"].pivot(
+            index="head", columns="n_images", values="cosine"
+        )
+        low, _ = t_interval((heads[256] - heads[128]).to_numpy(), guard["confidence"])
+        assert low > w_svm["curve_tol"], arm  # the rise is beyond the tolerance by its interval over heads

@@ -249,11 +249,14 @@ def test_the_curve_sentence_says_whether_it_levelled_and_what_the_cap_cost() -> 
     from maxmargin.claims.vit_runs import curve_line
 
     rising = _curve({16: 0.34, 32: 0.39, 64: 0.44, 128: 0.51, 256: 0.57})
-    line = curve_line(rising, 0.02, 128)
-    assert "has not levelled off by 256 (still +0.060 from 128 to 256" in line
+    line = curve_line(rising, 0.02, 128, 0.95)
+    assert (
+        "has not levelled off by 256 (still +0.060 [+0.060, +0.060] from 128 to 256, 95% t-interval over 2 heads"
+        in line
+    )
     assert "use 128 images, the run's cap" in line and "(0.510 on the train images here, 0.570 at 256)" in line
     flat = _curve({16: 0.30, 32: 0.40, 64: 0.45, 128: 0.46, 256: 0.455})
-    line = curve_line(flat, 0.02, 64)
+    line = curve_line(flat, 0.02, 64, 0.95)
     assert "levels off (moves by less than vit.w_svm.curve_tol = 0.02) from 64 on" in line
     assert line.endswith("the probe's solves use 64 images.")
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from maxmargin.claims.base import small
+from maxmargin.claims.base import small, t_interval
 from maxmargin.core.vit_learning import w_direction
 from maxmargin.experiments.vit.w_svm_probe import chosen_image_count
 from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
@@ -169,10 +169,11 @@ def set_gap_line(w: pd.DataFrame, confidence: float) -> str:
     )
 
 
-def curve_line(curve: pd.DataFrame, tol: float, chosen: int) -> str:
+def curve_line(curve: pd.DataFrame, tol: float, chosen: int, confidence: float) -> str:
     """The cosine against the number of images at the last snapshot, per set; where it levels off on the judged set
-    (:func:`chosen_image_count` without a cap); the number the probe read from it (``chosen``: fewer than where it
-    levels off only under the cap vit.w_svm.images)."""
+    (:func:`chosen_image_count` without a cap), or its last step with the t-interval of the heads' own steps; the
+    number the probe read from it (``chosen``: fewer than where it levels off only under the cap
+    vit.w_svm.images)."""
     means = curve.groupby(["images", "n_images"])["cosine"].mean()
     sets = sorted(set(curve["images"]), key=lambda s: JUDGED_IMAGES.index(s))
     parts = [f"{name}: " + ", ".join(f"{n} -> {c:.3f}" for (_, n), c in means.loc[[name]].items()) for name in sets]
@@ -183,10 +184,13 @@ def curve_line(curve: pd.DataFrame, tol: float, chosen: int) -> str:
         said = f"on the {sets[0]} images it levels off (moves by less than vit.w_svm.curve_tol = {tol:g})"
         said += f" from {levelled} on"
     else:
-        step = counts.iloc[-1] - counts.iloc[-2]
+        heads = curve[curve["images"] == sets[0]].pivot(index="head", columns="n_images", values="cosine")
+        steps = (heads[largest] - heads[counts.index[-2]]).to_numpy()
+        low, high = t_interval(steps, confidence)
         said = (
-            f"on the {sets[0]} images it has not levelled off by {largest} (still {step:+.3f} from "
-            f"{counts.index[-2]} to {largest}; vit.w_svm.curve_tol = {tol:g})"
+            f"on the {sets[0]} images it has not levelled off by {largest} (still {steps.mean():+.3f} "
+            f"[{low:+.3f}, {high:+.3f}] from {counts.index[-2]} to {largest}, {confidence:.0%} t-interval over "
+            f"{len(steps)} heads; vit.w_svm.curve_tol = {tol:g})"
         )
     took = f"the probe's solves use {chosen} images"
     if chosen < levelled:

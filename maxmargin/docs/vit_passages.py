@@ -163,7 +163,11 @@ def vit_paper_epochs(_folder: Path, *arms: str) -> str:
         lines += say.run_lines(r["metrics"], r["w_svm"], r["claims"], guard, r["n_train"])
         lines += [line for line in [say.set_gap_line(r["w_svm"], guard["confidence"])] if line]
         if not r["w_svm_images"].empty:
-            lines.append(say.curve_line(r["w_svm_images"], w_svm["curve_tol"], int(r["w_svm"]["n_images"].iloc[0])))
+            lines.append(
+                say.curve_line(
+                    r["w_svm_images"], w_svm["curve_tol"], int(r["w_svm"]["n_images"].iloc[0]), guard["confidence"]
+                )
+            )
         lines += say.claim_lines(r["claims"], [i for i in ids if i in set(r["claims"]["claim_id"])])
     adam, sgd = arms[0], arms[1]
     lines += ["", say.contrast_line(adam, runs[adam]["metrics"], sgd, runs[sgd]["metrics"], guard)]
