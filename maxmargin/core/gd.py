@@ -58,11 +58,18 @@ def _step_direction(g: Gradient, normalized: bool) -> tuple[Array, NDArray[np.bo
     return g.value, ~np.any(g.value != 0, axis=-1)
 
 
-# Parameters on three lines (fmt: skip): with its full docstring the function then stays under 60 lines.
 def gradient_descent(
-    K: Array, gamma: Array, p0: Array, *, eta: float, n_iter: int, loss: LossName = "logistic",
-    normalized: bool = True, keep_path: bool = True, progress: bool = False,
-) -> Trajectory:  # fmt: skip
+    K: Array,
+    gamma: Array,
+    p0: Array,
+    *,
+    eta: float,
+    n_iter: int,
+    loss: LossName = "logistic",
+    normalized: bool = True,
+    keep_path: bool = True,
+    progress: bool = False,
+) -> Trajectory:
     """GD on L(p) for a fixed head v: p <- p - eta * g, g = grad or grad / ||grad||.
 
     Paper: eq. (3) with constant eta (Theorems 2-3) and the normalized variant of Section 4
@@ -160,11 +167,18 @@ def _descend(
     return (path if keep_path else [p]), skipped
 
 
-# Parameters on three lines (fmt: skip), as for gradient_descent.
 def joint_normalized_gd(
-    X: Array, Y: Array, K: Array, v0: Array, p0: Array, *, eta: float, n_iter: int, loss: LossName = "logistic",
+    X: Array,
+    Y: Array,
+    K: Array,
+    v0: Array,
+    p0: Array,
+    *,
+    eta: float,
+    n_iter: int,
+    loss: LossName = "logistic",
     progress: bool = False,
-) -> Trajectory:  # fmt: skip
+) -> Trajectory:
     """Joint normalized GD on L(v, p), each block normalized separately.
 
     Paper: Section 3 / Figure 3 and Appendix E ("we normalize the gradient of p (and v)").
