@@ -12,6 +12,46 @@ PAPER_DATASET = "cifar10"
 DATASET_NAMES = {PAPER_DATASET: "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
 
 DATASET = described(text("dataset"), "the data set trained on (a stand-in for CIFAR-10 where it is missing)")
+_ABSENT = "Absent from runs made before it was measured"
+# The theory's loss at the row's weights: one pass over the whole training set in eval mode (not the epoch's running
+# mean over moving weights).
+_FULL_PASS: tuple[Column, ...] = (
+    described(
+        real("train_loss_full", ge=0, required=False),
+        f"mean cross-entropy over the training set at the epoch's weights (eval mode). {_ABSENT}",
+    ),
+    described(
+        real("train_loss_max", ge=0, required=False),
+        f"the largest per-sample cross-entropy over the training set at the epoch's weights. {_ABSENT}",
+    ),
+    described(
+        real("train_acc_full", ge=0.0, le=1.0, required=False),
+        f"accuracy on the training set at the epoch's weights. {_ABSENT}",
+    ),
+)
+_SLICES = {"q": "W_Q", "k": "W_K"}
+# Whether W stopped at a finite limit or stalled: its gradient, and Adam's per-element denominator against its eps.
+_GRADIENTS: tuple[Column, ...] = tuple(
+    column
+    for name, matrix in _SLICES.items()
+    for column in (
+        described(
+            real(f"grad_rms_{name}", ge=0, required=False),
+            f"per-element RMS of the full training loss's gradient on the {matrix} slice of the last layer's fused "
+            f"qkv weight. {_ABSENT}",
+        ),
+        described(
+            real(f"adam_sqrt_v_rms_{name}", ge=0, nullable=True, required=False),
+            f"per-element RMS of Adam's sqrt(v_hat) on the {matrix} slice (empty under SGD and before the first "
+            f"step). {_ABSENT}",
+        ),
+        described(
+            real(f"adam_below_eps_{name}", ge=0.0, le=1.0, nullable=True, required=False),
+            f"share of the {matrix} slice's elements with sqrt(v_hat) below Adam's eps, where a step is about "
+            f"lr g / eps (empty under SGD). {_ABSENT}",
+        ),
+    )
+)
 METRICS: tuple[Column, ...] = (
     described(count("epoch"), "epochs trained (0: the initialisation)"),
     described(
@@ -45,6 +85,8 @@ METRICS: tuple[Column, ...] = (
         "tokens), averaged over heads and probe images; 1 where every head selects one token (the theory's limit). "
         "Absent from runs made before it was measured",
     ),
+    *_FULL_PASS,
+    *_GRADIENTS,
     described(real("lr", ge=0), "the learning rate of the first parameter group after the epoch"),
     DATASET,
 )

@@ -19,6 +19,16 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def blas_kernels() -> list[dict[str, str]]:
+    """The BLAS libraries loaded in this process with their kernel sets (threadpoolctl's ``architecture``, e.g.
+    OpenBLAS's Haswell or SkylakeX): two machines with one CPU name can pick different kernel sets, which round
+    differently, so a rerun reproduces a digit only on the same set."""
+    from threadpoolctl import threadpool_info
+
+    keys = ("internal_api", "version", "architecture")
+    return [{key: str(lib.get(key)) for key in keys} for lib in threadpool_info() if lib.get("user_api") == "blas"]
+
+
 def peak_memory_mb(device: torch.device) -> float:
     """Peak memory of this process: the GPU's allocator peak on CUDA, else the resident set's high-water mark."""
     if device.type == "cuda":

@@ -10,6 +10,7 @@ The analyses of a finished run (each head against its max-margin solution) read 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Callable
 
@@ -20,7 +21,7 @@ from torch.nn import functional
 
 from maxmargin.experiments.vit.checkpoint import w_history_path
 from maxmargin.experiments.vit.data import ImageData, normalize
-from maxmargin.experiments.vit.model import cls_attention, patch_attention, soft_sparsity
+from maxmargin.experiments.vit.model import cls_attention, last_attention, patch_attention, soft_sparsity
 from maxmargin.experiments.vit.settings import VitSettings
 
 
@@ -63,6 +64,31 @@ class Evaluator:
         self.model.train()
         return loss / len(x), correct / len(x)
 
+    def train_pass(self, x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, float], torch.Tensor]:
+        """The training loss at the current weights, in eval mode: its mean, its largest per-sample value and the
+        accuracy; and the gradient of the mean loss on the last layer's fused qkv weight (3C x C).
+
+        The theory's loss is the mean over the whole training set at one W (not the epoch's running mean over moving
+        weights); its largest term says whether every sample is fit. Only the last layer's qkv weight gets a gradient
+        (``torch.autograd.grad``): no parameter's ``.grad`` is touched, so the training that follows is unchanged.
+        """
+        self.model.eval()
+        weight = last_attention(self.model).qkv.weight
+        grad, total, largest, correct = torch.zeros_like(weight), 0.0, 0.0, 0
+        for i in range(0, len(x), self.batch):
+            xb = normalize(x[i : i + self.batch].to(self.device), self.mean, self.std)
+            yb = y[i : i + self.batch].to(self.device)
+            with self.autocast():
+                logits = self.forward(xb).float()
+            losses = functional.cross_entropy(logits, yb, reduction="none")
+            grad += torch.autograd.grad(losses.sum() / len(x), weight)[0]
+            total += float(losses.detach().sum())
+            largest = max(largest, float(losses.detach().max()))
+            correct += int((logits.detach().argmax(-1) == yb).sum())
+        self.model.train()
+        stats = {"train_loss_full": total / len(x), "train_loss_max": largest, "train_acc_full": correct / len(x)}
+        return stats, grad.detach()
+
     def probe(self) -> tuple[float, float, np.ndarray, float, float]:
         """Mean soft-sparsity, [CLS] self-entry and saturation over the probe set; the fixed image's map and
         self-entry. Saturation: each head's largest softmax probability of its [CLS] row (over all 1 + T tokens, as
@@ -79,6 +105,34 @@ class Evaluator:
             float(self_entry[0]),
             float(saturation),
         )
+
+
+def _rms(t: torch.Tensor) -> float:
+    return float(t.double().square().mean().sqrt())
+
+
+def qk_gradient_stats(attn: nn.Module, grad: torch.Tensor, optimizer: torch.optim.Optimizer) -> dict[str, float]:
+    """Per-element statistics of the Q and K slices of a fused qkv weight: the RMS of ``grad`` (the full training
+    loss's gradient, :meth:`Evaluator.train_pass`) and, under Adam/AdamW, of sqrt(v_hat) from the optimiser's
+    state, v_hat = exp_avg_sq / (1 - beta2^step), with the share of elements where sqrt(v_hat) < eps.
+
+    Adam's step on an element is lr m_hat / (sqrt(v_hat) + eps): where sqrt(v_hat) falls far below eps the step is
+    about lr g / eps, so W stalls while its gradient is not zero. NaN where there is no second moment (SGD, or
+    Adam before its first step).
+    """
+    weight, d = attn.qkv.weight, attn.num_heads * attn.head_dim
+    slices = {"q": slice(0, d), "k": slice(d, 2 * d)}
+    stats = {f"grad_rms_{name}": _rms(grad[rows]) for name, rows in slices.items()}
+    state = optimizer.state.get(weight, {})
+    group = next(g for g in optimizer.param_groups if any(p is weight for p in g["params"]))
+    if "exp_avg_sq" not in state:
+        return stats | {f"{k}_{n}": math.nan for k in ("adam_sqrt_v_rms", "adam_below_eps") for n in slices}
+    step = float(state["step"])
+    sqrt_v = (state["exp_avg_sq"] / (1 - group["betas"][1] ** step)).sqrt()
+    for name, rows in slices.items():
+        stats[f"adam_sqrt_v_rms_{name}"] = _rms(sqrt_v[rows])
+        stats[f"adam_below_eps_{name}"] = float((sqrt_v[rows] < group["eps"]).double().mean())
+    return stats
 
 
 class WHistory:

@@ -27,7 +27,7 @@ from maxmargin.core.w_svm import frobenius_cosine
 from maxmargin.experiments.vit.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
 from maxmargin.experiments.vit.data import augment, normalize
 from maxmargin.experiments.vit.images import ImageData
-from maxmargin.experiments.vit.machine import cpu_name, peak_memory_mb
+from maxmargin.experiments.vit.machine import blas_kernels, cpu_name, peak_memory_mb
 from maxmargin.experiments.vit.model import (
     build_vit,
     key_query_matrix,
@@ -36,7 +36,7 @@ from maxmargin.experiments.vit.model import (
     soft_sparsity,
 )
 from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
-from maxmargin.experiments.vit.probes import Evaluator, WHistory
+from maxmargin.experiments.vit.probes import Evaluator, WHistory, qk_gradient_stats
 from maxmargin.experiments.vit.results import TrainResult
 from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
 from maxmargin.experiments.vit.snapshots import Snapshots, snapshot_epochs
@@ -113,8 +113,11 @@ class _Trainer:
         return epoch % self.ts.eval_every == 0 or epoch == self.ts.epochs
 
     def measure(self, epoch: int, train_loss: float, train_acc: float) -> None:
-        """Test accuracy, probe, ||W||_F and W's cosine with the previous row's after ``epoch``: one more row."""
+        """Test accuracy, probe, ||W||_F and W's cosine with the previous row's, the training loss at the weights
+        of ``epoch`` (mean, largest, accuracy) and the Q/K gradient statistics after ``epoch``: one more row."""
         _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
+        full, grad = self.ev.train_pass(self.x_train, self.y_train)
+        gradients = qk_gradient_stats(last_attention(self.model), grad, self.optimizer)
         sparsity, self_mean, fixed_map, fixed_self, saturation = self.ev.probe()
         w = self.key_query()
         w32 = w.astype(np.float32)  # as the W history stores it: a resumed run computes the same cosines
@@ -131,6 +134,8 @@ class _Trainer:
             "w_cosine_final": math.nan,  # known once the run ends (finish)
             "cls_self_attention": self_mean,
             "cls_max_attention": saturation,
+            **full,
+            **gradients,
             "lr": self.optimizer.param_groups[0]["lr"],
             "dataset": self.data.name,
         }
@@ -360,6 +365,7 @@ def _result(run: _Trainer, resumed: int | None, seconds: float) -> TrainResult:
         "device": str(run.device),
         "device_name": torch.cuda.get_device_name(run.device) if run.device.type == "cuda" else cpu_name(),
         "cpu": cpu_name(),
+        "blas": blas_kernels(),
         "torch_threads": torch.get_num_threads(),
         "torch_version": torch.__version__,
         "optimizer": run.ts.optimizer,
