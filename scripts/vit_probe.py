@@ -1,6 +1,6 @@
 """Snakemake script: each last-layer head of the finished ViT run against its W-ATT-SVM solution, at every snapshot
 (rule vit_probe): reads the run's snapshots and probe images, trains nothing. The snapshot file is read only once it
-is the run's own, by the run's sidecar (maxmargin/experiments/vit_run_snapshots.py)."""
+and the run's sidecar are this config's run's (maxmargin/experiments/vit_run_snapshots.py)."""
 
 import json
 from pathlib import Path
@@ -34,7 +34,8 @@ with rule_logging(snakemake) as log:
             chosen_on,
             probe.images,
         )
-    snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar)
+    # a sidecar, metrics table or snapshot file of another run (a partial restore, a sync) is refused, named
+    snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar, settings.fingerprint(data.identity))
     log.info("snapshots of epochs %s; %d images of %s (%s)", snapshots["epochs"], n, data.name, ", ".join(images))
     with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x
         rows = probe_snapshots(snapshots, settings.model, images, probe, 2 * settings.train.batch_size, n)

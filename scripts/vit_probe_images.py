@@ -22,7 +22,8 @@ with rule_logging(snakemake) as log:
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     data = load_image_data(settings.data, settings.train.seed, manifest)
     images = image_sets(data, probe.image_sets, settings.probe.n_images)
-    snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar)
+    # a sidecar, metrics table or snapshot file of another run (a partial restore, a sync) is refused, named
+    snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar, settings.fingerprint(data.identity))
     last = max(int(e) for e in snapshots["epochs"])
     log.info("epoch %d; image counts %s of %s (%s)", last, list(probe.curve_images), data.name, ", ".join(images))
     with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x

@@ -219,33 +219,88 @@ def test_the_probe_refuses_the_snapshots_of_another_run(tmp_path: Path, tiny_dat
     short, long = tiny_settings(4, snapshot_every=4), tiny_settings(8, snapshot_every=4)
     four = saved_run(tmp_path / "four", short, tiny_data)
     eight = saved_run(tmp_path / "eight", long, tiny_data)
-    snapshots, sidecar = eight[3], eight[1]
-    assert run_snapshots(snapshots, sidecar)["epochs"] == [0, 4, 8]
+    snapshots, sidecar, fingerprint = eight[3], eight[1], long.fingerprint(tiny_data.identity)
+    assert run_snapshots(snapshots, sidecar, fingerprint)["epochs"] == [0, 4, 8]
     own = json.loads(sidecar.read_text())
     other = json.loads(four[1].read_text())
     assert other["fingerprint"] != own["fingerprint"]
 
     snapshots.write_bytes(four[3].read_bytes())
     with pytest.raises(ValueError) as err:
-        run_snapshots(snapshots, sidecar)
+        run_snapshots(snapshots, sidecar, fingerprint)
     message = str(err.value)
     for value in (other["fingerprint"], own["fingerprint"], other["snapshots_sha256"], own["snapshots_sha256"]):
         assert value in message
     assert "[0, 4] in the file, [0, 4, 8] in the sidecar" in message
-    assert f"rm {snapshots}" in message and "rule vit_train then restores" in message and str(sidecar) in message
+    assert message.startswith(f"{snapshots} is not this run's")  # the snapshot file alone, not the run's sidecar
+    assert f"(rm {snapshots})" in message and "rule vit_train then restores" in message and str(sidecar) in message
 
     snapshots.unlink()  # the fix the message gives: rule vit_train restores the file from the finished checkpoint
     restored = saved_run(tmp_path / "eight", long, tiny_data, restore=True)
     assert json.loads(restored[1].read_text())["resumed_from_epoch"] == 8  # restored, not trained
-    assert run_snapshots(snapshots, sidecar)["epochs"] == [0, 4, 8]
+    assert run_snapshots(snapshots, sidecar, fingerprint)["epochs"] == [0, 4, 8]
 
     good = snapshots.read_bytes()
     snapshots.write_bytes(good[: len(good) // 2])
     with pytest.raises(ValueError, match=r"cannot be read as a snapshot file .*truncated.*rm "):
-        run_snapshots(snapshots, sidecar)
+        run_snapshots(snapshots, sidecar, fingerprint)
     torch.save([1, 2, 3], snapshots)
     with pytest.raises(ValueError, match=r"holds a list, not a snapshot file's dict; remove it"):
-        run_snapshots(snapshots, sidecar)
+        run_snapshots(snapshots, sidecar, fingerprint)
+
+
+def test_the_probe_refuses_a_sidecar_or_metrics_table_of_another_run(
+    tmp_path: Path, tiny_data: vit_images.ImageData
+) -> None:
+    """Issue 61's case: the sidecar and the snapshot file of another run of the same model restored into a finished
+    run (a partial restore, a sync from a node), its own metrics table beside them. The snapshot file agrees with
+    the sidecar, but the sidecar is not this config's run (another fingerprint) nor of this metrics table: both are
+    named as the foreign files, the metrics table not. A sidecar swapped alone is blamed alone (the snapshot file
+    carries this config's fingerprint), so is a metrics table swapped alone, and a sidecar that records neither
+    file beside it (another run of the same settings) is the one named."""
+    short, long = tiny_settings(2, snapshot_every=2), tiny_settings(4, snapshot_every=2)
+    other = saved_run(tmp_path / "other", short, tiny_data)
+    own = saved_run(tmp_path / "own", long, tiny_data)
+    metrics, sidecar, snapshots = own[0], own[1], own[3]
+    fingerprint = long.fingerprint(tiny_data.identity)
+    kept = {path: path.read_bytes() for path in own}
+    theirs = json.loads(other[1].read_text())
+
+    def refusal() -> str:
+        with pytest.raises(ValueError) as err:
+            run_snapshots(snapshots, sidecar, fingerprint)
+        return str(err.value)
+
+    sidecar.write_bytes(other[1].read_bytes())
+    snapshots.write_bytes(other[3].read_bytes())
+    message = refusal()
+    assert message.startswith(f"{sidecar} and {snapshots} are not this run's")
+    assert theirs["fingerprint"] in message and fingerprint in message and file_sha256(metrics) in message
+    assert f"(rm {sidecar} {snapshots})" in message and "rule vit_train then restores" in message
+
+    snapshots.write_bytes(kept[snapshots])  # the sidecar alone swapped: the snapshot file is this config's
+    message = refusal()
+    assert message.startswith(f"{sidecar} is not this run's") and f"(rm {sidecar})" in message
+    assert f"the snapshot file {snapshots} carries this config's fingerprint" in message
+
+    sidecar.write_bytes(kept[sidecar])
+    metrics.write_bytes(other[0].read_bytes())  # the metrics table alone swapped
+    message = refusal()
+    assert message.startswith(f"{metrics} is not this run's") and f"(rm {metrics})" in message
+    assert file_sha256(other[0]) in message and json.loads(kept[sidecar])["metrics_table"]["sha256"] in message
+
+    metrics.write_bytes(kept[metrics])
+    record = json.loads(kept[sidecar])
+    record["metrics_table"]["sha256"], record["snapshots_sha256"] = "0" * 64, "1" * 64  # same settings, other run
+    sidecar.write_text(json.dumps(record))
+    message = refusal()
+    assert message.startswith(f"{sidecar} is not this run's") and "describes neither file beside it" in message
+
+    sidecar.write_bytes(kept[sidecar])
+    assert run_snapshots(snapshots, sidecar, fingerprint)["epochs"] == [0, 2, 4]  # the run's own files pass
+    with pytest.raises(ValueError) as err:  # the probe of another config: all three files are another run's
+        run_snapshots(snapshots, sidecar, short.fingerprint(tiny_data.identity))
+    assert str(err.value).startswith(f"{sidecar} and {snapshots} and {metrics} are not this run's")
 
 
 TINY_RUN = {
