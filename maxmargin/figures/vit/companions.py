@@ -16,19 +16,62 @@ from maxmargin.figures.vit.notes import WARNING_COLOR, footer, source_note, stan
 from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
 
 NO_W_SVM = "No W-ATT-SVM measurement in this run: it kept no snapshots (vit.train.snapshot_every: 0)."
+# A line through fewer measured points than this reads as a trend that nothing measured (two epochs joined look like
+# a steady rise): such a series is drawn as its points alone.
+MIN_JOINED = 3
+CEILING_COLOR = "0.4"  # every head's rank ceiling, as the legend keys it (the ceilings of the heads overlap)
+
+
+def _series(ax: Axes, x: Any, y: Any, *, ls: str = "-", marker: str = "", unjoined: str = "o", **kw: Any) -> None:
+    """A measured series: a line (``ls``) through its points where it has :data:`MIN_JOINED` or more, else its
+    points alone, each drawn as ``marker`` (``unjoined`` where the line has none)."""
+    joined = len(x) >= MIN_JOINED
+    ax.plot(x, y, ls=ls if joined else "none", marker=marker or ("" if joined else unjoined), **kw)
+
+
+def _band(ax: Axes, x: Any, y: Any, sd: Any) -> None:
+    """The +-1 sd of a null around its mean: a band where it is joined (:data:`MIN_JOINED`), else error bars."""
+    if len(x) >= MIN_JOINED:
+        ax.fill_between(x, y - sd, y + sd, color="0.8", lw=0)
+    else:
+        ax.errorbar(x, y, yerr=sd, fmt="none", ecolor="0.7", elinewidth=2, capsize=0)
+
+
+def _measured_at(ax: Axes, epochs: Any) -> None:
+    """Where the probe measured fewer than :data:`MIN_JOINED` epochs (the first and the last snapshot only), the
+    panel says so: its points are not joined, and no trend between them was measured."""
+    if len(epochs) >= MIN_JOINED:
+        return
+    which = " and ".join(str(int(e)) for e in sorted(epochs))
+    ax.text(
+        0.5,
+        0.45,
+        f"measured at epoch{'s' if len(epochs) > 1 else ''} {which} only:\nno trend between them was measured",
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=7,
+        color="0.3",
+    )
 
 
 def _heads(ax: Axes, table: pd.DataFrame) -> None:
     """Panel (a): each head's cosine (hollow: soft-margin) and its rank ceiling (dotted), per measured epoch."""
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    joined = True
     for head, rows in table.sort_values("epoch").groupby("head"):
         color = colors[int(head) % len(colors)]
-        ax.plot(rows["epoch"], rows["cosine"], color=color, lw=1.4, label=f"head {int(head)}")
+        joined = len(rows) >= MIN_JOINED  # else the head's points alone, which the scatters below draw
+        if joined:
+            ax.plot(rows["epoch"], rows["cosine"], color=color, lw=1.4)
+        ax.plot([], [], color=color, lw=1.4, ls="-" if joined else "none", marker="" if joined else "o", ms=4,
+                label=f"head {int(head)}")  # fmt: skip
         soft = ~rows["hard_margin"].astype(bool)
         ax.scatter(rows["epoch"][~soft], rows["cosine"][~soft], color=color, s=14, zorder=3)
         ax.scatter(rows["epoch"][soft], rows["cosine"][soft], facecolors="none", edgecolors=color, s=18)
-        ax.plot(rows["epoch"], rows["ceiling"], color=color, ls=":", lw=1.0)
-    ax.plot([], [], color="0.4", ls=":", lw=1.0, label="rank ceiling")
+        _series(ax, rows["epoch"], rows["ceiling"], color=CEILING_COLOR, ls=":", lw=1.0, unjoined="_")
+    ax.plot([], [], color=CEILING_COLOR, ls=":" if joined else "none", marker="" if joined else "_", lw=1.0,
+            label="rank ceiling")  # fmt: skip
 
 
 def _means(ax: Axes, table: pd.DataFrame, min_w_svm_gain: float) -> float:
@@ -37,13 +80,17 @@ def _means(ax: Axes, table: pd.DataFrame, min_w_svm_gain: float) -> float:
     (the shuffled null can be negative: the axis goes below 0 then)."""
     m = table.groupby("epoch").mean(numeric_only=True).sort_index()
     e = m.index.to_numpy()
-    ax.plot(e, m["cosine"], "o-", color="k", ms=3, lw=1.4, label="heads", zorder=3)
-    ax.fill_between(e, m["null_rank"] - m["null_rank_sd"], m["null_rank"] + m["null_rank_sd"], color="0.8", lw=0)
-    ax.plot(e, m["null_rank"], color="0.45", lw=1.0, label="null: random rank $d_h$")
+    _series(ax, e, m["cosine"], marker="o", color="k", ms=3, lw=1.4, label="heads", zorder=3)
+    _band(ax, e, m["null_rank"], m["null_rank_sd"])
+    _series(ax, e, m["null_rank"], color="0.45", lw=1.0, unjoined="_", label="null: random rank $d_h$")
     shuffled = m["null_shuffled"].dropna()  # measured at some epochs only (vit.w_svm.shuffle_every)
-    ax.plot(shuffled.index, shuffled, "x--", color="C1", ms=4, lw=1.0, label="null: shuffled selection")
-    ax.plot(e, m["span_cosine"], color="C0", ls="-.", lw=1.0, label="share in the constraints' span")
-    ax.plot(e, m["ceiling"], color="k", ls=":", lw=1.0, label="rank ceiling")
+    _series(
+        ax, shuffled.index, shuffled, ls="--", marker="x", color="C1", ms=4, lw=1.0, label="null: shuffled selection"
+    )
+    _series(
+        ax, e, m["span_cosine"], ls="-.", unjoined="^", color="C0", lw=1.0, ms=4, label="share in the constraints' span"
+    )
+    _series(ax, e, m["ceiling"], ls=":", unjoined="_", color="k", lw=1.0, label="rank ceiling")
     nuclear = m[["cosine_nuclear", "cosine_frobenius_nuclear_images"]].dropna()
     if len(nuclear):
         ax.plot(nuclear.index, nuclear["cosine_nuclear"], "D", color="C4", ms=4, label="nuclear-norm SVM (few images)")
@@ -72,13 +119,16 @@ def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
         lowest = _means(axes[1], table[sets == judged], min_w_svm_gain)
         for name in sorted(set(sets) - {judged}):  # the other set's head means, beside the judged set's
             other = table[sets == name].groupby("epoch")["cosine"].mean()
-            axes[1].plot(other.index, other, "o--", color="0.3", ms=2.5, lw=1.0, label=f"heads ({name} images)")
+            _series(axes[1], other.index, other, ls="--", marker="o", color="0.3", ms=2.5, lw=1.0,
+                    label=f"heads ({name} images)")  # fmt: skip
             lowest = min(lowest, float(other.min()))
         titles = (
             f"(a) $\\cos(\\tilde W_h, W^{{mm}}_h)$ per head ({judged} images)",
             "(b) mean over heads, against the nulls",
         )
+        epochs = table.loc[sets == judged, "epoch"].unique()
         for ax, title in zip(axes, titles, strict=True):
+            _measured_at(ax, epochs)
             ax.set_xlabel("Epoch")
             ax.set_title(title, fontsize=9)
             ax.set_ylim(0.0 if lowest >= 0 else lowest - 0.05, 1.05)
