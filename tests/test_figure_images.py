@@ -12,6 +12,7 @@ THUMBNAIL_TEXT_PX pixels: the README's thumbnails stay readable.
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import matplotlib.pyplot as plt
@@ -75,6 +76,41 @@ def test_figure1_shows_every_start_ending_near_the_direction_it_reaches(panel: s
                "γ = -1.58") for label in legend) == lmm  # fmt: skip
     assert all("non-optimal" not in label for label in legend if "locally" in label)
     plt.close(fig)
+
+
+@pytest.mark.parametrize("panel", ["fig1a", "fig1b", "fig1c"])
+def test_figure1s_captions_name_the_directions_each_panel_draws(panel: str) -> None:
+    """The three panels of Figure 1 share a caption's text, but only (b) draws an LMM direction (a dashed blue
+    ray): its caption alone names one, and every caption names the dashed red GMM direction each panel draws."""
+    from maxmargin.figures.style import COLORS
+
+    name = registry.panel(panel).experiment
+    settings, data = derived.experiment_settings(name, DEFAULT_CONFIG), derived.experiment_data(name, DEFAULT_CONFIG)
+    tables = run_experiment(name, settings, data)
+    fig = draw_synthetic_panel(panel, tables.trajectories, tables.tokens, tables.directions, {})
+    rays = {line.get_color() for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"}
+    caption = derived.caption(registry.panel(panel), DEFAULT_CONFIG)
+    assert COLORS["gmm"] in rays and "Dashed red: the GMM direction." in caption
+    assert (COLORS["lmm"] in rays) == ("dashed blue" in caption.lower()) == (panel == "fig1b")
+    plt.close(fig)
+
+
+def test_figure4as_caption_says_its_claim_is_measured_past_the_iterations_it_draws() -> None:
+    """Figure 4(a) draws the first plots.fig4_iterations iterations; its claim finds constant-step GD saturating later
+    in the run (iteration 297 of 1000 at the default settings): the caption says over how many iterations the claim
+    measured and how many the panel draws, so the iteration it quotes is not looked for on the panel."""
+    from maxmargin.claims import claims_config, evaluate_claims, run_sentences
+
+    name = registry.panel("fig4a").experiment
+    settings, data = derived.experiment_settings(name, DEFAULT_CONFIG), derived.experiment_data(name, DEFAULT_CONFIG)
+    tables = {"fig4": run_experiment(name, settings, data).trajectories}
+    claims = evaluate_claims(tables, claims_config(DEFAULT_CONFIG))
+    measured = claims.set_index("claim_id").loc["normalized_gd_faster", "measured"]
+    drawn = DEFAULT_CONFIG["plots"]["fig4_iterations"]
+    assert max(int(i) for i in re.findall(r"(?:iteration|vs) (\d+)", measured)) > drawn  # the case the caption is for
+    caption = derived.caption(registry.panel("fig4a"), DEFAULT_CONFIG, run_sentences(claims, tables))
+    assert f"over all {settings['n_iter']} iterations (the panel draws the first {drawn}): " in caption
+    assert measured in caption
 
 
 @pytest.mark.slow

@@ -19,8 +19,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
 
 _FIG1 = (
     "normalized gradient descent (eta = {eta:g}, {n_iter} iterations, {loss} loss) on the attention weights p from "
-    "several starts, drawn in the key plane with the tokens (stars: optimal tokens). Dashed red: the GMM direction; "
-    "dashed blue: LMM directions."
+    "several starts, drawn in the key plane with the tokens (stars: optimal tokens). Dashed red: the GMM direction."
 )
 
 _FIG3 = (
@@ -56,8 +55,9 @@ PANELS: tuple[Panel, ...] = (
         draw="key_plane_gd",
         title="(b) Global and local optimal directions",
         experiment="fig1b",
-        caption="Figure 1(b): " + _FIG1 + " Theorem 3 states that GD started inside a cone C_{{mu,R}} around an LMM "
-        "direction, far enough from the origin, converges in direction to that LMM; it does not say which of these "
+        caption="Figure 1(b): " + _FIG1 + " Dashed blue: the LMM direction. Theorem 3 states that GD started "
+        "inside a cone C_{{mu,R}} around an LMM direction, far enough from the origin, converges in direction to "
+        "that LMM; it does not say which of these "
         "starts lie in such a cone. Where each start on the p_2 axis went, as this run measured it (the legend says "
         "it too): {run[gd_local_or_global]}. The basin map (target basin, beyond the paper) labels every start of "
         "the plane: {run[basin_fig1b_consistent]}.",
@@ -130,7 +130,8 @@ PANELS: tuple[Panel, ...] = (
         title="(a) Evolution of softmax probability",
         experiment="fig4",
         options=("plots.fig4_iterations",),
-        caption="Figure 4(a): " + _FIG4 + " This run: {run[normalized_gd_faster]}.",
+        caption="Figure 4(a): " + _FIG4 + " This run, over all {n_iter} iterations (the panel draws the first "
+        "{fig4_iterations}): {run[normalized_gd_faster]}.",
     ),
     Panel(
         name="fig4b",
