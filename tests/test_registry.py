@@ -59,6 +59,17 @@ def test_every_panel_and_table_of_the_report_has_its_own_caption():
     assert {p.name for p in (REPO / "workflow" / "report").glob("*.rst")} == {"workflow.rst"}
 
 
+def test_no_caption_prints_a_bare_boolean_of_the_config():
+    """A boolean setting filled into a caption reads as a word of the sentence ("the bias row True"): a caption says
+    what the setting is and then its value, never True or False in place of a word."""
+    entries = [*registry.PANELS, *(t for t in registry.TABLES if t.label)]
+    for config in (DEFAULT_CONFIG, {**DEFAULT_CONFIG, "vit": {**DEFAULT_CONFIG["vit"], "w_svm": {
+            **DEFAULT_CONFIG["vit"]["w_svm"], "query_bias": False}}}):  # fmt: skip
+        for entry in entries:
+            for match in re.finditer(r"\b(True|False)\b", text := derived.caption(entry, config)):
+                assert re.search(r"(true|false), here $", text[: match.start()]), (entry.name, text)
+
+
 def test_every_column_is_described_once_and_its_tables_caption_lists_it():
     """What a column measures is its ``description``, declared once: every table's report caption ends with the list
     of its columns made from them, and its own text names none of them; change a description and the
