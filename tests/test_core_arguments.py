@@ -177,6 +177,10 @@ CASES = {
     "token_scores": (lambda: core.token_scores(K, Y, np.ones(3)), r"v must have shape \(\.\.\., d\) with d = 2"),
     "v_svm": (lambda: core.v_svm(np.ones((2, 2)), np.ones(3)), r"Y must have shape \(n,\) with n = 2 \(as R\)"),
     "v_svm_qp": (lambda: core.v_svm_qp(np.ones((2, 2)), np.array([1.0, np.nan])), r"Y holds 1 NaN"),
+    "margin_slack": (
+        lambda: core.margin_slack(np.ones(2), np.ones((1, 3)), np.ones((2, 3, 2)), np.ones((1, 3), bool), 1e-9),
+        r"d must have shape \(n, T, C\) with n = 1 \(as a\): got shape \(2, 3, 2\)",
+    ),
     "w_att_svm": (
         lambda: core.w_att_svm(Z, XW, np.array([5])),
         r"selected must hold indices in \[0, T\) with T = 2 \(as x\)",

@@ -151,6 +151,7 @@ _HOMES = {
         "HULL_TOL",
         "REPAIR_GAP",
         "SOLVE_RTOL",
+        "margin_slack",
     ),
     "w_svm_nuclear": ("w_att_svm_nuclear",),
     "w_svm_nulls": (

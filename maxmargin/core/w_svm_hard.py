@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from maxmargin.core.arguments import check_arrays
 from maxmargin.core.w_svm_dual import LinearAlgebra, Planes, _cutting_planes, _frobenius_solve, _size
 
 # No W meets every margin when the constraint features' convex hull comes closer to 0 than this fraction of their
@@ -53,22 +54,72 @@ def _hard_margin_planes(
     return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, _hull_bound(a, d))
 
 
+def margin_slack(
+    alpha: NDArray[np.float64], a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
+) -> float:
+    """The slack s at which the hard margins of (W-ATT-SVM) count as met, a_i^T W d_it >= 1 - s, for the multipliers
+    ``alpha`` of W = sum_k alpha_k a_k d_k^T: s = max(tol, SOLVE_RTOL sum_k alpha_k max_k ||a_k||^2 ||d_k||^2).
+
+    The margins m = G alpha carry rounding that grows with the multipliers (:data:`SOLVE_RTOL`); 1e-6 at most.
+
+    Parameters
+    ----------
+    alpha : ndarray, shape (k,)
+        The multipliers of the working set's constraints.
+    a : ndarray, shape (n, C + 1)
+        Query inputs a_i (:func:`~maxmargin.core.w_svm.query_inputs`).
+    d : ndarray, shape (n, T, C)
+        Differences x_{i,o_i} - x_it.
+    other : ndarray of bool, shape (n, T)
+        The constraints, t != o_i.
+    tol : float
+        The margin tolerance asked for (:data:`~maxmargin.core.w_svm.W_SVM_TOL`).
+
+    Returns
+    -------
+    float
+        The slack s.
+
+    Examples
+    --------
+    Multipliers 5e7 on two differences of norm 1: the margins are met at 1 - 1e-6, not at 1 - tol.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import margin_slack
+    >>> a, d = np.array([[0.0, 0.0, 1.0]]), np.array([[[1.0, 1e-4], [-1.0, 1e-4], [0.0, 0.0]]])
+    >>> margin_slack(np.array([5e7, 5e7]), a, d, np.array([[True, True, False]]), 1e-9)
+    1e-06
+    >>> margin_slack(np.array([1.0, 1.0]), a, d, np.array([[True, True, False]]), 1e-9)
+    1e-09
+    """
+    alpha, a, d, other, tol = check_arrays(
+        alpha=(alpha, "(k,)?"), a=(a, "(n, A)"), d=(d, "(n, T, C)"), other=(other, "bool (n, T)"), tol=(tol, "()")
+    )
+    return _margin_slack(alpha, a, d, other, tol)
+
+
+def _margin_slack(
+    alpha: NDArray[np.float64], a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
+) -> float:
+    """:func:`margin_slack` without the argument check (every hard solve's)."""
+    kernel = np.max(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2), where=other, initial=0.0)
+    return min(max(tol, SOLVE_RTOL * float(alpha.sum()) * kernel), 1e-6)
+
+
 def _feasible(
     planes: Planes | None, a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
 ) -> float | None:
-    """Whether some W meets every margin, decided by the hard-margin planes: the slack 1 - max(tol, SOLVE_RTOL
-    sum_k alpha_k max_k ||a_k||^2 ||d_k||^2) at which their W meets every margin (:data:`SOLVE_RTOL`; 1e-6 at
-    most), ||W||_F below :func:`_hull_bound`; :data:`_REPAIRED` where some margins fall short of that but W / its
-    smallest margin is certified within :data:`REPAIR_GAP`; None where no W does (a token equal to the selected one,
-    ||W||_F at the bound, read by :func:`_size`). An ArithmeticError where the planes stopped short of all three
-    (out of rounds, or a solve that misses its own margins by more than the certificate allows)."""
+    """Whether some W meets every margin, decided by the hard-margin planes: the slack :func:`margin_slack` at which
+    their W meets every margin, ||W||_F below :func:`_hull_bound`; :data:`_REPAIRED` where some margins fall short
+    of that but W / its smallest margin is certified within :data:`REPAIR_GAP`; None where no W does (a token equal
+    to the selected one, ||W||_F at the bound, read by :func:`_size`). An ArithmeticError where the planes stopped
+    short of all three (out of rounds, or a solve that misses its own margins by more than the certificate allows)."""
     if planes is None:
         return None
     w, margins, alpha, rounds, _ = planes
     if _size(w, alpha) >= _hull_bound(a, d):
         return None
-    kernel = np.max(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2), where=other, initial=0.0)
-    slack = min(max(tol, SOLVE_RTOL * float(alpha.sum()) * kernel), 1e-6)
+    slack = _margin_slack(alpha, a, d, other, tol)
     if margins[other].min() >= 1.0 - slack:
         return slack
     unmet = int(np.sum(margins[other] < 1.0 - slack))
