@@ -9,9 +9,9 @@
 - :mod:`maxmargin.experiments`: one module per experiment family, returning tables; :mod:`maxmargin.figures`: the
   panels, drawn from tables only.
 - :mod:`maxmargin.logs`, :mod:`maxmargin.config`, :mod:`maxmargin.claims`, :mod:`maxmargin.pipeline` (the
-  registry's names resolved): the pipeline; :mod:`maxmargin.report`, :mod:`maxmargin.drawing_code` and
-  :mod:`maxmargin.registry_checks`, read at parse time (the report's entries, each panel's rerun trigger, the
-  registry's mistakes named); scripts and rule files on top.
+  registry's names resolved): the pipeline; :mod:`maxmargin.report`, :mod:`maxmargin.drawing_code`,
+  :mod:`maxmargin.job_code` and :mod:`maxmargin.registry_checks`, read at parse time (the report's entries, each
+  panel's and each job's rerun trigger, the registry's mistakes named); scripts and rule files on top.
 - :mod:`maxmargin.gpu`: a GPU session (``python -m maxmargin.gpu``, run by tools/gpu_session.sh): its checks, the
   kit, its record, the plan, the stages and their watchers, what it brings back, the process trees it stops.
 - :mod:`maxmargin.docs`: the generated pages' writers (``make docs``: ``python -m maxmargin.docs.<writer>``), each

@@ -25,7 +25,7 @@ import ast
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from maxmargin import registry
@@ -41,6 +41,32 @@ REPORT_ONLY = ("target", "label", "caption", "caption_blocks", "subcategory")
 
 
 @dataclasses.dataclass(frozen=True)
+class _Named:
+    """What a piece of source reads: its names, its ``name.attribute`` pairs (a module's attribute), and for each
+    ``getattr(name, ...)`` the string constants of the source that are identifiers (names it may look up)."""
+
+    names: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    looked_up: dict[str, tuple[str, ...]]
+
+
+def _names_in(trees: list[ast.AST]) -> _Named:
+    """:class:`_Named` of the syntax trees ``trees`` (one walk)."""
+    names, pairs, bases, constants = set(), set(), set(), []
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            pairs.add((node.value.id, node.attr))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            constants.append(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+            if node.args and isinstance(node.args[0], ast.Name):
+                bases.add(node.args[0].id)
+    return _Named(frozenset(names), frozenset(pairs), {base: tuple(constants) for base in bases})
+
+
+@dataclasses.dataclass(frozen=True)
 class _Module:
     """The module-level definitions of one source file: name -> its statements' source, and name -> where an
     import of the package takes it from (a module, or a module and a name)."""
@@ -49,6 +75,8 @@ class _Module:
     text: str
     defined: dict[str, list[str]]
     imported: dict[str, tuple[str, str | None]]
+    functions: frozenset[str]  # the names a def or class binds (the others: assignments)
+    named: dict[str, _Named]  # name -> what its definitions read
 
 
 def module_file(dotted: str) -> Path | None:
@@ -90,15 +118,20 @@ def _targets(node: ast.stmt) -> list[str]:
 def _parse(path: Path, mtime: float) -> _Module:
     """``path``'s definitions (cached by the file's time: a test edits its copy in place)."""
     text = path.read_text()
-    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+    package = ".".join(_label(path).with_suffix("").parts).removesuffix(".__init__")
     defined: dict[str, list[str]] = {}
     imported: dict[str, tuple[str, str | None]] = {}
+    functions = set()
+    nodes: dict[str, list[ast.AST]] = {}
     for node in _statements(ast.parse(text).body):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             defined.setdefault(node.name, []).append(_source(text, node))
+            nodes.setdefault(node.name, []).append(node)
+            functions.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             for name in _targets(node):
                 defined.setdefault(name, []).append(_source(text, node))
+                nodes.setdefault(name, []).append(node)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from the package of this module
@@ -111,51 +144,86 @@ def _parse(path: Path, mtime: float) -> _Module:
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 imported[alias.asname or alias.name.split(".")[0]] = (alias.name if alias.asname else "", None)
-    return _Module(path, text, defined, imported)
+    named = {name: _names_in(trees) for name, trees in nodes.items()}
+    return _Module(path, text, defined, imported, frozenset(functions), named)
 
 
 def _module(path: Path) -> _Module:
     return _parse(path, path.stat().st_mtime)
 
 
+def _label(path: Path) -> Path:
+    """A source file's name in a fingerprint, wherever the package lies: a module's path from the package's parent
+    (maxmargin/figures/census.py), another file's bare name (a Snakemake script: run_synthetic.py)."""
+    return _label_under(path, PACKAGE)
+
+
 @functools.cache
-def _named(source: str) -> tuple[set[str], set[tuple[str, str]]]:
-    """The names a piece of source reads, and its ``name.attribute`` pairs (a module's attribute)."""
-    tree = ast.parse(source)
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    pairs = {
-        (n.value.id, n.attr) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-    }
-    return names, pairs
+def _label_under(path: Path, package: Path) -> Path:
+    return path.relative_to(package.parent) if path.is_relative_to(package) else Path(path.name)
+
+
+def functions_of(path: Path) -> frozenset[str]:
+    """The names a module-level ``def`` or ``class`` of the module at ``path`` binds."""
+    return _module(path).functions
 
 
 def _shared(path: Path) -> bool:
     return any(path == PACKAGE / name for name in SHARED_DRAWING_CODE)
 
 
-def function_sources(path: Path, name: str) -> dict[str, str]:
-    """The code a definition ``name`` of the module at ``path`` stands on (see the module's docstring): "module:name"
-    -> its source, for it and every definition of the package it names, transitively (the shared drawing code
-    left out: it is hashed whole). A KeyError when the module does not define or import ``name``."""
+def references(path: Path, source: str) -> list[tuple[Path, str, str]]:
+    """What a piece of source of the module at ``path`` names, as (module, name, how) to look up: its own names that
+    the module defines or imports (``how`` "local": a local or builtin name is no definition), each
+    ``module.attribute`` of an imported module of the package ("import": that module holds it), and, for a
+    ``getattr(module, ...)`` of such a module (a name chosen at run time), every string constant of the source that
+    the module defines ("local")."""
+    return _references(path, _names_in([ast.parse(source)]))
+
+
+def _references(path: Path, named: _Named) -> list[tuple[Path, str, str]]:
+    module = _module(path)
+    found = [(path, n, "local") for n in named.names if n in module.defined or n in module.imported]
+    for base, attr in named.pairs:
+        target = _imported_module(module, base)
+        if target is not None:
+            found.append((target, attr, "import"))
+    for base, constants in named.looked_up.items():
+        target = _imported_module(module, base)
+        if target is not None:
+            found += [(target, c, "local") for c in constants if c in _module(target).defined]
+    return found
+
+
+def _imported_module(module: _Module, name: str) -> Path | None:
+    """The file of the module of the package that ``name`` is bound to in ``module`` (``import``ed whole), or None."""
+    origin = module.imported.get(name)
+    return module_file(origin[0]) if origin and origin[1] is None and origin[0] else None
+
+
+def follow(todo: list[tuple[Path, str, str]], skip: Callable[[Path, str], bool] | None = None) -> dict[str, str]:
+    """The code the names in ``todo`` stand on, transitively: "module:name" -> its source (see the module's
+    docstring). ``todo`` holds (module, name, how): "own" must be there (a KeyError if not); "local" may be a local
+    or builtin name; "import" was named through an import of the package, so its module holds it, in a way this may
+    not follow (a lazy package's ``__init__``), and that module's whole text stands for it. ``skip(module, name)``:
+    a definition left out, and not followed (default: the shared drawing code, which a panel hashes whole)."""
+    skip = skip or (lambda at, _: _shared(at))
     found: dict[str, str] = {}
-    # (module, name, how it was reached): "own" must be there; "local" may be a local or builtin name; "import" was
-    # named through an import of the package, so its module holds it, in a way this may not follow
-    todo = [(path, name, "own")]
+    seen: set[tuple[Path, str, str]] = set()  # a name that is no definition is looked up once too
+    todo = list(todo)
     while todo:
-        at, wanted, how = todo.pop()
-        key = f"{at.relative_to(PACKAGE.parent)}:{wanted}"
-        if key in found or _shared(at):
+        item = todo.pop()
+        if item in seen:
+            continue
+        seen.add(item)
+        at, wanted, how = item
+        key = f"{_label(at)}:{wanted}"
+        if key in found or skip(at, wanted):
             continue
         module = _module(at)
         if wanted in module.defined:
             found[key] = "\n".join(module.defined[wanted])
-            names, pairs = _named(found[key])
-            todo += [(at, n, "local") for n in names]
-            for base, attr in pairs:
-                origin = module.imported.get(base)
-                target = module_file(origin[0]) if origin and origin[1] is None and origin[0] else None
-                if target is not None:
-                    todo.append((target, attr, "import"))
+            todo += _references(at, module.named[wanted])
         elif wanted in module.imported:
             origin, attr = module.imported[wanted]
             target = module_file(origin) if origin else None
@@ -167,6 +235,13 @@ def function_sources(path: Path, name: str) -> dict[str, str]:
         elif how == "import":
             found[key] = module.text
     return found
+
+
+def function_sources(path: Path, name: str) -> dict[str, str]:
+    """The code a definition ``name`` of the module at ``path`` stands on (see the module's docstring): "module:name"
+    -> its source, for it and every definition of the package it names, transitively (the shared drawing code
+    left out: it is hashed whole). A KeyError when the module does not define or import ``name``."""
+    return follow([(path, name, "own")])
 
 
 def definition(path: Path, name: str) -> str | None:

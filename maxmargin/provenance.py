@@ -241,13 +241,44 @@ def check_binding(
         raise TableIntegrityError(
             f"{path}: its provenance record does not say which settings made it; rebuild it: {rebuild}"
         )
+    for difference in config_differences(reads, config)[:1]:
+        raise TableIntegrityError(
+            f"{path} was made with another configuration: {difference} in this run's config; rebuild it: {rebuild}"
+        )
+
+
+def config_differences(reads: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+    """The recorded settings ``reads`` (dotted key -> value) that ``config`` gives another value, each as
+    "KEY is THEN in its record, NOW"."""
+    differences = []
     for key, then in reads.items():
         now = _value(config, key)
         if _canonical(then) != _canonical(now):
-            raise TableIntegrityError(
-                f"{path} was made with another configuration: {key} is {_canonical(then)} in its record, "
-                f"{_canonical(now)} in this run's config; rebuild it: {rebuild}"
-            )
+            differences.append(f"{key} is {_canonical(then)} in its record, {_canonical(now)}")
+    return differences
+
+
+def replan_reasons(path: str | os.PathLike[str], config: Mapping[str, Any], code: str) -> list[str]:
+    """Why the table at ``path``, there with its sidecar, is not this run's: each recorded setting (``reads``) this
+    ``config`` gives another value, and a job code hash (its job's ``code`` param, :mod:`maxmargin.job_code`) other
+    than ``code``. Asked of every table before a run plans its jobs, so that a results root copied without
+    Snakemake's records (``.snakemake/``) is made again where it is not this run's. Nothing for a table or sidecar
+    that is missing (Snakemake plans its job) or a record that is unreadable or says no settings (the read stops,
+    naming it: :func:`read_record`, :func:`check_binding`)."""
+    sidecar = provenance_path(path)
+    if not (Path(path).exists() and sidecar.exists()):
+        return []
+    try:
+        record = json.loads(sidecar.read_text())
+    except (ValueError, OSError):
+        return []
+    if not isinstance(record, dict) or not isinstance(record.get("reads"), Mapping):
+        return []
+    reasons = [f"{d} in this config" for d in config_differences(record["reads"], config)]
+    recorded = (record.get("params") or {}).get("code")
+    if recorded != code:
+        reasons.append(f"its job's code hash is {recorded} in its record, {code} now (maxmargin/job_code.py)")
+    return reasons
 
 
 def job_reads(rule: str, wildcards: Mapping[str, str], config: Mapping[str, Any]) -> dict[str, Any]:

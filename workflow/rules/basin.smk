@@ -6,6 +6,8 @@
 
 rule basin_tables:
     """GD from every start of the grid and of the arcs of C_{mu,R}(p_mm); Theorem 3's constants per radius."""
+    input:
+        unpack(current("basin_tables")),
     output:
         basin=table_path("basin"),
         cone=report(table_path("basin_cone"), **table_report("basin_cone")),
@@ -24,5 +26,6 @@ rule basin_tables:
     threads: 2
     params:
         reads=reads("basin_tables"),
+        code=job_code("basin_tables"),
     script:
         "../../scripts/basin_tables.py"

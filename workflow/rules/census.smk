@@ -7,6 +7,8 @@ CENSUS = config["census"]
 
 rule census_trials:
     """Normalized GD and GMM/LMM classification of every random trial of one dimension d."""
+    input:
+        unpack(current("census_trials")),
     output:
         table_outputs("census_run"),
     log:
@@ -19,12 +21,15 @@ rule census_trials:
         "../envs/core.yaml"
     params:
         reads=reads("census_trials"),
+        code=job_code("census_trials"),
     script:
         "../../scripts/census_trials.py"
 
 
 rule census_budget_trials:
     """The census of one small d at one iteration budget n_iter (target census_budget)."""
+    input:
+        unpack(current("census_budget_trials")),
     output:
         table_outputs("census_budget_run"),
     log:
@@ -38,12 +43,15 @@ rule census_budget_trials:
         "../envs/core.yaml"
     params:
         reads=reads("census_budget_trials"),
+        code=job_code("census_budget_trials"),
     script:
         "../../scripts/census_trials.py"
 
 
 rule census_grid_cell:
     """The census of one (n, T, d) cell of the phase diagram (target census_grid)."""
+    input:
+        unpack(current("census_grid_cell")),
     output:
         table_outputs("census_grid_run"),
     log:
@@ -58,6 +66,7 @@ rule census_grid_cell:
         "../envs/core.yaml"
     params:
         reads=reads("census_grid_cell"),
+        code=job_code("census_grid_cell"),
     script:
         "../../scripts/census_trials.py"
 
@@ -65,6 +74,7 @@ rule census_grid_cell:
 rule census_gather:
     """One table of every trial, and the per-d summary (with Wilson intervals) behind Figure 9(a) and the claims."""
     input:
+        unpack(current("census_gather")),
         table_files("census_run"),
     output:
         trials=report(table_path("census_trials"), **table_report("census_trials")),
@@ -82,6 +92,7 @@ rule census_gather:
     params:
         by=["d"],
         reads=reads("census_gather"),
+        code=job_code("census_gather"),
     script:
         "../../scripts/census_gather.py"
 
@@ -89,6 +100,7 @@ rule census_gather:
 rule census_budget_gather:
     """The census summary per (d, n_iter) with the number of labels that move with the budget."""
     input:
+        unpack(current("census_budget_gather")),
         table_files("census_budget_run"),
     output:
         trials=table_path("census_budget_trials"),
@@ -107,6 +119,7 @@ rule census_budget_gather:
     params:
         by=["d", "n_iter"],
         reads=reads("census_budget_gather"),
+        code=job_code("census_budget_gather"),
     script:
         "../../scripts/census_gather.py"
 
@@ -114,6 +127,7 @@ rule census_budget_gather:
 rule census_grid_gather:
     """The census summary per (n, T, d) cell of the phase diagram."""
     input:
+        unpack(current("census_grid_gather")),
         table_files("census_grid_run"),
     output:
         trials=table_path("census_grid_trials"),
@@ -131,6 +145,7 @@ rule census_grid_gather:
     params:
         by=["n", "T", "d"],
         reads=reads("census_grid_gather"),
+        code=job_code("census_grid_gather"),
     script:
         "../../scripts/census_gather.py"
 
@@ -138,6 +153,7 @@ rule census_grid_gather:
 rule census_histogram:
     """Histogram and cumulative distribution of the minimal score gap (Figures 9(b) and 10)."""
     input:
+        unpack(current("census_histogram")),
         # the runs themselves, not the gathered table: every census plot is then one level of the DAG
         [
             results_path(registry.table("census_run").pattern.format(d=d))
@@ -155,5 +171,6 @@ rule census_histogram:
         "../envs/core.yaml"
     params:
         reads=reads("census_histogram"),
+        code=job_code("census_histogram"),
     script:
         "../../scripts/census_histogram.py"

@@ -22,6 +22,7 @@ PAPER_TRAIN = yaml.safe_load(PAPER_CONFIG.read_text())["vit"]["train"]
 rule claims_table:
     """Measure every claim of the paper from the pipeline's own tables."""
     input:
+        unpack(current("claims_table")),
         **CLAIM_TABLES,
     output:
         csv=report(
@@ -44,6 +45,7 @@ rule claims_table:
         "../envs/core.yaml"
     params:
         reads=reads("claims_table"),  # the keys the claims read: their notes quote the settings that ran
+        code=job_code("claims_table"),
     script:
         "../../scripts/claims_table.py"
 
@@ -63,6 +65,7 @@ rule gallery_thumbnail:
         "../envs/core.yaml"
     params:
         scale=registry.GALLERY_SCALE,
+        code=job_code("gallery_thumbnail"),
     script:
         "../../scripts/gallery_thumbnail.py"
 
@@ -83,6 +86,7 @@ rule docs_claims:
         "../envs/core.yaml"
     params:
         paper_train=PAPER_TRAIN,
+        code=job_code("docs_claims"),
     script:
         "../../scripts/docs_claims.py"
 
@@ -102,6 +106,8 @@ rule docs_tables:
     localrule: True
     conda:
         "../envs/core.yaml"
+    params:
+        code=job_code("docs_tables"),
     script:
         "../../scripts/docs_tables.py"
 

@@ -3,9 +3,14 @@
 # plain data) by the package (maxmargin.registry.derived, maxmargin.report): parsing imports neither numpy nor torch.
 import os
 
+from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
+from snakemake.settings.enums import RerunTrigger
+
 from maxmargin import registry
+from maxmargin.job_code import job_fingerprint, job_tables
 from maxmargin.registry import derived
-from maxmargin.provenance import RUN_ARGS_ENV
+from maxmargin.provenance import RUN_ARGS_ENV, replan_reasons
 from maxmargin.registry.reads import read_keys, subset
 from maxmargin.report import ReportEntries, run_sentences
 
@@ -52,6 +57,65 @@ def reads(rule):
         return subset(config, read_keys(rule, dict(wildcards.items())))
 
     return job_reads
+
+
+def job_code(name):
+    """The `code` param of the jobs of ``name`` (a rule), their rerun trigger. A hash of the script, the package code
+    that names and the job's declarations in the registry (maxmargin/job_code.py), so that an edit reruns the jobs
+    it concerns.
+    """
+
+    def code(wildcards):
+        script = Path(workflow.get_rule(name).script).name
+        return job_fingerprint(
+            name, Path(workflow.basedir) / "scripts" / script, dict(wildcards.items())
+        )
+
+    return code
+
+
+def current(name, code=None):
+    """An input function of a job of rule ``name`` that adds no input. Before the run plans its jobs, it compares each
+    table of the job found under the results root with its sidecar: where the sidecar records settings this config
+    gives other values, or another job code (``code``, a function of the wildcards; default: job_code(name)), the
+    job is planned again. Snakemake's own records (.snakemake/) would say so only where they are there: a results
+    root copied or restored without them would serve the old tables. Settings and code are params: under
+    --rerun-triggers without `params`, as for Snakemake, nothing is planned for them.
+    """
+    code = code or job_code(name)
+
+    def check(wildcards):
+        if RerunTrigger.PARAMS not in workflow.rerun_triggers:
+            return {}
+        found = dict(wildcards.items())
+        paths = [
+            table_path(table.name).format(**found)
+            for table in job_tables(name, found)
+            if table.sidecar
+        ]
+        for path in paths:
+            if reasons := replan_reasons(path, config, code(wildcards)):
+                plan_again(paths, name, f"{path}: {'; '.join(reasons)}")
+                break
+        return {}
+
+    return check
+
+
+def plan_again(paths, name, why):
+    """Force the job writing ``paths`` (this DAG's forced files, as --forcerun PATH would, without making them
+    targets), saying ``why``; where that cannot be done, stop naming the table and the command that rebuilds it.
+    """
+    forced = getattr(workflow.dag, "forcefiles", None)
+    if not isinstance(forced, set):
+        raise WorkflowError(
+            f"{why}; rebuild it: snakemake --forcerun {paths[0]} {run_args()} (rule {name})"
+        )
+    if forced.isdisjoint(paths):
+        logger.warning(
+            f"Rule {name} is run again, its tables are not this run's: {why}"
+        )
+        forced.update(paths)
 
 
 def data_manifest(block):

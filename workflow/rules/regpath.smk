@@ -4,6 +4,8 @@
 
 rule regpath_instance:
     """Solve one instance's regularization path on the R grid (multi-start, every solution KKT-checked)."""
+    input:
+        unpack(current("regpath_instance")),
     output:
         path=table_path("regpath_run"),
         compare=table_path("regpath_compare_run"),
@@ -20,6 +22,7 @@ rule regpath_instance:
         "../envs/torch.yaml"
     params:
         reads=reads("regpath_instance"),
+        code=job_code("regpath_instance"),
     script:
         "../../scripts/regpath_path.py"
 
@@ -27,6 +30,7 @@ rule regpath_instance:
 rule regpath_table:
     """Gather the regularization paths of every instance into one table."""
     input:
+        unpack(current("regpath_table")),
         path=[
             results_path(p)
             for p in derived.table_paths(registry.table("regpath_run"), config)
@@ -48,5 +52,6 @@ rule regpath_table:
         "../envs/core.yaml"
     params:
         reads=reads("regpath_table"),
+        code=job_code("regpath_table"),
     script:
         "../../scripts/regpath_table.py"

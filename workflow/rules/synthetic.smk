@@ -19,6 +19,8 @@ EXPERIMENT_TABLES = {
 
 rule synthetic_experiment:
     """Run one synthetic experiment: GD trajectories, max-margin directions and final cosines."""
+    input:
+        unpack(current("synthetic_experiment")),
     output:
         **EXPERIMENT_TABLES,
         sidecars=[f"{path}.provenance.json" for path in EXPERIMENT_TABLES.values()],
@@ -31,6 +33,7 @@ rule synthetic_experiment:
         "../envs/core.yaml"
     params:
         reads=reads("synthetic_experiment"),
+        code=job_code("synthetic_experiment"),
     script:
         "../../scripts/run_synthetic.py"
 
@@ -64,6 +67,7 @@ rule plot_synthetic:
 rule directions_table:
     """Gather every max-margin direction and every GD run's final cosine into one table."""
     input:
+        unpack(current("directions_table")),
         [table_path(f"{name}_directions") for name in SYNTHETIC_EXPERIMENTS],
     output:
         report(table_path("directions"), **table_report("directions")),
@@ -77,5 +81,6 @@ rule directions_table:
         "../envs/core.yaml"
     params:
         reads=reads("directions_table"),
+        code=job_code("directions_table"),
     script:
         "../../scripts/gather_directions.py"

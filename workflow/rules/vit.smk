@@ -106,6 +106,7 @@ rule vit_train:
 rule vit_baseline:
     """The linear baseline of the learning bar: logistic regression on the pixels of the ViT's training images."""
     input:
+        unpack(current("vit_baseline")),
         manifest=data_manifest("vit"),
     output:
         table_outputs("vit_baseline"),
@@ -118,6 +119,7 @@ rule vit_baseline:
     threads: VIT["train"]["threads"]
     params:
         reads=reads("vit_baseline"),
+        code=job_code("vit_baseline"),
     script:
         "../../scripts/vit_baseline.py"
 
@@ -125,6 +127,7 @@ rule vit_baseline:
 rule vit_metrics_table:
     """The run's metrics table and its JSON sidecar, copied byte for byte into the tables folder."""
     input:
+        unpack(current("vit_metrics_table")),
         metrics=rules.vit_train.output.metrics,
         sidecar=rules.vit_train.output.sidecar,
     output:
@@ -140,6 +143,7 @@ rule vit_metrics_table:
         "../envs/core.yaml"
     params:
         reads=reads("vit_metrics_table"),
+        code=job_code("vit_metrics_table"),
     script:
         "../../scripts/vit_metrics_table.py"
 
@@ -151,6 +155,7 @@ rule vit_pilot_run:
     Its own checkpoint (deleted afterwards) keeps the real run's untouched.
     """
     input:
+        unpack(current("vit_pilot_run")),
         manifest=data_manifest("vit"),
     output:
         table_outputs("vit_pilot"),
@@ -167,6 +172,7 @@ rule vit_pilot_run:
     params:
         reads=reads("vit_pilot_run"),
         checkpoint=run_checkpoint("vit_pilot_run"),
+        code=job_code("vit_pilot_run"),
     script:
         "../../scripts/vit_pilot.py"
 
@@ -174,6 +180,7 @@ rule vit_pilot_run:
 rule vit_recipe_train:
     """One recipe of the study: the ViT (the CPU proxy by default) trained under one optimiser recipe."""
     input:
+        unpack(current("vit_recipe_train", lambda wildcards: code_fingerprint())),
         manifest=data_manifest("vit_recipes"),
     output:
         table_outputs("vit_recipe_run"),
@@ -207,6 +214,7 @@ rule vit_recipe_train:
 rule vit_recipes_table:
     """The recipe study's table: every recipe's metrics per epoch."""
     input:
+        unpack(current("vit_recipes_table")),
         [
             results_path(p)
             for p in derived.table_paths(registry.table("vit_recipe_run"), config)
@@ -222,6 +230,7 @@ rule vit_recipes_table:
         "../envs/torch.yaml"
     params:
         reads=reads("vit_recipes_table"),
+        code=job_code("vit_recipes_table"),
     script:
         "../../scripts/vit_recipes_table.py"
 
@@ -248,6 +257,7 @@ rule docs_vit_recipes:
         "../envs/torch.yaml"
     params:
         reads=reads("docs_vit_recipes"),
+        code=job_code("docs_vit_recipes"),
     script:
         "../../scripts/docs_vit_recipes.py"
 
@@ -310,6 +320,7 @@ rule docs_vit:
         "../envs/core.yaml"
     params:
         reads=reads("docs_vit"),
+        code=job_code("docs_vit"),
     script:
         "../../scripts/docs_vit.py"
 
@@ -320,6 +331,7 @@ rule vit_probe_images:
     which rule vit_probe takes the number it uses (docs/vit.md).
     """
     input:
+        unpack(current("vit_probe_images", lambda wildcards: probe_fingerprint())),
         snapshots=results_path(registry.file("vit_snapshots").path),
         sidecar=rules.vit_train.output.sidecar,
         manifest=data_manifest("vit"),
@@ -356,6 +368,7 @@ rule vit_probe:
     another run in its place is refused, naming both (maxmargin/experiments/vit_run_snapshots.py).
     """
     input:
+        unpack(current("vit_probe", lambda wildcards: probe_fingerprint())),
         **VIT_PROBE_CURVE,
         snapshots=results_path(registry.file("vit_snapshots").path),
         sidecar=rules.vit_train.output.sidecar,
