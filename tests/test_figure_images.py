@@ -158,20 +158,49 @@ def test_every_figure_has_a_baseline_and_a_thumbnail() -> None:
     )
 
 
+def _headings(block: str) -> dict[str, str]:
+    """Panel -> the heading it is shown under in a README gallery block (each panel once)."""
+    heading, where = "", {}
+    for line in block.splitlines():
+        if title := re.fullmatch(r"\*\*(.+)\*\*", line):
+            heading = title[1]
+        for name in re.findall(r"!\[(\w+)\]\(docs/gallery/\1\.png\)", line):
+            assert name not in where, f"{name} shown twice in the gallery"
+            where[name] = heading
+    return where
+
+
+def _figure_numbers(heading: str) -> set[int]:
+    """The paper's figure numbers a heading names: "Synthetic (Figures 1-5, 8)" -> {1, 2, 3, 4, 5, 8}."""
+    spans = re.findall(r"(\d+)(?:-(\d+))?", heading.partition("(Figure")[2])
+    return {n for low, high in spans for n in range(int(low), int(high or low) + 1)}
+
+
 def test_a_panel_beyond_the_paper_is_not_shown_under_the_papers_figures(monkeypatch) -> None:
-    """CONTRIBUTING.md's panel (starts on a circle, target ``circle``) in the README's gallery: under "Synthetic,
-    beyond the paper", not under "Synthetic (Figures 1-5, 8)" beside the paper's Figures 1-5 and 8. Registered here
-    unless the tree holds it already (CONTRIBUTING.md's steps followed, as tests/test_contributing.py does)."""
+    """The README's gallery holds each panel of the gallery once, under a heading of its family: a panel of the
+    paper's Figure N under the heading naming the family's figure numbers (N among them), a panel beyond the paper
+    under one naming no figure ("Synthetic, beyond the paper" beside "Synthetic (Figures 1-5, 8)"). Checked with
+    two panels beyond the paper that a newcomer might add to the synthetic family, CONTRIBUTING.md's ``circle`` and
+    another, registered here unless the tree holds them already (tests/test_contributing.py follows the guide)."""
     import dataclasses
 
-    if "circle" not in registry.GALLERY:
-        label = "Starts on a circle"
-        circle = dataclasses.replace(registry.panel("fig1a"), name="circle", target="circle", label=label)
-        monkeypatch.setattr(registry, "PANELS", (*registry.PANELS, circle))
-        monkeypatch.setattr(registry, "GALLERY", (*registry.GALLERY, "circle"))
-    block = gallery.readme_block()
-    paper, beyond = block.split("**Synthetic (Figures 1-5, 8)**", 1)[1].split("**Synthetic, beyond the paper**", 1)
-    assert "circle" not in paper and beyond.split("**", 1)[0].strip() == "![circle](docs/gallery/circle.png)"
+    for name, label in (("circle", "Starts on a circle"), ("newcomer_panel", "Figure 1(b) data, another loss")):
+        if name not in registry.GALLERY:
+            panel = dataclasses.replace(registry.panel("fig1a"), name=name, target=name, label=label)
+            monkeypatch.setattr(registry, "PANELS", (*registry.PANELS, panel))
+            monkeypatch.setattr(registry, "GALLERY", (*registry.GALLERY, name))
+    where = _headings(gallery.readme_block())
+    assert set(where) == set(registry.GALLERY)
+    for name, heading in where.items():
+        panel = registry.panel(name)
+        family = registry.family(panel.family)
+        assert heading.startswith(family.title), (name, heading)
+        if panel.paper_figure is not None:
+            assert panel.paper_figure in _figure_numbers(heading), (name, heading)
+        else:
+            assert not _figure_numbers(heading) and "Figure" not in heading, (name, heading)
+    assert where["circle"] == where["newcomer_panel"] != where["fig1a"]
+    assert where["circle"].endswith(", beyond the paper")  # its family draws the paper's figures too
 
 
 @pytest.mark.slow
