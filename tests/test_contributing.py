@@ -1,7 +1,8 @@
 """CONTRIBUTING.md is executable: its steps, followed block by block in a copy of the repository, add a synthetic
-figure and a census panel whose targets build, then pass the unit tier and the slow tests that concern a new figure
-(the page names them), having changed the files its headings promise (written by hand) and those tools/gallery.py
-writes, and no other."""
+figure and a census panel whose targets build, and a second newcomer's synthetic figure with its own experiment
+function and config key (NEWCOMER, written as the page writes its steps), then pass the unit tier and the slow tests
+that concern a new figure (the page names them), having changed the files its headings promise (written by hand) and
+those tools/gallery.py and the docs writer write, and no other."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO, SNAKEMAKE, starts_a_program
 
 from maxmargin import registry
@@ -26,10 +29,79 @@ from maxmargin.registry import derived
 # YAML file), "bash run". Sections of the page: "## Add ...".
 BLOCK = re.compile(r"^```(\w+) (append|insert|run)([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 # Each example: its panel and the files written by hand, as its heading says ("2 files").
-EXAMPLES = {"Add a synthetic figure": ("circle", 2), "Add a panel": ("census_saturation", 2)}
+EXAMPLES = {
+    "Add a synthetic figure": ("circle", 2),
+    "Add a panel": ("census_saturation", 2),
+    "Add a newcomer's figure": ("rays", 4),
+}
 CHECK = "Once the new figure looks right"  # the section whose blocks check the examples' result
 # What tools/gallery.py writes for a new panel (its thumbnail, its baseline image, the README's gallery block).
 GENERATED = ("docs/gallery/{}.png", "tests/baseline_images/{}.png", "README.md")
+# The files a step's tool writes besides GENERATED: a new config key's docs (`make docs`'s config_docs).
+WRITTEN = {"rays": ("docs/config.md",)}
+# A second newcomer's figure beyond the paper, unlike the guide's synthetic one (which needs no code): an experiment
+# function of its own reading a config key no experiment has, so the schema and docs/config.md change too (the cases
+# of CONTRIBUTING.md's table). Followed after the guide's examples and before its checks: the tests must hold for
+# the next person's figure, not for the guide's alone.
+NEWCOMER = """
+## Add a newcomer's figure: 4 files
+
+```python append maxmargin/experiments/synthetic.py
+def gd_from_a_ray(
+    name: str,
+    make_instance: Callable[[], Instance],
+    *,
+    eta: float,
+    n_iter: int,
+    loss: str,
+    radii: Sequence[float],
+) -> ExperimentTables:
+    \"\"\"Normalized GD on p from the starts r (1, 0.3) of the key plane, one per radius r: where each goes.
+
+    Paper: Theorems 2 and 3 (beyond the paper: starts along one ray).
+    \"\"\"
+    instance = make_instance()
+    points = [[r, 0.3 * r] for r in radii]
+    return _gd_on_p(name, instance, instances.starts(points, instance.X.shape[-1]), eta=eta, n_iter=n_iter, loss=loss)
+```
+
+```python insert maxmargin/registry/synthetic.py EXPERIMENTS
+    Experiment(name="rays", data="fig1b", run="gd_from_a_ray", block="rays"),
+```
+
+```python insert maxmargin/registry/synthetic.py PANELS
+    Panel(
+        name="rays",
+        target="rays",
+        family="synthetic",
+        label="Starts along a ray",
+        draw="key_plane_gd",
+        title="GD from starts along a ray (Figure 1(b) data)",
+        experiment="rays",
+        caption="Normalized GD (eta = {eta:g}, {n_iter} iterations, {loss} loss) from starts along the ray through "
+        "(1, 0.3), on the Figure 1(b) data: where each start goes.",
+    ),
+```
+
+```yaml insert workflow/config/default.yaml synthetic
+  # Starts along a ray (tests/test_contributing.py's second newcomer).
+  rays:
+    eta: 0.1
+    n_iter: 300
+    loss: logistic
+    radii: [0.5, 2.0, 8.0]  # starts r (1, 0.3) of the key plane
+```
+
+```yaml insert workflow/schemas/config.schema.yaml $defs.experiment.properties
+      radii: {type: array, items: {type: number, exclusiveMinimum: 0}, minItems: 1, description: start radii}
+```
+
+```bash run
+python -m maxmargin.docs.config_docs docs/config.md
+snakemake --cores 2 rays
+python tools/gallery.py rays
+```
+"""
 # The slow tests that concern a new figure are named on the page (a block of CHECK runs them); those reading the
 # whole CI run (its report, the baselines' comparison) are left to `make test`.
 SLOW_CHECK = "tests/test_workflow_targets.py"
@@ -58,13 +130,24 @@ def insert_into_tuple(source: str, name: str, body: str) -> str:
 
 
 def insert_into_section(source: str, section: str, body: str) -> str:
-    """``body`` at the end of the top-level YAML ``section`` (before the comments of the next one)."""
+    """``body`` at the end of the YAML ``section``, a top-level key or a dotted path of keys ("$defs.experiment"),
+    before the comments of the next key."""
     lines = source.splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"{section}:"))
-    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^[A-Za-z_]", lines[i])), len(lines))
-    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+    start, end, indent = -1, len(lines), 0
+    for key in section.split("."):
+        start = next(i for i in range(start + 1, end) if lines[i].startswith(" " * indent + f"{key}:"))
+        end = next((i for i in range(start + 1, end) if _key_indent(lines[i]) <= indent), end)
+        indent += 2
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
         end -= 1
     return "".join(lines[:end]) + body + "".join(lines[end:])
+
+
+def _key_indent(line: str) -> float:
+    """The indentation of a line of YAML that starts a key; infinite for any other (blank, comment, list item,
+    the rest of a value), which ends no block."""
+    text = line.lstrip(" ")
+    return len(line) - len(text) if re.match(r"[\w$\"'<]", text) else float("inf")
 
 
 def apply(work: Path, action: str, args: list[str], body: str, env: dict[str, str]) -> set[str]:
@@ -93,7 +176,7 @@ def apply(work: Path, action: str, args: list[str], body: str, env: dict[str, st
 
 
 def test_blocks_are_found_and_the_inserts_work():
-    sections = steps((REPO / "CONTRIBUTING.md").read_text())
+    sections = steps((REPO / "CONTRIBUTING.md").read_text()) | steps(NEWCOMER)
     for prefix, (panel, files) in EXAMPLES.items():
         (title,) = [t for t in sections if t.startswith(prefix)]
         assert f": {files} files" in title, title  # the heading states the count the steps are held to
@@ -102,8 +185,18 @@ def test_blocks_are_found_and_the_inserts_work():
     assert any(action == "run" and SLOW_CHECK in body for action, _, body in sections[CHECK])
     source = "X = (\n    1,\n)\nY = 2\n"
     assert insert_into_tuple(source, "X", "    3,\n") == "X = (\n    1,\n    3,\n)\nY = 2\n"
-    yaml = "a:\n  b: 1\n\n# c\nc: 2\n"
-    assert insert_into_section(yaml, "a", "  d: 3\n") == "a:\n  b: 1\n  d: 3\n\n# c\nc: 2\n"
+    flat = "a:\n  b: 1\n\n# c\nc: 2\n"
+    assert insert_into_section(flat, "a", "  d: 3\n") == "a:\n  b: 1\n  d: 3\n\n# c\nc: 2\n"
+    nested = "a:\n  b:\n    x: 1\n  # e\n  e:\n    y: 2\nb:\n  x: 3\n"
+    assert insert_into_section(nested, "a.b", "    z: 4\n") == nested.replace("x: 1\n", "x: 1\n    z: 4\n")
+    assert insert_into_section(nested, "b.x", "") == nested  # a key without a block: nothing after it to keep
+    for action, args, body in [block for blocks in sections.values() for block in blocks]:
+        if action == "insert" and args[0].endswith(".yaml"):  # each YAML block lands in its section, valid YAML
+            source = (REPO / args[0]).read_text()
+            node = yaml.safe_load(source if body.strip() in source else insert_into_section(source, args[1], body))
+            for key in args[1].split("."):
+                node = node[key]
+            assert set(yaml.safe_load(textwrap.dedent(body))) <= set(node), (args, body)
 
 
 @pytest.mark.slow
@@ -119,7 +212,9 @@ def test_contributing_steps_leave_ci_green(tmp_path):
         shutil.copy2(source, target, follow_symlinks=False)
     env = {**os.environ, "PYTHONPATH": str(work)}
     expected: set[str] = set()
-    for title, blocks in steps((REPO / "CONTRIBUTING.md").read_text()).items():
+    guide = steps((REPO / "CONTRIBUTING.md").read_text())
+    check = guide.pop(CHECK)
+    for title, blocks in [*guide.items(), *steps(NEWCOMER).items(), (CHECK, check)]:
         example = next((entry for prefix, entry in EXAMPLES.items() if title.startswith(prefix)), None)
         if example is None and title != CHECK:
             continue
@@ -129,8 +224,8 @@ def test_contributing_steps_leave_ci_green(tmp_path):
         if example is not None:
             panel, files = example
             assert touched and len(touched) <= files, f"{title}: {sorted(touched)}"
-            expected |= touched | {path.format(panel) for path in GENERATED}
-    for panel in ("circle", "census_saturation"):
+            expected |= touched | {path.format(panel) for path in GENERATED} | set(WRITTEN.get(panel, ()))
+    for panel in [panel for panel, _ in EXAMPLES.values()]:
         assert (work / "results" / "figures" / f"{panel}.png").stat().st_size > 10_000
         assert (work / "docs" / "gallery" / f"{panel}.png").exists()
     assert changed_files(work, set(tracked.splitlines())) <= expected
