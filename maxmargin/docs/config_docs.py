@@ -82,8 +82,14 @@ def allowed(node: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
     return kind + (" " + ", ".join(bounds) if bounds else "")
 
 
-def rows(node: Mapping[str, Any], schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Mapping]]:
-    """(dotted path, schema node) of every leaf key; the entries of a list of mappings appear as ``path[].key``."""
+def rows(
+    node: Mapping[str, Any], schema: Mapping[str, Any], prefix: str = "", default: Any = None
+) -> Iterator[tuple[str, Mapping]]:
+    """(dotted path, schema node) of every leaf key; the entries of a list of mappings appear as ``path[].key``.
+
+    A mapping's keys not listed in the schema but taken by its ``additionalProperties`` (a synthetic experiment's
+    block added by CONTRIBUTING.md, checked by the generic experiment's schema) are read from ``default``, the
+    default config at ``prefix``: each such block with the keys it sets."""
     node = _resolve(node, schema)
     properties = node.get("properties")
     if properties is None and node.get("type") == "array" and "properties" in _resolve(node.get("items", {}), schema):
@@ -93,7 +99,23 @@ def rows(node: Mapping[str, Any], schema: Mapping[str, Any], prefix: str = "") -
         yield prefix, node
         return
     for key, child in properties.items():
-        yield from rows(child, schema, f"{prefix}.{key}" if prefix else key)
+        yield from rows(child, schema, f"{prefix}.{key}" if prefix else key, _get(default, key))
+    extra = node.get("additionalProperties")
+    if isinstance(extra, Mapping) and isinstance(default, Mapping):
+        for key in (k for k in default if k not in properties):
+            yield from rows(_keys_set(extra, default[key], schema), schema, f"{prefix}.{key}", default[key])
+
+
+def _get(mapping: Any, key: str) -> Any:
+    return mapping.get(key) if isinstance(mapping, Mapping) else None
+
+
+def _keys_set(node: Mapping[str, Any], value: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A schema node with only the properties that ``value`` (a mapping of the config) sets."""
+    node = _resolve(node, schema)
+    if "properties" not in node or not isinstance(value, Mapping):
+        return node
+    return {**node, "properties": {key: child for key, child in node["properties"].items() if key in value}}
 
 
 def _lookup(config: Any, path: str) -> Any:
@@ -123,7 +145,7 @@ def config_markdown(schema: Mapping[str, Any], defaults_text: str) -> str:
         "go or a resource of a job: changing it reruns nothing.",
     ]
     section, group = None, None
-    for path, node in rows(schema, schema):
+    for path, node in rows(schema, schema, default=defaults):
         top, parent = path.split(".")[0].split("[")[0], path.rpartition(".")[0]
         if top != section:
             section = top

@@ -9,7 +9,9 @@ and the sentence that says what of the paper-scale ViT has run, in the README an
 A session brings its page back packed (<docs>.tar.gz: the page and every file it links, each listed with its sha256
 in session.json's ``files``): this unpacks it beside it, each member checked against that list, so that the page's
 links and images work where the session's files are committed. Every number on the page and in the sentences is read
-from those files and from workflow/config/paper.yaml; what the run means is said in docs/vit.md.
+from those files and from workflow/config/paper.yaml; what the run means is said in docs/vit.md. A folder of
+docs/gpu/ without its session.json (a session brought back in part) stops it, named, before anything is written: the
+page and the sentence are never made from the other sessions as if it were not there.
 """
 
 from __future__ import annotations
@@ -50,10 +52,29 @@ STATUS_PAGES = {
 THREADS_AGAIN = 2  # vit.train.threads of the CPU rerun of vit_baseline for a session that did not bring it back
 
 
+class IncompleteSession(ValueError):
+    """A folder of docs/gpu/ without its session.json: what the page and the status sentence would say without it
+    would be another session's, so nothing is written."""
+
+
 def sessions(folder: Path | None = None) -> dict[str, dict]:
-    """Each session folder's session.json, by folder name, in name order."""
+    """Each session folder's session.json, by folder name, in name order; an :class:`IncompleteSession` naming
+    every folder that has none (a session brought back in part), never a page made from the others."""
     folder = GPU_DOCS if folder is None else folder
+    if missing := [p for p in sorted(folder.iterdir()) if p.is_dir() and not (p / "session.json").is_file()]:
+        raise IncompleteSession(
+            "\n".join(
+                f"{_shown(path)}: no session.json, so nothing says what that session ran or what its files are; "
+                "bring it back with the session's other files (docs/gpu.md), or move the folder out of docs/gpu/ "
+                "(nothing written)"
+                for path in missing
+            )
+        )
     return {p.parent.name: json.loads(p.read_text()) for p in sorted(folder.glob("*/session.json"))}
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
 
 def docs_name(session: dict) -> str:
@@ -100,7 +121,7 @@ def unpack(folder: Path, session: dict, check: bool) -> list[str]:
                 else:
                     with atomic_path(target) as tmp:
                         tmp.write_bytes(data)
-                    print(f"unpacked {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
+                    print(f"unpacked {_shown(target)}")
     return problems
 
 
@@ -343,11 +364,15 @@ def render(found: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing them")
-    args = ap.parse_args()
-    found = sessions()
+    args = ap.parse_args(argv)
+    try:
+        found = sessions()
+    except IncompleteSession as err:
+        print(err)
+        return 1
     problems = [line for name, s in found.items() for line in unpack(GPU_DOCS / name, s, args.check)]
     for line in problems:
         print(line)
@@ -357,11 +382,11 @@ def main() -> int:
     stale = [path for path, text in pages.items() if path.read_text() != text]
     for path in stale:
         if args.check:
-            print(f"{path.relative_to(REPO)} is not what the sessions' files give: run tools/gpu_report.py")
+            print(f"{_shown(path)} is not what the sessions' files give: run tools/gpu_report.py")
         else:
             with atomic_path(path) as tmp:
                 tmp.write_text(pages[path])
-            print(f"wrote {path.relative_to(REPO)}")
+            print(f"wrote {_shown(path)}")
     return 1 if problems or (args.check and stale) else 0  # written, only a damaged archive is left
 
 
