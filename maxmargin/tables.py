@@ -158,8 +158,7 @@ def _check_contract(
         lines += _restated(table, frame, wildcards, config)
     if lines:
         raise TableContractError(
-            f"{path} breaks the contract of table '{table.name}' (maxmargin/registry/{table.family}.py):\n"
-            + "\n".join(lines)
+            f"{path} breaks the contract of table '{table.name}' ({registry.declared_in(table)}):\n" + "\n".join(lines)
         )
 
 

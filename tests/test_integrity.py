@@ -189,6 +189,17 @@ def test_a_vit_metrics_table_cut_to_half_its_epochs_is_refused(tmp_path: Path) -
             write_csv(table.head(6), path)
 
 
+def test_a_broken_contract_names_the_registry_module_that_declares_the_table(tmp_path: Path) -> None:
+    """The W-ATT-SVM probe's table is of the vit family but declared in maxmargin/registry/vit_w_svm.py: the message
+    names where to look (it named registry/vit.py, from the family)."""
+    path = tmp_path / "results/tables/vit_w_svm.csv"
+    table = find_contract(str(path))[0]
+    assert table.family == "vit" and registry.declared_in(table) == "maxmargin/registry/vit_w_svm.py"
+    with pytest.raises(TableContractError, match=r"table 'vit_w_svm' \(maxmargin/registry/vit_w_svm\.py\)"):
+        write_csv(pd.DataFrame({"epoch": [0]}), path)
+    assert not path.exists()
+
+
 # --- config checks before any job --------------------------------------------------------------------------------
 
 
