@@ -11,9 +11,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import CI_RESULTS as RESULTS
-from conftest import ci_config, snakemake
+from conftest import REPO, ci_config, snakemake
+
+from maxmargin import registry
 
 pytestmark = pytest.mark.slow
+
+# The report is Snakemake's page (its scripts, 2.8 MB, the rules' code and the installed packages' list: 3.3 MB on
+# the CI run) with every figure and table embedded base64-encoded; docs/running.md states this bound on the page. Its
+# margin, 0.7 MB over the CI run's, is for rules, scripts and packages added; a page over it means the report carries
+# something besides its figures and tables, or Snakemake's scripts grew.
+PAGE_BOUND_MB = 4.0
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +82,43 @@ def test_every_figure_of_the_run_is_in_the_report(run, report):
     assert len(figures) >= 17  # Figures 1-10 (6, 7 from the ViT) and the regularization paths
     for png in figures:
         assert _embedded(report, png.name) == png.read_bytes(), png.name
+
+
+def _report_section() -> str:
+    """docs/running.md's paragraph on the report, up to its screenshots."""
+    text = (REPO / "docs" / "running.md").read_text()
+    return text.split("## The report", 1)[1].split("Seen in headless Chromium", 1)[0]
+
+
+def test_the_report_holds_the_tables_running_md_names_and_no_other(report):
+    """docs/running.md names the tables the report embeds (the on-demand census_grid's once made) and where the
+    others are: every other table of the results root's tables/ (an experiment's as ``<experiment>``)."""
+    results = _json_var(report, "results")
+    embedded = {Path(path).name for path, entry in results.items() if entry["labels"].get("type") == "table"}
+    named, others = _report_section().split("The other tables", 1)
+    listed = set(re.findall(r"`([\w.]+\.(?:csv|html))`", named))
+    on_demand = {Path(t.pattern).name for t in registry.TABLES if t.name in registry.ON_DEMAND and t.label}
+    assert on_demand <= listed and embedded == listed - on_demand
+    experiments = {e.name for e in registry.EXPERIMENTS}
+    for table in registry.TABLES:
+        name = Path(table.pattern).name
+        if table.pattern.startswith("tables/") and name not in embedded | on_demand:
+            stem, _, rest = Path(name).stem.partition("_")
+            shown = f"<experiment>{'_' + rest if rest else ''}.csv" if stem in experiments else name
+            assert f"`{shown}`" in others, name
+
+
+def test_the_reports_page_beside_its_figures_and_tables_stays_under_its_bound(run, report):
+    """The report's bytes are Snakemake's page plus each embedded file's base64 (4/3 of its bytes): on the CI run the
+    page stays under PAGE_BOUND_MB, the bound docs/running.md states, so a report's size follows its figures."""
+    results = _json_var(report, "results")
+    uris = {path: entry["data_uri"] for path, entry in results.items()}
+    for path, uri in uris.items():
+        size = (run / path).stat().st_size
+        assert len(uri.split(";base64,", 1)[1]) == 4 * -(-size // 3), path  # base64: 4 characters per 3 bytes
+    page = (run / "report.html").stat().st_size - sum(len(uri) for uri in uris.values())
+    assert 0 < page < PAGE_BOUND_MB * 1e6, f"Snakemake's page beside the embedded files: {page:,} bytes"
+    assert f"under {PAGE_BOUND_MB:g} MB" in _report_section()
 
 
 def _caption(report: str, path: str) -> str:
