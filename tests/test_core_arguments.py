@@ -213,6 +213,25 @@ def test_a_wrong_argument_is_refused_on_entry_by_name_and_shape(name):
         call()
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda r: core.project_ball(np.array([[3.0, 4.0]]), r), "radius"),
+        (lambda r: core.ball_kkt_residual(np.array([[3.0, 4.0]]), Gradient(np.ones((1, 2)), np.zeros(1)), r), "radius"),
+        (lambda r: core.solve_on_balls(_grad, [np.zeros((1, 2))], [r], n_iter=1, tol=1e-9), "radii"),
+    ],
+    ids=["project_ball", "ball_kkt_residual", "solve_on_balls"],
+)
+def test_a_negative_or_nan_radius_is_refused_by_name(call, message):
+    """No point lies in a ball of negative radius: project_ball(x, -1) returned -x / ||x||, outside it."""
+    with pytest.raises(ValueError, match=rf"^{message} must be a ball's radius, >= 0: got -1.0 \(1 of 1 value"):
+        call(-1.0)
+    with pytest.raises(ValueError, match=rf"^{message} (must be a ball's radius, >= 0: got nan|holds 1 NaN)"):
+        call(np.nan)
+    np.testing.assert_allclose(core.project_ball(np.array([[3.0, 4.0]]), 0.0), [[0.0, 0.0]])  # a point, the ball
+    np.testing.assert_array_equal(core.project_ball(np.array([[3.0, 4.0]]), np.inf), [[3.0, 4.0]])  # no constraint
+
+
 def test_the_same_calls_with_right_arguments_give_the_right_numbers():
     """The check converts and passes through: the functions' answers on checked arguments are unchanged."""
     np.testing.assert_allclose(core.attention(K, np.array([2.0, 0.0])), [[0.86681333, 0.11731043, 0.01587624]])

@@ -30,7 +30,7 @@ def project_ball(x: Array, radius: float | Array) -> Array:
     x : ndarray, shape (..., d)
         Points.
     radius : float or ndarray of shape (...)
-        Radii.
+        Radii, >= 0 (a ValueError names a negative or NaN one; inf: no constraint).
 
     Returns
     -------
@@ -46,14 +46,27 @@ def project_ball(x: Array, radius: float | Array) -> Array:
            [0.3, 0.4]])
     """
     x, radius = check_arrays(x=(x, "(..., d)"), radius=(radius, "float (...)"))
+    _check_radii("radius", radius)
     return _project_ball(x, radius)
+
+
+def _check_radii(name: str, radii: Array | float) -> None:
+    """A ValueError naming ``name`` where a radius is negative or NaN: no point lies in a ball of radius r < 0 (the
+    projection would return -x r / ||x||, outside it); an infinite radius is no constraint."""
+    bad = ~(np.asarray(radii) >= 0)
+    if np.any(bad):
+        raise ValueError(
+            f"{name} must be a ball's radius, >= 0: got {float(np.asarray(radii)[bad].ravel()[0])} "
+            f"({int(bad.sum())} of {bad.size} value(s) negative or NaN)"
+        )
 
 
 def _project_ball(x: Array, radius: float | Array) -> Array:
     """:func:`project_ball` without the argument check (the solver's steps)."""
     norm = np.linalg.norm(x, axis=-1, keepdims=True)
     radius = np.asarray(radius, dtype=np.float64)[..., None] if np.ndim(radius) else radius
-    return np.where(norm > radius, x * (radius / np.where(norm > 0, norm, 1.0)), x)
+    # the factor is chosen, not x times it: x * (inf / ||x||), for a point an infinite radius leaves, is never formed
+    return x * np.where(norm > radius, radius / np.where(norm > 0, norm, 1.0), 1.0)
 
 
 def _radial_split(x: Array, direction: Array) -> tuple[Array, Array, Array, Array]:
@@ -105,6 +118,7 @@ def ball_kkt_residual(x: Array, gradient: Gradient, radius: float) -> tuple[Arra
         **{"gradient.scaled": (gradient.scaled, "(..., d)"), "gradient.log_scale": (gradient.log_scale, "float (...)")},
         radius=(radius, "()"),
     )
+    _check_radii("radius", radius)
     return _ball_kkt_residual(x, Gradient(scaled, log_scale), radius)
 
 
@@ -260,6 +274,7 @@ def _checked_solve_arguments(
         max_step=(max_step, "()"),
         min_step=(min_step, "()"),
     )
+    _check_radii("radii", radii)
     return x0, radii, step, _Budget(n_iter, tol, max_step, min_step)
 
 
