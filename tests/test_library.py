@@ -97,6 +97,21 @@ def test_docs_api_md_is_written_from_the_docstrings() -> None:
     assert "## `maxmargin.experiments.instances`" in written and "Lemma 1 ties it to (ATT-SVM)" in written
 
 
+def test_every_result_class_of_core_is_listed_with_its_fields() -> None:
+    """The README's promise for the result classes (a function's answer: dataclasses and named tuples): docs/api.md
+    lists each with its fields, in order."""
+    import dataclasses
+
+    written = api_docs.render()
+    classes = [getattr(core, name) for name in core.__all__ if inspect.isclass(getattr(core, name))]
+    results = [c for c in classes if dataclasses.is_dataclass(c) or hasattr(c, "_fields")]
+    assert {"SVMResult", "WSVMResult", "Trajectory", "RegularizationPath"} <= {c.__name__ for c in results}
+    for cls in results:
+        fields = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else list(cls._fields)
+        section = written.split(f"### class `{cls.__name__}`\n", 1)[1].split("\n### ", 1)[0]
+        assert f"Fields: {', '.join(f'`{name}`' for name in fields)}." in section, cls.__name__
+
+
 def test_the_direction_of_an_infeasible_gmm_is_refused_where_it_is_used() -> None:
     K = np.array([[[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]])  # the best token lies between the others
     gmm = core.gmm_direction(K, np.array([[1.0, 0.0, 0.0]]))
