@@ -33,7 +33,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     An interrupted job then never leaves a half-written output that looks complete. The file gets the mode that
     the umask gives a new file (``mkstemp`` makes it 0600, which collaborators on a shared file system cannot read).
     A write that fails on a full disk raises ``OSError(ENOSPC)`` naming the file, whatever the writer raised (torch's
-    stream writer says only ``basic_ios::clear: iostream error``).
+    stream writer says only ``basic_ios::clear: iostream error``; Python's own write, a bare ``[Errno 28] No space
+    left on device``).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -44,8 +45,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except Exception as err:
-        if _disk_full(target.parent) and not (isinstance(err, OSError) and err.errno == errno.ENOSPC):
-            raise OSError(errno.ENOSPC, f"No space left on device while writing {target} ({err})") from err
+        full = isinstance(err, OSError) and err.errno == errno.ENOSPC
+        if (full or _disk_full(target.parent)) and str(target) not in str(err):
+            detail = "" if full else f" ({err})"  # the writer's own words, where they are not these
+            raise OSError(errno.ENOSPC, f"No space left on device while writing {target}{detail}") from err
         raise
     finally:
         if os.path.exists(tmp):

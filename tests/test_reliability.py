@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import errno
 import os
 import stat
 import sys
@@ -102,6 +103,23 @@ def test_a_full_disk_is_named_as_such(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(RuntimeError, match="basic_ios::clear"):
         failing_write(tmp_path / "snapshots.pt")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_table_write_on_a_full_disk_names_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python's own write on a full disk raises a bare "[Errno 28] No space left on device" naming no file (the disk
+    may show room again by the time it is read: another job's file removed); the table writer's error names the
+    table, and leaves no file behind."""
+    from maxmargin import files, tables
+
+    def no_space(self: Path, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda folder: SimpleNamespace(total=2**30, used=0, free=2**30))
+    monkeypatch.setattr(Path, "write_bytes", no_space)
+    target = tmp_path / "tables" / "anything.csv"
+    with pytest.raises(OSError, match=r"^\[Errno 28\] No space left on device while writing .*tables/anything\.csv$"):
+        tables.write_csv(pd.DataFrame({"x": [1.0]}), target)
+    assert list((tmp_path / "tables").iterdir()) == []
 
 
 def test_every_file_the_package_writes_goes_through_atomic_path() -> None:
