@@ -224,12 +224,14 @@ def test_the_pivoting_on_a_torch_device_gives_the_numpy_solution(seed):
     np.testing.assert_allclose(w_att_svm(z, x, planted, linalg=on_torch).solution, res.solution, atol=1e-6)
 
 
-def test_the_qp_fallback_of_pivoting_gives_the_same_solution(monkeypatch):
+def test_the_qp_fallback_of_the_active_set_method_gives_the_same_solution(monkeypatch):
+    import maxmargin.core.w_svm_active as w_svm_active
     import maxmargin.core.w_svm_dual as w_svm_dual
 
     z, x, selected = _tokens(6, n=8, t=6, c=4)
     exact = w_att_svm(z, x, selected).solution
-    monkeypatch.setattr(w_svm_dual, "_PIVOTING_STEPS", 0)  # every round by cvxopt's QP
+    monkeypatch.setattr(w_svm_active, "STEPS_PER_CONSTRAINT", 0)  # the active-set method gives up at once,
+    monkeypatch.setattr(w_svm_dual, "_PIVOTING_STEPS", 0)  # and no pivoting polishes: every round by cvxopt's QP
     res = w_att_svm(z, x, selected)
     assert res.hard
     np.testing.assert_allclose(res.solution, exact, atol=1e-6)

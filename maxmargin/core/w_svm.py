@@ -60,7 +60,7 @@ class WSVMResult:
     ``solution`` is W_mm ((C + 1) x C, unnormalised); ``hard``: every margin met (the hard-margin optimum), else the
     soft-margin one; ``met``: the fraction of the hard constraints it meets; ``support``: constraints with a
     positive multiplier; ``rounds``: cutting-plane rounds; ``status``: how its solves were solved, the worst of its
-    rounds: ``"optimal"`` (exact pivoting, or cvxopt's status optimal), ``"looser"`` (cvxopt optimal only at
+    rounds: ``"optimal"`` (exact on its active set, or cvxopt's status optimal), ``"looser"`` (cvxopt optimal only at
     tolerances 1000 times looser), ``"repaired"`` (W rescaled onto its margins and accepted by its duality gap: the
     nuclear norm's SDP whose cvxopt status is not optimal, at most ``tol``; the Frobenius planes whose last solve
     left margins just short of 1, at most :data:`~maxmargin.core.w_svm_hard.REPAIR_GAP`). A solve that is none of
@@ -242,8 +242,9 @@ def w_att_svm(
 ) -> WSVMResult:
     """The Frobenius-norm (W-ATT-SVM) of one head: min ||W||_F s.t. a_i^T W (x_{i,o_i} - x_it) >= 1, t != o_i.
 
-    The hard-margin dual (alpha >= 0, W = sum_k alpha_k a_k d_k^T) by block principal pivoting on cutting planes
-    (exact on its support, no QP tolerance; cvxopt's QP for a round where pivoting cycles). Feasibility is decided
+    The hard-margin dual (alpha >= 0, W = sum_k alpha_k a_k d_k^T) on cutting planes by the dual active-set method
+    of Goldfarb and Idnani, warm-started from the previous round (exact on its support, no QP tolerance; on a
+    device, block principal pivoting first; cvxopt's QP for a round where both give up). Feasibility is decided
     by the hard problem (:mod:`.w_svm_hard`): its W meets every margin or it does not, whatever ``soft_c`` (||W||_F
     growing past 1 / (:data:`~maxmargin.core.w_svm_hard.HULL_TOL` f), f the features' typical norm, counts as none
     meeting them; a margin counts as met at 1 - ``tol``, or lower by the rounding its multipliers carry,
@@ -271,7 +272,7 @@ def w_att_svm(
     query_bias : bool
         W with the query-bias row (a_i = [z_i; 1]), else a_i = z_i.
     linalg : LinearAlgebra
-        Where the hard-margin pivoting runs (:data:`NUMPY`, or a torch device's for a wide head).
+        Where the hard-margin kernel and pivoting run (:data:`NUMPY`, or a torch device's for a wide head).
     soft : bool
         Solve the soft-margin problem where no W meets every margin; False: return the hard attempt (``hard``
         False), which costs a fraction of the soft solve on a large working set.

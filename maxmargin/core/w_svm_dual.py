@@ -1,15 +1,15 @@
 """The duals of (W-ATT-SVM) on a working set of its margins (:mod:`.w_svm`), and the cutting planes that grow the
-working set: the hard margin by block principal pivoting (on numpy or a torch device, :class:`LinearAlgebra`), the
-nearest point of the features' convex hull to 0 where pivoting cycles, the soft margin by cvxopt's QP, and the
-nuclear norm by cvxopt's SDP.
+working set: the hard margin by the dual active-set method (:mod:`.w_svm_active`; on a torch device,
+:class:`LinearAlgebra`, block principal pivoting first), the nearest point of the features' convex hull to 0 where
+both give up, the soft margin by cvxopt's QP, and the nuclear norm by cvxopt's SDP.
 
 A working set's margins are a_k^T W d_k >= 1 with kernel G_kl = (a_k . a_l)(d_k . d_l); W = sum_k alpha_k a_k d_k^T.
 
-Every solve says how it was solved, the status of :class:`~maxmargin.core.w_svm.WSVMResult`: ``"optimal"``
-(pivoting settled, or cvxopt's status optimal at its tolerances), ``"looser"`` (cvxopt optimal only at tolerances
-1000 times looser: its interior point broke down or stopped short at the first), ``"repaired"`` (the nuclear
-norm's SDP alone: cvxopt's status not optimal, its answer rescaled onto the margins and accepted by its duality
-gap). Any other outcome raises an ArithmeticError naming the problem and cvxopt's statuses.
+Every solve says how it was solved, the status of :class:`~maxmargin.core.w_svm.WSVMResult`: ``"optimal"`` (the
+active set or pivoting settled, or cvxopt's status optimal at its tolerances), ``"looser"`` (cvxopt optimal only at
+tolerances 1000 times looser: its interior point broke down or stopped short at the first), ``"repaired"`` (the
+nuclear norm's SDP alone: cvxopt's status not optimal, its answer rescaled onto the margins and accepted by its
+duality gap). Any other outcome raises an ArithmeticError naming the problem and cvxopt's statuses.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve
+
+from maxmargin.core.w_svm_active import dual_active_set
 
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12, "maxiters": 200}
 _SDP_OPTIONS = {"show_progress": False, "abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9, "maxiters": 100}
@@ -191,19 +193,26 @@ def _pivoting(g: Any, free: Any, linalg: LinearAlgebra) -> Any | None:
     return None
 
 
-def _active_set(g: Any, alpha: Any, linalg: LinearAlgebra) -> tuple[Any, str]:
-    """The hard-margin dual on a working set, min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0, and its status:
-    :func:`_pivoting` from the previous round's passive set (``alpha`` > 0); where it fails, the nearest hull point
-    (:func:`_min_norm_dual`), polished by pivoting from its support, the margins within ``_SUPPORT_MARGIN`` of 1
-    (exact where that settles: the QP's margins are only as good as its tolerance)."""
-    free = alpha > 0
-    out = _pivoting(g, free if free.any() else alpha == alpha, linalg)
-    if out is not None:
-        return out, "optimal"
+def _active_set(g: Any, alpha: NDArray[np.float64], linalg: LinearAlgebra) -> tuple[NDArray, NDArray | None, str]:
+    """The hard-margin dual on a working set, min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0: the multipliers,
+    the dual's ray where no W meets the margins (else None) and the status. The dual active-set method
+    (:func:`~maxmargin.core.w_svm_active.dual_active_set`) from the previous round's multipliers ``alpha``: finite,
+    and exact on its active set. On a device (``linalg`` not :data:`NUMPY`: a wide head's working set of thousands
+    of margins), block principal pivoting there (:func:`_pivoting`) from the previous round's support first: a few
+    factorisations of the support, each milliseconds on a GPU, where it settles. Where the active-set method runs
+    out of steps, the nearest hull point (:func:`_min_norm_dual`), polished by pivoting from its support, the margins
+    within ``_SUPPORT_MARGIN`` of 1 (exact where that settles: the QP's margins are only as good as its tolerance)."""
+    if linalg is not NUMPY and np.any(alpha > 0):
+        out = _pivoting(g, linalg.array(alpha) > 0, linalg)
+        if out is not None:
+            return linalg.numpy(out), None, "optimal"
     g_np = linalg.numpy(g)
+    found = dual_active_set(g_np, alpha)
+    if found is not None:
+        return found[0], found[1], "optimal"
     beta, status = _min_norm_dual(g_np)
     polished = _pivoting(g, linalg.array(g_np @ beta < 1.0 + _SUPPORT_MARGIN) > 0, linalg)
-    return (polished if polished is not None else linalg.array(beta)), status
+    return (beta if polished is None else linalg.numpy(polished)), None, status
 
 
 def _nuclear_certificate(sol: dict, a: NDArray, d: NDArray, box: float) -> tuple[NDArray, NDArray, float]:
@@ -345,16 +354,18 @@ def _cutting_planes(
 
 
 def _frobenius_solve(boxed: bool, soft_c: float, linalg: LinearAlgebra = NUMPY) -> Solve:
-    """The Frobenius dual on a working set: block principal pivoting on ``linalg`` (hard margin; the features'
-    nearest hull point for a round where it cycles) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft
-    margin); W = sum_k alpha_k a_k d_k^T."""
+    """The Frobenius dual on a working set: the dual active-set method (hard margin, its kernel computed on
+    ``linalg``; :func:`_active_set`) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin);
+    W = sum_k alpha_k a_k d_k^T. Where no W meets the hard margins, the multipliers reported lie far along the
+    dual's ray (their sum past 1e100, which :func:`_size` reads as unbounded) and W is the last one's."""
 
     def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray, str]:
         if boxed:
             alpha, status = _dual_qp((ak @ ak.T) * (dk @ dk.T), soft_c)
             return alpha, ak.T @ (alpha[:, None] * dk), status
-        ak, dk = linalg.array(ak), linalg.array(dk)
-        alpha, status = _active_set((ak @ ak.T) * (dk @ dk.T), linalg.array(alpha), linalg)
-        return linalg.numpy(alpha), linalg.numpy(ak.T @ (alpha[:, None] * dk)), status
+        on = linalg.array(ak), linalg.array(dk)
+        alpha, ray, status = _active_set((on[0] @ on[0].T) * (on[1] @ on[1].T), alpha, linalg)
+        w = ak.T @ (alpha[:, None] * dk)
+        return (alpha if ray is None else alpha + 1e100 * ray), w, status
 
     return solve

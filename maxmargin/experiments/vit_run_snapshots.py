@@ -187,6 +187,7 @@ PROBE_CODE = (
     "experiments/vit_run_snapshots.py",
     "core/w_svm.py",
     "core/w_svm_dual.py",
+    "core/w_svm_active.py",
     "core/w_svm_hard.py",
     "core/w_svm_nuclear.py",
     "core/w_svm_nulls.py",

@@ -1,0 +1,247 @@
+"""The hard-margin dual of (W-ATT-SVM) on a working set (:mod:`.w_svm_dual`) by the dual active-set method of
+Goldfarb and Idnani (1983), in kernel form.
+
+The primal on a working set is min 1/2 ||W||_F^2 s.t. <W, f_k> >= 1, f_k = a_k d_k^T, with kernel
+G_kl = <f_k, f_l> = (a_k . a_l)(d_k . d_l). Its Hessian is the identity, so the method needs G alone: it keeps an
+active set A whose margins are 1, W = sum_{k in A} lambda_k f_k with every lambda_k > 0 (optimal for the constraints
+seen so far), and adds the most violated constraint j. Its step keeps the margins of A at 1 while raising j's:
+
+    r = G_AA^{-1} G_Aj,    z = f_j - sum_{k in A} r_k f_k,    ||z||^2 = G_jj - G_jA r,
+
+lambda_A <- lambda_A - t r, lambda_j <- lambda_j + t, the margin of j rises by t ||z||^2. The full step
+t = (1 - m_j) / ||z||^2 makes j active; a multiplier of A that reaches 0 first (the partial step
+min lambda_k / r_k over r_k > 0) leaves A, and j's step goes on. Where f_j lies in the span of A's features
+(||z|| = 0) and no multiplier can fall, no W meets every margin: (-r, 1) is a ray of the dual along which W stays
+and sum lambda grows without bound, which the cutting planes read as ||W||_F past their bound
+(:func:`~maxmargin.core.w_svm_dual._size`).
+
+The dual objective rises at every step, so no active set comes back: the method ends in finitely many steps, each
+an update of the Cholesky factor R of G_AA (a row on adding, Givens rotations on dropping: O(|A|^2)), never a
+factorisation of the working set. Warm-started from a solution of a smaller working set (the previous cutting-plane
+round's), it only adds what the new constraints change; the last step solves R^T R lambda_A = 1 again, so that the
+margins of A are 1 to rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.linalg import cho_solve, solve_triangular
+
+# A feature counts as in the span of the active ones where ||z||^2 <= DEPENDENT ||f_j||^2: the factor's rounding
+# grows with G's condition number (1e12 on the ViT's working sets), and a step of (1 - m_j) / ||z||^2 past that
+# raises ||W||_F^2 by more than 1e12 / ||f_j||^2, beyond the bound at which the cutting planes call the problem
+# infeasible (1 / HULL_TOL^2 f^2 = 1e10 / f^2).
+DEPENDENT = 1e-13
+# The steps at most, per constraint of the working set (each adds or drops one: a working set of m needs about
+# m at the most, and the ones seen are about its support): past them, the caller's fallback solves it.
+STEPS_PER_CONSTRAINT = 20
+
+
+class _Factor:
+    """The upper Cholesky factor R of G_AA, R^T R = G_AA, kept as [[R, 0], [0, I]] in a column-major buffer that
+    grows by half: a triangular solve on the whole buffer (zeros padding the right-hand side, which the identity
+    keeps at zero) reads contiguous memory, where one on a view of it would copy R first (ten times the cost)."""
+
+    def __init__(self, r: NDArray[np.float64]) -> None:
+        self.size = len(r)
+        self.buffer = np.asfortranarray(np.eye(max(16, 3 * self.size // 2)))
+        self.buffer[: self.size, : self.size] = r
+
+    @property
+    def r(self) -> NDArray[np.float64]:
+        return self.buffer[: self.size, : self.size]
+
+    def direction(self, g_aj: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """u = R^{-T} G_Aj and r = R^{-1} u = G_AA^{-1} G_Aj (||u||^2 = G_jA G_AA^{-1} G_Aj)."""
+        padded = np.zeros(len(self.buffer))
+        padded[: self.size] = g_aj
+        u = solve_triangular(self.buffer, padded, trans="T", check_finite=False)
+        return u[: self.size], solve_triangular(self.buffer, u, check_finite=False)[: self.size]
+
+    def gram_solve(self, rhs: NDArray[np.float64]) -> NDArray[np.float64]:
+        """G_AA^{-1} rhs = R^{-1} R^{-T} rhs."""
+        return self.direction(rhs)[1]
+
+    def append(self, u: NDArray[np.float64], diagonal: float) -> None:
+        """R of G_AA with constraint j last: the column u = R^{-T} G_Aj over sqrt(G_jj - ||u||^2)."""
+        p = self.size
+        if p == len(self.buffer):
+            grown = np.asfortranarray(np.eye(3 * p // 2))
+            grown[:p, :p] = self.r
+            self.buffer = grown
+        self.buffer[:p, p] = u
+        self.buffer[p, p] = diagonal
+        self.size = p + 1
+
+    def delete(self, k: int) -> None:
+        """R of G_AA without its k-th constraint. The rows above k lose their column k; the trailing block R_33 (of
+        the constraints after k) becomes the factor of R_33^T R_33 + rho rho^T, rho the rest of row k: factorised
+        again where it is small (one LAPACK call), else by Givens rotations (O(q^2), a Python loop of q steps)."""
+        r, p = self.buffer, self.size
+        rho = r[k, k + 1 : p].copy()
+        r[:k, k : p - 1] = r[:k, k + 1 : p]
+        if p - 1 - k <= _REFACTOR:
+            tail = r[k + 1 : p, k + 1 : p]
+            r[k : p - 1, k : p - 1] = np.linalg.cholesky(tail.T @ tail + np.outer(rho, rho)).T
+        else:
+            r[k : p - 1, k : p - 1] = r[k + 1 : p, k + 1 : p]
+            _rotate_in(r[k : p - 1, k : p - 1], rho)
+        r[: p - 1, p - 1] = 0.0
+        r[p - 1, :] = 0.0
+        r[p - 1, p - 1] = 1.0
+        self.size = p - 1
+
+
+# The trailing blocks up to this size are factorised again when a constraint leaves (q^3 flops in one call beat a
+# Python loop of q Givens rotations up to about here).
+_REFACTOR = 256
+
+
+def _rotate_in(r: NDArray[np.float64], rho: NDArray[np.float64]) -> None:
+    """R <- the upper factor of R^T R + rho rho^T, in place: Givens rotations of [R; rho^T] zero rho entry by entry
+    (the rank-one Cholesky update)."""
+    rho = rho.copy()
+    for i in range(len(rho)):
+        a, b = r[i, i], rho[i]
+        h = np.hypot(a, b)
+        c, s = a / h, b / h
+        top = r[i, i:].copy()
+        r[i, i:] = c * top + s * rho[i:]
+        rho[i:] = c * rho[i:] - s * top
+
+
+class _ActiveSet:
+    """The method's state on one working set's kernel ``g``: the active set A in order, the factor of G_AA, the
+    rows G_A. of A (in A's order: the margins m = G_.A lambda_A of the working set are read from them) and the
+    multipliers; ``steps`` counts the adds and drops."""
+
+    def __init__(self, g: NDArray[np.float64], alpha: NDArray[np.float64]) -> None:
+        self.g = g
+        self.active, r, self.lam = _warm_start(g, alpha)
+        self.factor = _Factor(r)
+        self.rows = np.zeros((len(self.factor.buffer), len(g)))
+        self.rows[: len(self.active)] = g[self.active]
+        self.steps = 0
+
+    def margins(self) -> NDArray[np.float64]:
+        return self.lam @ self.rows[: len(self.active)]
+
+    def add(self, j: int, margin: float) -> NDArray[np.float64] | None:
+        """Make constraint j (of margin ``margin``) active: full and partial steps until its margin is 1. None; or,
+        where no W meets the margins, the dual's ray (-r, 1) over A + [j] (the multipliers with j's last)."""
+        g, lam_j = self.g, 0.0
+        while True:
+            self.steps += 1
+            u, r = self.factor.direction(g[j, self.active])
+            z2 = float(g[j, j] - u @ u)
+            full = (1.0 - margin) / z2 if z2 > DEPENDENT * g[j, j] else np.inf
+            partial, k = _partial(self.lam, r)
+            if np.isinf(full) and np.isinf(partial):
+                self.lam = np.append(self.lam, lam_j)
+                return np.append(-r, 1.0)
+            t = min(full, partial)
+            self.lam, lam_j, margin = self.lam - t * r, lam_j + t, margin + t * z2
+            if full <= partial:
+                self._append(j, u, np.sqrt(z2), lam_j)
+                return None
+            self._drop(k)
+
+    def _append(self, j: int, u: NDArray[np.float64], diagonal: float, lam_j: float) -> None:
+        p = len(self.active)
+        self.factor.append(u, diagonal)
+        if p == len(self.rows):
+            self.rows = np.concatenate([self.rows, np.zeros((p // 2 + 1, self.rows.shape[1]))])
+        self.rows[p] = self.g[j]
+        self.active.append(j)
+        self.lam = np.append(self.lam, lam_j)
+
+    def _drop(self, k: int) -> None:
+        p = len(self.active)
+        self.factor.delete(k)
+        self.rows[k : p - 1] = self.rows[k + 1 : p]
+        del self.active[k]
+        self.lam = np.delete(self.lam, k)
+
+
+def _warm_start(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> tuple[list[int], NDArray, NDArray]:
+    """The active set of ``alpha`` (its positive multipliers), the factor R of G_AA and the multipliers solved again
+    on it (the margins of A at 1); the empty set where that fails (G_AA singular to the method's
+    :data:`DEPENDENT`, or a multiplier not positive)."""
+    active = [int(k) for k in np.flatnonzero(alpha > 0)]
+    if active:
+        try:
+            r = np.linalg.cholesky(g[np.ix_(active, active)]).T
+        except np.linalg.LinAlgError:
+            return [], np.zeros((0, 0)), np.zeros(0)
+        lam = cho_solve((r, False), np.ones(len(active)), check_finite=False)
+        if np.all(lam > 0) and np.all(np.diag(r) ** 2 > DEPENDENT * np.diag(g)[active]):
+            return active, r, lam
+    return [], np.zeros((0, 0)), np.zeros(0)
+
+
+def _partial(lam: NDArray[np.float64], r: NDArray[np.float64]) -> tuple[float, int]:
+    """The partial step min lambda_k / r_k over r_k > 0 and its k (inf, -1 where no multiplier falls)."""
+    falling = np.flatnonzero(r > 0)
+    if not len(falling):
+        return np.inf, -1
+    ratios = lam[falling] / r[falling]
+    k = int(np.argmin(ratios))
+    return float(ratios[k]), int(falling[k])
+
+
+# A margin of the working set counts as violated below 1 - max(1e-12, ROUNDING sum_k lambda_k max_k G_kk): the
+# rounding of m_j = sum_k lambda_k G_jk, a hundredth of what the hard margin's acceptance allows
+# (:data:`~maxmargin.core.w_svm_hard.SOLVE_RTOL`), so that the method never chases its own rounding.
+ROUNDING = 1e-13
+
+
+def dual_active_set(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> tuple[NDArray, NDArray | None] | None:
+    """argmin 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0 by the dual active-set method (the module's
+    docstring), from the active set of ``alpha`` (a solution on a smaller working set, zeros for the constraints
+    added since; all zeros: from W = 0). The constraints farthest from their margin, (1 - m_j) / ||f_j||, are
+    added in batches of :data:`BATCH`, each with its margin read again when its turn comes (the margins of the
+    whole working set, O(m |A|), are read once a batch). The multipliers, and None; or, where no W meets every
+    margin, the last multipliers and the dual's ray (nonnegative, sum_k ray_k f_k = 0). None where it has not ended
+    within :data:`STEPS_PER_CONSTRAINT` steps per constraint."""
+    m = len(g)
+    state = _ActiveSet(g, alpha)
+    scale = np.sqrt(np.diag(g))
+    top = float(np.max(np.diag(g), initial=0.0))
+    while state.steps <= STEPS_PER_CONSTRAINT * m:
+        short = 1.0 - state.margins()
+        short[state.active] = -np.inf
+        short[short <= _violation(state, top)] = -np.inf
+        batch = np.argsort(-short / scale)[:BATCH]
+        batch = batch[np.isfinite(short[batch])]
+        if not len(batch):
+            return _polished(state, m), None
+        for j in batch:
+            margin = float(g[j, state.active] @ state.lam)
+            if 1.0 - margin <= _violation(state, top):
+                continue
+            ray = state.add(int(j), margin)
+            if ray is not None:
+                out, along = np.zeros(m), np.zeros(m)
+                out[state.active + [int(j)]], along[state.active + [int(j)]] = state.lam, ray
+                return out, along
+    return None
+
+
+# The constraints added between two readings of the working set's margins.
+BATCH = 16
+
+
+def _violation(state: _ActiveSet, top: float) -> float:
+    """How far below 1 a margin counts as violated (:data:`ROUNDING`)."""
+    return max(1e-12, ROUNDING * float(state.lam.sum()) * top)
+
+
+def _polished(state: _ActiveSet, m: int) -> NDArray[np.float64]:
+    """The multipliers on the final active set solved again, R^T R lambda_A = 1 (the margins of A at 1 to
+    rounding, not to the steps' accumulated rounding), where that keeps them positive."""
+    out = np.zeros(m)
+    if state.active:
+        again = state.factor.gram_solve(np.ones(len(state.active)))
+        out[state.active] = again if np.all(again > 0) else state.lam
+    return out
