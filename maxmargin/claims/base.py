@@ -188,3 +188,52 @@ def note_of(verdict: str, why: str, rule: str) -> str:
 def tables_only(measure: Callable[[Tables], Measurement]) -> Callable[[Tables, Config], Measurement]:
     """A measurement that reads no config."""
     return lambda t, _cfg: measure(t)
+
+
+@dataclass(frozen=True)
+class LogSlope:
+    """The least-squares slope of a series against ln t over its window and its interval, widened for serial
+    correlation: ``n`` values worth ``n_eff`` independent ones (``rho``: the residuals' lag-1 autocorrelation)."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    n_eff: float
+    rho: float
+
+    def text(self, digits: int = 3) -> str:
+        """``0.120 [0.080, 0.160] (n_eff 9.4 of 17)``."""
+        interval = interval_text(self.low, self.high, digits)
+        return f"{self.estimate:.{digits}f} {interval} (n_eff {self.n_eff:.1f} of {self.n})"
+
+
+def ar1_effective_size(values: np.ndarray) -> tuple[float, float]:
+    """The number of independent values a serially correlated series is worth, n_eff = n (1 - rho) / (1 + rho), rho
+    its lag-1 autocorrelation clipped to [0, 1) (the variance of the mean of an AR(1) series is that of n_eff
+    independent values; a negative rho is not counted as extra information), and rho."""
+    x = np.asarray(values, dtype=float) - np.mean(values)
+    denominator = float(x @ x)
+    rho = float(x[:-1] @ x[1:]) / denominator if x.size > 2 and denominator > 0 else 0.0
+    rho = min(max(rho, 0.0), 1.0 - 1e-12)
+    return x.size * (1 - rho) / (1 + rho), rho
+
+
+def log_slope_interval(epochs: np.ndarray, values: np.ndarray, confidence: float) -> LogSlope:
+    """dy / d ln t of a series over its window, log-t aware: the least-squares slope b of y = a + b ln t (epochs
+    t > 0; a growth y = c ln t gives c, a series that stops gives 0) and its Student t-interval, the variance of b
+    inflated by (1 + rho) / (1 - rho) for residuals of lag-1 autocorrelation rho and the degrees of freedom
+    n_eff - 2 (at least 1) with n_eff of :func:`ar1_effective_size` (regression with AR(1) errors; the inflation is
+    the largest that rho allows, so the interval errs wide). NaN bounds for fewer than three values."""
+    from scipy.stats import t as student
+
+    x, y = np.log(np.asarray(epochs, dtype=float)), np.asarray(values, dtype=float)
+    if x.size < 3:
+        return LogSlope(float("nan"), float("nan"), float("nan"), x.size, float(x.size), 0.0)
+    xc = x - x.mean()
+    slope = float(xc @ (y - y.mean()) / (xc @ xc))
+    residuals = y - y.mean() - slope * xc
+    n_eff, rho = ar1_effective_size(residuals)
+    se = np.sqrt(residuals @ residuals / (x.size - 2) / (xc @ xc) * (1 + rho) / (1 - rho))
+    half = float(student.ppf((1 + confidence) / 2, max(n_eff - 2, 1.0)) * se)
+    return LogSlope(slope, slope - half, slope + half, x.size, n_eff, rho)

@@ -98,9 +98,9 @@ def _sets(w: pd.DataFrame) -> pd.Series:
 
 
 def heads_line(w: pd.DataFrame) -> str:
-    """The heads against their W-ATT-SVM at the last snapshot, on the judged image set, against the nulls and the
-    ceiling; where the probe had both sets, the other's head mean beside it; where it measured three epochs or more,
-    the epoch of the highest head mean."""
+    """The heads against their W-ATT-SVM at the last snapshot, on the judged image set (the number of images beside
+    every cosine), against the nulls and the ceiling; where the probe had both sets, the other's head mean beside it
+    (on its own number of images); where it measured three epochs or more, the head mean at the first."""
     sets = _sets(w)
     judged = next(name for name in JUDGED_IMAGES if name in set(sets))
     rows = w[sets == judged]
@@ -108,21 +108,22 @@ def heads_line(w: pd.DataFrame) -> str:
     means = rows.groupby("epoch")["cosine"].mean()
     epochs = sorted(int(e) for e in rows["epoch"].unique())
     others = [
-        f"; on the {name} images {w[(sets == name) & (w['epoch'] == heads.epoch.iloc[0])].cosine.mean():.3f}"
+        f"; on {int(rows_.n_images.iloc[0]):,} {name} images {rows_.cosine.mean():.3f}"
         for name in sorted(set(sets) - {judged})
+        if not (rows_ := w[(sets == name) & (w["epoch"] == heads.epoch.iloc[0])]).empty
     ]
-    peak = (
-        f"; the head mean is highest at epoch {means.idxmax():.0f} ({means.max():.3f})"
+    trend = (
+        f"; the head mean {means.iloc[0]:.3f} at epoch {means.index[0]:.0f} (claim vit_w_svm_direction tests the trend)"
         if len(epochs) >= 3
         else "; no trend to read from two epochs"
     )
     return (
         f"- **The heads against their W-ATT-SVM** (measured at epochs {', '.join(map(str, epochs))}, on "
-        f"{int(heads.n_images.iloc[0])} {judged} images): at epoch {heads.epoch.iloc[0]:.0f} the {len(heads)} heads' "
+        f"{int(heads.n_images.iloc[0]):,} {judged} images): at epoch {heads.epoch.iloc[0]:.0f} the {len(heads)} heads' "
         f"cos(Wt_h, W_mm,h) is {heads.cosine.mean():.3f} (from {heads.cosine.min():.3f} to {heads.cosine.max():.3f}), "
         f"against {heads.null_rank.mean():.3f} for a random rank-d_head matrix and {heads.null_shuffled.mean():.3f} "
         f"for a shuffled selection, under a rank ceiling of {heads.ceiling.mean():.3f}: "
-        f"{heads.cosine.mean() / heads.ceiling.mean():.0%} of the ceiling{''.join(others)}{peak}."
+        f"{heads.cosine.mean() / heads.ceiling.mean():.0%} of the ceiling{''.join(others)}{trend}."
     )
 
 
@@ -147,25 +148,50 @@ def run_lines(
     return lines + ([heads_line(w)] if not w.empty else [])
 
 
-def set_gap_line(w: pd.DataFrame, confidence: float) -> str:
-    """The heads' cosine on the training images against the held-out ones at every measured epoch: the
-    head-mean difference and its t-interval over heads at the last epoch (where the probe had both sets)."""
-    from maxmargin.claims.base import t_interval
+def agreement(differences: np.ndarray, confidence: float, margin: float) -> tuple[str, float, float]:
+    """How two sets of per-head cosines stand to each other, from their per-head ``differences``: ``agree`` where the
+    (2 confidence - 1) t-interval of the mean difference lies within +-``margin`` (two one-sided tests at level
+    (1 - confidence) / 2 each, Schuirmann 1987), ``differ`` where the ``confidence`` t-interval excludes 0, else
+    ``not distinguishable``; and that interval's bounds."""
+    low, high = t_interval(differences, confidence)
+    equivalence = t_interval(differences, 2 * confidence - 1)
+    if -margin < equivalence[0] and equivalence[1] < margin:
+        return "agree", low, high
+    return ("differ" if low > 0 or high < 0 else "not distinguishable"), low, high
 
-    sets = _sets(w)
-    if set(sets) != {"train", "test"}:
+
+def _common_count(curve: pd.DataFrame) -> tuple[pd.DataFrame, int] | None:
+    """The image-count curve's rows on the largest number of images both sets were solved on, and that number."""
+    counts = [set(curve.loc[curve["images"] == name, "n_images"]) for name in ("train", "test")]
+    common = counts[0] & counts[1]
+    if not common:
+        return None
+    n = max(common)
+    return curve[curve["n_images"] == n], int(n)
+
+
+def set_gap_line(curve: pd.DataFrame, confidence: float, margin: float) -> str:
+    """The heads' cosine on the training images against the held-out ones at the last snapshot, both solved on the
+    same number of images (the image-count curve's largest count both sets hold): the head-mean difference, its
+    t-interval over heads and whether the two agree within +-``margin`` (:func:`agreement`)."""
+    common = _common_count(curve) if not curve.empty else None
+    if common is None:
         return ""
-    wide = w.assign(images=sets).pivot_table(index=["epoch", "head"], columns="images", values="cosine")
-    gap = (wide["train"] - wide["test"]).groupby(level="epoch")
-    last = gap.get_group(max(gap.groups))
-    low, high = t_interval(last.to_numpy(), confidence)
-    same = "the two agree" if low <= 0 <= high else "they differ"
-    means = wide.groupby(level="epoch").mean()
-    epochs = ", ".join(f"{e}: {r.train:.3f} / {r.test:.3f}" for e, r in means.iterrows())
+    rows, n = common
+    wide = rows.pivot(index="head", columns="images", values="cosine")
+    gap = wide["train"] - wide["test"]
+    verdict, low, high = agreement(gap.to_numpy(), confidence, margin)
+    said = {
+        "agree": f"they agree within +-{margin:g} (vit.guard.w_svm_equivalence; a {2 * confidence - 1:.0%} "
+        "t-interval inside the margin)",
+        "differ": "they differ",
+        "not distinguishable": f"not distinguishable at +-{max(abs(low), abs(high)):.2f}; agreement within "
+        f"+-{margin:g} (vit.guard.w_svm_equivalence) is not shown",
+    }[verdict]
     return (
-        f"- **Training images against held-out ones** (head means, train / test, by epoch: {epochs}): at the last "
-        f"epoch the difference is {last.mean():+.3f} [{low:+.3f}, {high:+.3f}] ({confidence:.0%} t-interval over "
-        f"{len(last)} heads): {same}."
+        f"- **Training images against held-out ones** (at the last snapshot, both on {n:,} images): head means "
+        f"{wide['train'].mean():.3f} / {wide['test'].mean():.3f}, difference {gap.mean():+.3f}"
+        f" [{low:+.3f}, {high:+.3f}] ({confidence:.0%} t-interval over {len(wide)} heads): {said}."
     )
 
 
@@ -202,10 +228,21 @@ def curve_line(curve: pd.DataFrame, tol: float, chosen: int, confidence: float) 
     return f"{heading}: {said}; {took}."
 
 
+def _largest_loss(m: pd.DataFrame, guard: Mapping[str, Any]) -> str:
+    """The window's largest per-sample training loss, or its mean loss where the per-sample loss was not logged."""
+    w = window(m, guard)
+    if "train_loss_max" in w and w["train_loss_max"].notna().all():
+        return small(w["train_loss_max"].max())
+    return f"mean {small(w['train_loss'].mean())} (per sample: not logged)"
+
+
 def arm_row(name: str, m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, guard: Mapping[str, Any]) -> list:
-    """One run in a row of the arms' table: the window's mean loss and claim vit_regime, the saturation and
-    soft-sparsity at the end, ||W||_F, W's last turn and claim vit_w_direction, the heads' cosine on the judged set
-    at the last snapshot against the null and the ceiling, and claim vit_w_svm_direction."""
+    """One run in a row of the arms' table: the window's largest per-sample loss and claim vit_regime, the saturation
+    and soft-sparsity at the end, ||W||_F and its log-t growth over the window with claim vit_regime_markers, W's last
+    turn and claim vit_w_direction, the heads' cosine on the judged set at the last snapshot (with its number of
+    images) against the null and the ceiling, and claim vit_w_svm_direction."""
+    from maxmargin.claims.vit_regime import regime_window, w_growth
+
     m = m.sort_values("epoch")
     verdict = claims.set_index("claim_id")["verdict"]
     saturation = m["cls_max_attention"].iloc[-1] if "cls_max_attention" in m else float("nan")
@@ -214,14 +251,20 @@ def arm_row(name: str, m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, g
         sets = _sets(w)
         judged = next(s for s in JUDGED_IMAGES if s in set(sets))
         last = w[(sets == judged) & (w["epoch"] == w["epoch"].max())]
-        heads = f"{last.cosine.mean():.3f} / {last.null_rank.mean():.3f} / {last.ceiling.mean():.3f} ({judged})"
+        heads = (
+            f"{last.cosine.mean():.3f} / {last.null_rank.mean():.3f} / {last.ceiling.mean():.3f} "
+            f"({int(last.n_images.iloc[0]):,} {judged})"
+        )
+    growth = w_growth(regime_window(m, guard), guard["confidence"])
     return [
         name,
-        small(window(m, guard).train_loss.mean()),
+        _largest_loss(m, guard),
         verdict.get("vit_regime", "-"),
         "-" if np.isnan(saturation) else f"{saturation:.3f}",
         f"{m.soft_sparsity.iloc[-1]:.3f}",
         f"{m.w_frobenius.iloc[0]:.3g} -> {m.w_frobenius.iloc[-1]:.3g}",
+        growth.text(),
+        verdict.get("vit_regime_markers", "-"),
         small(turns(m).iloc[-1], 1),
         verdict.get("vit_w_direction", "-"),
         heads,
@@ -231,14 +274,16 @@ def arm_row(name: str, m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, g
 
 ARM_HEADER = [
     "run",
-    "train loss (window mean)",
+    "largest per-sample train loss (window)",
     "vit_regime",
     "saturation (end)",
     "soft-sparsity (end)",
     "\\|\\|W\\|\\|_F",
+    "d ln\\|\\|W\\|\\|_F / d ln t (window)",
+    "vit_regime_markers",
     "W's last turn (deg)",
     "vit_w_direction",
-    "heads: cos / null / ceiling (last snapshot)",
+    "heads: cos / null / ceiling (last snapshot, images)",
     "vit_w_svm_direction",
 ]
 
@@ -266,45 +311,27 @@ def contrast_line(a: str, ma: pd.DataFrame, b: str, mb: pd.DataFrame, guard: Map
     )
 
 
-GROWING = 1.05  # ||W||_F "keeps growing" over the window where it ends more than 5 % above where the window starts
+# docs/vit.md's questions of the 400-epoch runs, one per claim, in the order the section answers them.
+QUESTIONS = {
+    "vit_learns": "Does the ViT learn (against a linear baseline)?",
+    "vit_regime": "Does every training sample's loss go under the regime bar, and not rise?",
+    "vit_regime_markers": "Do the theory's markers move: ||W||_F grows (log-t aware) and the attention saturates?",
+    "vit_w_direction": "Does W's direction converge while ||W||_F grows?",
+    "vit_sparsity": "Does the [CLS] attention sparsify as ||W||_F grows (Figure 7)?",
+    "vit_fig6_concentrates": "Does the Figure 6 image's attention concentrate?",
+    "vit_w_svm_direction": "Do the heads approach their W-ATT-SVM (above null (a), rising over the last half)?",
+    "vit_w_svm_specific": "Does training make a head's alignment specific to its own selection?",
+    "vit_w_svm_nuclear": "Is a head closer to the nuclear-norm W-ATT-SVM than a random matrix of its rank?",
+}
 
 
-def _answers(m: pd.DataFrame, w: pd.DataFrame, claims: pd.DataFrame, guard: Mapping[str, Any]) -> list[str]:
-    """One run's answers to the questions of the answers table, each a verdict or a measured word and its number."""
-    m = m.sort_values("epoch")
-    win, verdict = window(m, guard), claims.set_index("claim_id")["verdict"]
-    growth = win.w_frobenius.iloc[-1] / win.w_frobenius.iloc[0]
-    heads = "-"
-    if not w.empty:
-        sets = _sets(w)
-        rows = w[sets == next(s for s in JUDGED_IMAGES if s in set(sets))]
-        means = rows.groupby("epoch")["cosine"].mean()
-        heads = f"{verdict.get('vit_w_svm_direction', '-')}: {means.iloc[0]:.3f} -> {means.iloc[-1]:.3f}"
-    return [
-        f"{verdict.get('vit_regime', '-')}: {win.train_loss.mean():.2g}",
-        f"{'keeps growing' if growth > GROWING else 'no'}: x{growth:.2f}",
-        f"{verdict.get('vit_w_direction', '-')}: {turns(m).iloc[-1]:.2g} deg last row",
-        f"{verdict.get('vit_fig6_concentrates', '-')}: {m.soft_sparsity_image.iloc[0]:.2f} -> "
-        f"{m.soft_sparsity_image.iloc[-1]:.2f}",
-        heads,
-    ]
-
-
-ANSWERS = (
-    "Does the training loss go to zero? (vit_regime: the window's mean loss)",
-    f"Does ||W||_F keep growing? (over the window; more than x{GROWING:g})",
-    "Does W's direction settle? (vit_w_direction)",
-    "Does the Figure 6 image's attention concentrate? (vit_fig6_concentrates: its soft-sparsity)",
-    "Do the heads approach their W-ATT-SVM? (vit_w_svm_direction: head-mean cosine, first -> last snapshot)",
-)
-
-
-def answers_table(
-    runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]], guard: Mapping[str, Any]
-) -> list[str]:
-    """The questions of docs/vit.md's 400-epoch section, a row each, a column per run (``runs``: name -> its metrics,
-    W-ATT-SVM table and claims)."""
-    cells = {name: _answers(*tables, guard) for name, tables in runs.items()}
-    lines = ["| question | " + " | ".join(cells) + " |", "|" + " --- |" * (len(cells) + 1)]
-    rows = [[q, *(cells[name][k] for name in cells)] for k, q in enumerate(ANSWERS)]
-    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+def answers_table(claims: Mapping[str, pd.DataFrame], questions: Mapping[str, str] = QUESTIONS) -> list[str]:
+    """The questions of docs/vit.md's 400-epoch section, a row per claim (``questions``: claim id -> question), a
+    column per run (``claims``: name -> its claims table), each cell the claim's verdict (``-`` where the run has no
+    such claim)."""
+    verdicts = {name: table.set_index("claim_id")["verdict"] for name, table in claims.items()}
+    lines = ["| question (claim) | " + " | ".join(verdicts) + " |", "|" + " --- |" * (len(verdicts) + 1)]
+    for claim_id, question in questions.items():
+        cells = [str(v.get(claim_id, "-")) for v in verdicts.values()]
+        lines.append(f"| {question} (`{claim_id}`) | " + " | ".join(cells) + " |")
+    return [line.replace("||W||", "\\|\\|W\\|\\|") for line in lines]

@@ -5,7 +5,7 @@ judged over heads by :func:`head_interval`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -67,20 +67,43 @@ def _w_svm_last(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     return table, table[table["epoch"] == table["epoch"].max()]
 
 
-MIN_TREND_EPOCHS = 3  # Spearman's rho of two points is +-1 whatever they are: a trend needs at least three
+MIN_TREND_EPOCHS = 5  # a slope against ln(epoch) from fewer snapshots has no power at the heads' jitter
+
+
+@dataclass(frozen=True)
+class Power:
+    """How often the trend rule says ``holds`` and ``differs`` at a given true rise over the window, simulated with the
+    run's own snapshot-to-snapshot jitter (heads alike, independent Gaussian jitter around a rise linear in
+    ln(epoch)): ``rates[rise] = (P(holds), P(differs))``."""
+
+    jitter: float
+    draws: int
+    rates: dict[float, tuple[float, float]]
+
+    def text(self, bar: float) -> str:
+        flat, low, high = (self.rates[r] for r in sorted(self.rates))
+        rises = sorted(self.rates)
+        return (
+            f"power, simulated {self.draws} times with this run's jitter {self.jitter:.3f} (the heads' residual sd "
+            f"around their own slopes): a rise of {rises[1]:g} is found (holds) {low[0]:.0%} and a rise of "
+            f"{rises[2]:g} {high[0]:.0%} of the time; a flat plateau is differs (no rise of {bar:g}) {flat[1]:.0%} "
+            f"and holds (a false rise) {flat[0]:.0%} of the time; a rise of {bar:g} is differs (falsely) "
+            f"{low[1]:.0%} of the time"
+        )
 
 
 @dataclass(frozen=True)
 class Trend:
-    """The W-ATT-SVM trend of claim ``vit_w_svm_direction``: each head's Spearman(epoch, cos / ceiling) over the
-    measured ``epochs`` of the judged window (from ``vit.guard.w_svm_trend_from`` of the last measured epoch on) and
-    the mean over heads with its interval (:func:`head_interval`); NaN where the window holds fewer than
-    :data:`MIN_TREND_EPOCHS` epochs."""
+    """The W-ATT-SVM trend of claim ``vit_w_svm_direction``: each head's rise of cos / ceiling over the measured
+    ``epochs`` of the judged window (from ``vit.guard.w_svm_trend_from`` of the last measured epoch on), its slope
+    against ln(epoch) times the window's span in ln(epoch), and the mean over heads with its Student t-interval;
+    NaN where the window holds fewer than :data:`MIN_TREND_EPOCHS` epochs."""
 
     epochs: list[int]
     measured: list[int]
-    rhos: np.ndarray
+    rises: np.ndarray
     mean: Interval
+    power: Power | None
 
     def window(self, guard: Config) -> str:
         """Which epochs the trend is judged over, in words."""
@@ -90,30 +113,60 @@ class Trend:
         )
 
 
+def log_epoch_rises(series: np.ndarray, epochs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's least-squares slope against ln(epoch) times ln(last / first epoch): the rise over the window a trend
+    linear in ln(epoch) makes (the theory's rates are in ln t); and each row's residual standard deviation."""
+    x = np.log(np.asarray(epochs, dtype=float))
+    xc = x - x.mean()
+    y = np.asarray(series, dtype=float)
+    yc = y - y.mean(axis=-1, keepdims=True)
+    slopes = yc @ xc / (xc @ xc)
+    residuals = yc - slopes[..., None] * xc
+    sd = np.sqrt((residuals**2).sum(axis=-1) / max(x.size - 2, 1))
+    return slopes * (x[-1] - x[0]), sd
+
+
+def trend_verdict(low: float, high: float, bar: float) -> str:
+    """``differs`` when the interval of the rise excludes a rise of ``bar`` (its high end below it), ``holds`` when it
+    lies above 0, else ``inconclusive``."""
+    if not np.isfinite(low):
+        return "inconclusive"
+    return "differs" if high < bar else "holds" if low > 0 else "inconclusive"
+
+
+def trend_power(jitter: float, heads: int, epochs: np.ndarray, guard: Config) -> Power:
+    """:class:`Power` of the trend rule at rises 0, ``vit.guard.min_w_svm_rise`` and twice it, ``heads`` heads at
+    ``epochs``, Gaussian jitter of sd ``jitter`` (``vit.guard.bootstrap``: draws and seed; ``vit.guard.confidence``)."""
+    from scipy.stats import t as student
+
+    bar, draws = guard["min_w_svm_rise"], guard["bootstrap"]["resamples"]
+    rng = np.random.default_rng(guard["bootstrap"]["seed"])
+    x = np.log(np.asarray(epochs, dtype=float))
+    shape = (x - x[0]) / (x[-1] - x[0])
+    quantile = student.ppf((1 + guard["confidence"]) / 2, heads - 1) if heads > 1 else np.nan
+    rates = {}
+    for rise in (0.0, bar, 2 * bar):
+        series = rise * shape + rng.normal(0.0, jitter, size=(draws, heads, x.size))
+        rises, _ = log_epoch_rises(series, epochs)
+        half = quantile * rises.std(axis=1, ddof=1) / np.sqrt(heads)
+        mean = rises.mean(axis=1)
+        verdicts = [trend_verdict(lo, hi, bar) for lo, hi in zip(mean - half, mean + half, strict=True)]
+        rates[rise] = (verdicts.count("holds") / draws, verdicts.count("differs") / draws)
+    return Power(jitter, draws, rates)
+
+
 def _ceiling_trend(table: pd.DataFrame, guard: Config) -> Trend:
-    """Each head's Spearman(epoch, cos / ceiling) over the measured epochs from ``vit.guard.w_svm_trend_from`` of
-    the last one on, and their mean's interval over heads."""
+    """Each head's rise of cos / ceiling over the measured epochs from ``vit.guard.w_svm_trend_from`` of the last one
+    on (:func:`log_epoch_rises`), their mean's t-interval over heads and the rule's simulated power."""
     wide = table.pivot(index="epoch", columns="head", values="ceiling_fraction").sort_index()
-    window = wide[wide.index >= guard["w_svm_trend_from"] * wide.index.max()]
-    if len(window) >= MIN_TREND_EPOCHS:
-        rhos = _spearman_with_epochs(window.to_numpy().T)  # one row per head
+    window = wide[(wide.index >= guard["w_svm_trend_from"] * wide.index.max()) & (wide.index > 0)]
+    epochs = window.index.to_numpy()
+    if len(window) < MIN_TREND_EPOCHS:
+        rises, power = np.full(wide.shape[1], np.nan), None
     else:
-        rhos = np.full(wide.shape[1], np.nan)
-    mean = head_interval(rhos, guard)
-    mean = replace(mean, low=max(mean.low, -1.0), high=min(mean.high, 1.0))  # a mean of rhos lies in [-1, 1]
-    return Trend([int(e) for e in window.index], [int(e) for e in wide.index], rhos, mean)
-
-
-def _spearman_with_epochs(series: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row of ``series`` (epochs in increasing order along the row) with the epoch: the
-    Pearson correlation of its average ranks with 1..E, as scipy.stats.spearmanr (NaN for a constant row)."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(series, axis=1)
-    ranks -= ranks.mean(axis=1, keepdims=True)
-    epochs = np.arange(series.shape[1]) - (series.shape[1] - 1) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return ranks @ epochs / np.sqrt((ranks**2).sum(axis=1) * (epochs**2).sum())
+        rises, sd = log_epoch_rises(window.to_numpy().T, epochs)
+        power = trend_power(float(np.sqrt(np.mean(sd**2))), len(rises), epochs, guard)
+    return Trend([int(e) for e in epochs], [int(e) for e in wide.index], rises, head_interval(rises, guard), power)
 
 
 def _epochs(epochs: list[int]) -> str:
@@ -127,90 +180,125 @@ def _versus(interval: Interval, bar: float) -> tuple[str, str]:
     return verdict, f"{interval.text()} {where} {bar:g}"
 
 
-def _trend_part(trend: Trend, mean: pd.DataFrame, guard: Config) -> tuple[str, str]:
-    """The trend's verdict against ``vit.guard.min_w_svm_spearman`` and its reason."""
+def _trend_part(trend: Trend, guard: Config) -> tuple[str, str]:
+    """The trend's verdict against ``vit.guard.min_w_svm_rise`` (:func:`trend_verdict`) and its reason."""
     if np.isnan(trend.mean.estimate):
         return "inconclusive", (
             f"the trend is not measured: the probe measured {_epochs(trend.epochs)} {trend.window(guard)}, and "
-            f"a Spearman needs at least {MIN_TREND_EPOCHS} (measured epochs: {', '.join(map(str, trend.measured))})"
+            f"the test needs at least {MIN_TREND_EPOCHS} (measured epochs: {', '.join(map(str, trend.measured))})"
         )
-    verdict, stands = _versus(trend.mean, guard["min_w_svm_spearman"])
-    kept = mean["selection_kept"].dropna()
-    stay = f"; {kept.iloc[-1]:.0%} of the selections stay between the last two measured epochs" if len(kept) else ""
-    peak = int(mean["cosine"].idxmax())
-    return verdict, (
-        f"the cosine's share of its ceiling {'does not rise' if verdict == 'differs' else 'is not shown to rise'} "
-        f"steadily {trend.window(guard)}: the heads' mean Spearman "
-        f"{stands} (the head-mean cosine peaks at epoch {peak} at {mean['cosine'].max():.3f} and ends at "
-        f"{mean['cosine'].iloc[-1]:.3f}{stay})"
-    )
+    bar = guard["min_w_svm_rise"]
+    verdict = trend_verdict(trend.mean.low, trend.mean.high, bar)
+    words = {
+        "differs": f"excludes a rise of vit.guard.min_w_svm_rise = {bar:g}",
+        "holds": "lies above 0",
+        "inconclusive": f"contains 0 and a rise of {bar:g}",
+    }[verdict]
+    return verdict, f"the rise of cos / ceiling {trend.window(guard)}, {trend.mean.text()}, {words}"
+
+
+def failing_first(parts: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """The verdict of a claim of several conditions (``parts``: name -> (verdict, reason)): ``differs`` when one
+    differs, else ``inconclusive`` when one is, else ``holds``; and the reason, the failing conditions by name and
+    number, the one that decides first."""
+    verdicts = [v for v, _ in parts.values()]
+    verdict = next((v for v in ("differs", "inconclusive") if v in verdicts), "holds")
+    order = sorted((name for name, (v, _) in parts.items() if v != "holds"), key=lambda n: parts[n][0] != verdict)
+    return verdict, "; ".join(f"{name} {parts[name][0]}: {parts[name][1]}" for name in order)
+
+
+def _images(rows: pd.DataFrame) -> str:
+    """The number of images the rows' W-ATT-SVM was solved on: ``on 1,920 train images``."""
+    n = sorted({int(v) for v in rows["n_images"].dropna()})
+    name = rows["images"].dropna().iloc[0] if "images" in rows and rows["images"].notna().any() else "test"
+    return f"on {'/'.join(f'{v:,}' for v in n)} {name} images"
 
 
 def _w_svm_direction(t: Tables, cfg: Config) -> Measurement:
     """Beyond the paper: the last layer's heads turn toward their W-ATT-SVM solutions (table ``vit_w_svm``). At the
     last measured epoch the head-mean cosine exceeds the matched rank-d_head null (a) by at least
-    ``vit.guard.min_w_svm_gain``, and over the last epochs (from ``vit.guard.w_svm_trend_from`` of the run on) each
-    head's share of its rank ceiling rises (mean Spearman over heads at least ``vit.guard.min_w_svm_spearman``),
-    both by their intervals over heads (:func:`head_interval`)."""
+    ``vit.guard.min_w_svm_gain``, and over the last epochs (from ``vit.guard.w_svm_trend_from`` of the run on) the
+    heads' share of their rank ceiling rises (:func:`trend_verdict` against ``vit.guard.min_w_svm_rise``), both by
+    their intervals over heads (:func:`head_interval`)."""
     table, last = _w_svm_last(t)
     guard = cfg["vit"]["guard"]
     if table.empty:
         return _not_probed(cfg)
     gain, trend = head_interval(last["cosine"] - last["null_rank"], guard), _ceiling_trend(table, guard)
-    mean = table.groupby("epoch")[["cosine", "ceiling", "ceiling_fraction", "selection_kept"]].mean()
     gain_verdict, gain_stands = _versus(gain, guard["min_w_svm_gain"])
-    parts = [(gain_verdict, f"the gain over the matched null {gain_stands}"), _trend_part(trend, mean, guard)]
-    verdict = next((v for v in ("differs", "inconclusive") if v in {p[0] for p in parts}), "holds")
-    rhos = trend.rhos[~np.isnan(trend.rhos)]
-    heads = f"each head's from {rhos.min():.2f} to {rhos.max():.2f}, " if len(rhos) > 1 else ""
-    rho = f"{heads}mean over heads {trend.mean.text()}" if len(rhos) else f"not measured ({_epochs(trend.epochs)})"
+    verdict, why = failing_first(
+        {"gain over null (a)": (gain_verdict, gain_stands), "trend": _trend_part(trend, guard)}
+    )
+    rises = trend.rises[~np.isnan(trend.rises)]
+    heads = f"each head's from {rises.min():+.3f} to {rises.max():+.3f}, " if len(rises) > 1 else ""
+    rise = f"{heads}mean {trend.mean.text()}" if len(rises) else f"not measured ({_epochs(trend.epochs)})"
     measured = (
-        f"at epoch {int(last['epoch'].iloc[0])}: head-mean cos(Wt_h, W_mm,h) {last['cosine'].mean():.3f} against the "
-        f"rank-d_head null {last['null_rank'].mean():.3f} (gain {gain.text()}), the shuffled-selection null "
-        f"{last['null_shuffled'].mean():.3f}; {last['ceiling_fraction'].mean():.2f} of the rank ceiling "
-        f"{last['ceiling'].mean():.3f}; Spearman(epoch, cos / ceiling) {trend.window(guard)}: {rho}; "
-        f"head-mean cosine highest at epoch {int(mean['cosine'].idxmax())} "
-        f"({mean['cosine'].max():.3f})"
+        f"at epoch {int(last['epoch'].iloc[0])} {_images(last)}: head-mean cos(Wt_h, W_mm,h) "
+        f"{last['cosine'].mean():.3f} against the rank-d_head null {last['null_rank'].mean():.3f} (gain "
+        f"{gain.text()}); {last['ceiling_fraction'].mean():.2f} of the rank ceiling {last['ceiling'].mean():.3f}; "
+        f"rise of cos / ceiling {trend.window(guard)}: {rise}"
     )
     rule = (
         f"holds when the gain over null (a) (each head's mean over {cfg['vit']['w_svm']['null_draws']} random "
         f"rank-d_head matrices: vit.w_svm.null_draws) at the last measured epoch is above vit.guard.min_w_svm_gain = "
-        f"{guard['min_w_svm_gain']:g} and the heads' mean Spearman(epoch, cos / ceiling) over the last "
-        f"{1 - guard['w_svm_trend_from']:.0%} of the epochs above vit.guard.min_w_svm_spearman = "
-        f"{guard['min_w_svm_spearman']:g}, both by their {_interval_words(gain, guard)}; the trend is "
-        "judged over the last epochs because the theory is about W's limit direction, and the jump from the "
-        "initialisation in the first epochs would decide any trend over all of them; Frobenius W-ATT-SVM on "
-        f"{int(last['n_constraints'].iloc[0])} constraints; {int((~table['hard_margin'].astype(bool)).sum())} of "
-        f"{len(table)} solutions soft-margin; dataset: {table['dataset'].iloc[-1]}"
+        f"{guard['min_w_svm_gain']:g} and the heads' rise of cos / ceiling over the last "
+        f"{1 - guard['w_svm_trend_from']:.0%} of the epochs (each head's slope against ln(epoch) over at least "
+        f"{MIN_TREND_EPOCHS} snapshots times the window's span) lies above 0, both by their "
+        f"{_interval_words(gain, guard)}; differs when the gain's interval lies below its bar or the rise's excludes "
+        f"a rise of vit.guard.min_w_svm_rise = {guard['min_w_svm_rise']:g}; "
+        + (trend.power.text(guard["min_w_svm_rise"]) + "; " if trend.power else "")
+        + "the trend is judged over the last epochs because the theory is about W's limit direction; Frobenius "
+        f"W-ATT-SVM {_images(last)} ({int(last['n_constraints'].iloc[0]):,} constraints); "
+        f"{int((~table['hard_margin'].astype(bool)).sum())} of {len(table)} solutions soft-margin; dataset: "
+        f"{table['dataset'].iloc[-1]}"
     )
-    why = "; ".join(reason for v, reason in sorted(parts, key=lambda p: p[0] != verdict) if v != "holds")
     return measured, verdict, note_of(verdict, why, rule)
 
 
+def _shuffled_cosine(rows: pd.DataFrame) -> pd.Series:
+    """The head's own cosine on the shuffled null's images (``cosine_null_images`` where the probe solved the two on
+    different counts, else ``cosine``): the two sides of the difference on the same number of images."""
+    if "cosine_null_images" in rows and rows["cosine_null_images"].notna().any():
+        return rows["cosine_null_images"]
+    return rows["cosine"]
+
+
+def _shuffles(rows: pd.DataFrame, asked: int) -> str:
+    """How many shuffled selections were drawn, and how many kept (some W selects them) or skipped."""
+    drawn = int(rows["null_shuffled_drawn"].sum()) if "null_shuffled_drawn" in rows else 0
+    kept = int(rows["null_shuffled_kept"].sum()) if "null_shuffled_kept" in rows else asked * len(rows)
+    return f"{drawn} shuffles drawn, {kept} kept, {drawn - kept} skipped (no W selects them)"
+
+
 def _w_svm_specific(t: Tables, cfg: Config) -> Measurement:
-    """Beyond the paper: a head's alignment is specific to the tokens it selects: at the last measured epoch its
-    cosine with its own selection's W-ATT-SVM exceeds that with a shuffled selection's (null (b)), by an interval
-    over heads (:func:`head_interval`) above 0."""
+    """Beyond the paper: training makes a head's alignment specific to the tokens it selects: the difference between
+    its cosine with its own selection's W-ATT-SVM and with a shuffled selection's (null (b)) grows from the first
+    measured epoch to the last, by an interval over heads (:func:`head_interval`) above 0. An untrained head already
+    leans to its own selection's solution (its W made that selection), so the difference alone cannot fail."""
     table, last = _w_svm_last(t)
     if table.empty:
         return _not_probed(cfg)
-    guard = cfg["vit"]["guard"]
-    gap = head_interval(last["cosine"] - last["null_shuffled"], guard)
-    verdict, stands = _versus(gap, 0.0)
+    guard, shuffles = cfg["vit"]["guard"], cfg["vit"]["w_svm"]["shuffles"]
     first = table[table["epoch"] == table["epoch"].min()]
-    shuffled = first["null_shuffled"].dropna()
-    then = f"{shuffled.mean():.3f}" if len(shuffled) else "no shuffled selection that some W can select"
+    differences = [
+        _shuffled_cosine(rows) - rows["null_shuffled"] for rows in (first.set_index("head"), last.set_index("head"))
+    ]
+    gain = head_interval((differences[1] - differences[0]).to_numpy(), guard)
+    verdict, stands = _versus(gain, 0.0)
+    epochs = int(first["epoch"].iloc[0]), int(last["epoch"].iloc[0])
+    n_null = sorted({int(v) for v in table.get("n_images_null", table["n_images"]).dropna()})
     return (
-        f"at epoch {int(last['epoch'].iloc[0])}: own selection {last['cosine'].mean():.3f}, shuffled selection "
-        f"{last['null_shuffled'].mean():.3f}: difference {gap.text()}; at epoch {int(first['epoch'].iloc[0])}: "
-        f"{first['cosine'].mean():.3f} vs {then}",
+        f"own minus shuffled selection {differences[0].mean():+.3f} at epoch {epochs[0]} and "
+        f"{differences[1].mean():+.3f} at epoch {epochs[1]}: gain {gain.text()}, both sides on "
+        f"{'/'.join(f'{n:,}' for n in n_null)} images; {_shuffles(pd.concat([first, last]), shuffles)}",
         verdict,
         note_of(
             verdict,
-            f"the head-mean difference {stands}",
-            f"holds when the head-mean difference is above 0 by its {_interval_words(gap, guard)}; the "
-            f"{cfg['vit']['w_svm']['shuffles']} shuffles (vit.w_svm.shuffles) permute each head's selection over the "
-            "probe images",
+            f"the gain of own minus shuffled from epoch {epochs[0]} to {epochs[1]} {stands}",
+            f"holds when the head-mean gain is above 0 by its {_interval_words(gain, guard)}; "
+            f"{shuffles} shuffles (vit.w_svm.shuffles) permute each head's selection over the images, at the first "
+            "and the last snapshot; judged against the first snapshot because an untrained head's own selection is "
+            "already its W's",
         ),
     )
 

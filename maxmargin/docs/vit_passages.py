@@ -152,16 +152,16 @@ def vit_paper_epochs(_folder: Path, *arms: str) -> str:
     rows.append(
         say.arm_row("session3 (GPU)", gpu["vit_metrics"], gpu["vit_w_svm"], gpu_run_claims("session3"), gpu_guard)
     )
-    answered = {d: (r["metrics"], r["w_svm"], r["claims"]) for d, r in runs.items()}
-    answered["session3 (GPU)"] = (gpu["vit_metrics"], gpu["vit_w_svm"], gpu_run_claims("session3"))
-    lines = [*say.answers_table(answered, guard), ""]
+    answered = {d: r["claims"] for d, r in runs.items()} | {"session3 (GPU)": gpu_run_claims("session3")}
+    lines = [*say.answers_table(answered), ""]
     lines += ["| " + " | ".join(say.ARM_HEADER) + " |", "|" + " --- |" * len(say.ARM_HEADER)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     ids = ["vit_regime", "vit_w_direction", "vit_fig6_concentrates", "vit_w_svm_direction"]
     for docs, r in runs.items():
         lines += ["", f"`{docs}`: {vit_run(_folder, docs).removeprefix('The run: ').strip()}", ""]
         lines += say.run_lines(r["metrics"], r["w_svm"], r["claims"], guard, r["n_train"])
-        lines += [line for line in [say.set_gap_line(r["w_svm"], guard["confidence"])] if line]
+        gap = say.set_gap_line(r["w_svm_images"], guard["confidence"], guard["w_svm_equivalence"])
+        lines += [gap] if gap else []
         if not r["w_svm_images"].empty:
             lines.append(
                 say.curve_line(

@@ -222,7 +222,14 @@ TABLES: tuple[Table, ...] = (
         caption="The ViT run of Figures 6-7 (Section 4), one row per measured epoch (epoch 0, every "
         "{train[eval_every]} and the last of {train[epochs]}): what the figures draw, on the data set it names.",
         caption_blocks=("vit",),
-        claims=("vit_sparsity", "vit_learns", "vit_w_direction", "vit_fig6_concentrates", "vit_regime"),
+        claims=(
+            "vit_sparsity",
+            "vit_learns",
+            "vit_w_direction",
+            "vit_fig6_concentrates",
+            "vit_regime",
+            "vit_regime_markers",
+        ),
         extensions=("csv", "json"),
     ),
     Table(
