@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 # Torch's OpenMP threads spin while they wait (libgomp's default): beside one busy core a ViT epoch takes several
 # times as long (docs/results/timings.md). Waiting threads that sleep lose nothing on a free core. Set before any job
@@ -15,7 +15,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # sys.path to every Python script it runs, also in a conda env of workflow/envs/ (which holds only the library's
 # dependencies: tests/test_packaging.py checks that a job imports this copy).
 from maxmargin.cluster import check_slurm_status_command
-from maxmargin.config import check_config_beyond_schema, follow_yaml_merges
+from maxmargin.config import (
+    check_config_beyond_schema,
+    follow_yaml_merges,
+    validate_config,
+)
 
 min_version("9.0")
 
@@ -33,7 +37,14 @@ follow_yaml_merges(
     workflow.config_settings.config,
 )
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# The schema's check (snakemake.utils.validate), its error naming the key and the config file that holds it.
+validate_config(
+    config,
+    Path(workflow.basedir) / "workflow/schemas/config.schema.yaml",
+    Path(workflow.basedir) / "workflow/config/default.yaml",
+    workflow.configfiles,
+    workflow.config_settings.config,
+)
 # What the schema cannot say (every number finite, integers, indices inside the data, no duplicate YAML key).
 check_config_beyond_schema(
     config,

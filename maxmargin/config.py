@@ -2,8 +2,9 @@
 
 JSON schema's ``type: number`` admits YAML's ``.nan`` and ``.inf``; a NaN step size then runs to the end and
 overwrites good tables with NaN ones; its ``type: integer`` admits ``1000.0``, which then fails inside a job without
-naming the key. The Snakefile calls :func:`check_config_beyond_schema` right after schema validation: duplicate
-YAML keys, finite numbers, integers where the schema says integer, indices inside the data.
+naming the key. The Snakefile validates the config against the schema with :func:`validate_config` (its error
+naming the key and the config file that holds it) and calls :func:`check_config_beyond_schema` right after:
+duplicate YAML keys, finite numbers, integers where the schema says integer, indices inside the data.
 """
 
 from __future__ import annotations
@@ -132,6 +133,62 @@ def merged_config(
     config = deep_merge(config, overrides or {})
     follow_yaml_merges(config, default, files, overrides)
     return config
+
+
+def config_source(
+    key: Sequence[str | int],
+    default: str | os.PathLike[str],
+    files: Sequence[str | os.PathLike[str]] = (),
+    overrides: Mapping[str, Any] | None = None,
+) -> str:
+    """Where the run's value at ``key`` (a path of keys and list indices) comes from, as merged_config merges:
+    "--config" where ``overrides`` sets it, else the last of the --configfile ``files`` that holds it, else
+    ``default``; "no config file" where none does (a default of the schema)."""
+    if _holds(overrides or {}, key):
+        return "--config"
+    default = os.path.abspath(default)
+    layers = [default] + [f for f in files if os.path.abspath(f) != default]  # merged in this order
+    return next((str(f) for f in reversed(layers) if _holds(load_yaml(f) or {}, key)), "no config file")
+
+
+def _holds(config: Any, key: Sequence[str | int]) -> bool:
+    """Whether ``config`` has a value at the path ``key``."""
+    for part in key:
+        if isinstance(config, Mapping) and part in config:
+            config = config[part]
+        elif isinstance(config, list) and isinstance(part, int) and -len(config) <= part < len(config):
+            config = config[part]
+        else:
+            return False
+    return True
+
+
+def validate_config(
+    config: dict[str, Any],
+    schema: str | os.PathLike[str],
+    default: str | os.PathLike[str],
+    files: Sequence[str | os.PathLike[str]] = (),
+    overrides: Mapping[str, Any] | None = None,
+) -> None:
+    """The schema's check of the run's config (snakemake.utils.validate, filling in the schema's defaults); a
+    failure names the key and the file it comes from (:func:`config_source`): Snakemake's message names neither,
+    only the merged config's value, and with layered --configfile files the key may be in any of them."""
+    from jsonschema.exceptions import ValidationError
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, str(schema))
+    except WorkflowError as err:
+        cause = err.__context__  # Snakemake raises its error while handling jsonschema's, whose text it keeps alone
+        if not isinstance(cause, ValidationError):
+            raise
+        key = list(cause.absolute_path)
+        if cause.validator == "additionalProperties":  # the error is the mapping's: name the key it refuses
+            key += sorted(k for k in cause.instance if k not in cause.schema.get("properties", {}))[:1]
+        dotted = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in key).lstrip(".")
+        source = config_source(key, default, files, overrides)
+        raise WorkflowError(f"config key '{dotted}' (from {source}): {cause.message}") from None
 
 
 # --- blocks built by YAML merge (`fig1c: {<<: *fig1, ...}`) follow their source under every config -----------------

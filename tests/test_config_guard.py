@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import shutil
 import subprocess
 
@@ -56,6 +57,43 @@ def test_a_nan_step_size_stops_the_workflow_before_any_job(workflow_dir, value):
     proc = snakemake(workflow_dir, "-n", "--configfile", "bad.yaml", "--", "fig1", check=False)
     assert proc.returncode != 0
     assert "config key 'synthetic.fig1.eta'" in proc.stdout + proc.stderr
+
+
+def test_the_run_names_the_config_file_of_a_refused_value(workflow_dir) -> None:
+    """The Snakefile's schema check over two --configfile files: the error names the key and the second file."""
+    (workflow_dir / "a.yaml").write_text("synthetic:\n  fig1:\n    eta: 0.2\n")
+    (workflow_dir / "b.yaml").write_text("synthetic:\n  fig1:\n    eta: -1.0\n")
+    proc = snakemake(workflow_dir, "-n", "--configfile", "a.yaml", "b.yaml", "--", "fig1", check=False)
+    assert proc.returncode != 0
+    assert re.search(r"config key 'synthetic\.fig1\.eta' \(from \S*b\.yaml\): -1\.0 is less", proc.stdout + proc.stderr)
+
+
+def test_a_schema_error_names_the_key_and_the_config_file_that_holds_it(tmp_path) -> None:
+    """Over layered --configfile files (default.yaml, then a.yaml, then b.yaml, then --config), a value the schema
+    refuses is named with its key and the file the run took it from: the last that sets it."""
+    from snakemake.exceptions import WorkflowError
+
+    from maxmargin.config import config_source, validate_config
+
+    (tmp_path / "a.yaml").write_text("census:\n  n_trials: -3\nsynthetic:\n  fig1:\n    eta: 0.2\n")
+    (tmp_path / "b.yaml").write_text("synthetic:\n  fig1:\n    eta: -1.0\n")
+    (tmp_path / "c.yaml").write_text("synthetic:\n  fig1:\n    typo: 1\n")
+    a, b, c = (str(tmp_path / f"{name}.yaml") for name in "abc")
+    assert config_source(["synthetic", "fig1", "eta"], DEFAULT, [a, b]) == b  # the last file wins
+    assert config_source(["census", "n_trials"], DEFAULT, [a, b]) == a
+    assert config_source(["census", "n_trials"], DEFAULT, [a, b], {"census": {"n_trials": 5}}) == "--config"
+    assert config_source(["synthetic", "fig3", "starts", 0], DEFAULT, [a, b]) == str(DEFAULT)
+    assert config_source(["synthetic", "fig3", "starts", 9], DEFAULT, [a, b]) == "no config file"
+    many = {"census": {"n_trials": "many"}}
+    for files, overrides, key, source, what in [
+        ([a], None, "census.n_trials", a, "-3 is less than the minimum of 1"),
+        ([a, b], {"census": {"n_trials": 5}}, "synthetic.fig1.eta", b, "-1.0 is less than or equal to the minimum"),
+        ([c], None, "synthetic.fig1.typo", c, r"Additional properties are not allowed \('typo' was unexpected\)"),
+        ([], many, "census.n_trials", "--config", "'many' is not of type 'integer'"),
+    ]:
+        with pytest.raises(WorkflowError, match=rf"^config key '{key}' \(from {source}\): {what}"):
+            validate_config(merged_config(files, DEFAULT, overrides), SCHEMA, DEFAULT, files, overrides)
+    validate_config(merged_config([], DEFAULT), SCHEMA, DEFAULT)  # the default config passes
 
 
 def test_a_registered_experiment_without_its_block_says_which_block_to_add() -> None:
