@@ -211,6 +211,7 @@ DOCS_GENERATORS = {
     "config_docs": "tests/test_packaging.py::test_config_docs_are_up_to_date",
     "column_docs": "tests/test_contributing.py::test_the_docs_column_lists_are_written_from_the_registry",
     "api_docs": "tests/test_library.py::test_docs_api_md_is_written_from_the_docstrings",
+    "committed_claims": "tests/test_vit_claims.py::test_the_committed_runs_claims_are_what_todays_code_measures",
     "run_docs": "tests/test_docs_numbers.py::test_the_pages_numbers_are_what_the_default_runs_tables_give",
     "gpu_report": "tests/test_gpu_results.py::test_the_page_is_what_the_sessions_files_give",
 }

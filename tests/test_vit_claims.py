@@ -334,3 +334,13 @@ def test_the_vit_claims_hold_on_a_fresh_default_run(workflow_dir) -> None:
     # the paper's two statements hold; the others are measured, whichever way they come out
     assert (claims.loc[["vit_sparsity", "vit_learns"], "verdict"] == "holds").all(), detail
     assert "not run" not in set(claims["verdict"]), detail
+
+
+def test_the_committed_runs_claims_are_what_todays_code_measures() -> None:
+    """Each committed ViT run's claims CSV and its page's claims table are what today's claims code measures from
+    the run's committed tables (make docs: python -m maxmargin.docs.committed_claims); a claim's new rule reaches
+    every committed run without training it again."""
+    from maxmargin.docs import committed_claims
+
+    stale = [page.stem for page in committed_claims.run_pages() if committed_claims.is_stale(page)]
+    assert not stale, f"stale claims of {stale}: make docs (python -m maxmargin.docs.committed_claims)"

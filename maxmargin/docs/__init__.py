@@ -6,6 +6,8 @@ wrapper of it), by what it writes:
 - :mod:`~maxmargin.docs.config_docs`: docs/config.md, from the schema, default.yaml and who reads each key;
 - :mod:`~maxmargin.docs.column_docs`: the docs' lists of what a table's columns measure, from the registry;
 - :mod:`~maxmargin.docs.api_docs`: docs/api.md, from the docstrings of ``maxmargin.core``;
+- :mod:`~maxmargin.docs.committed_claims`: the committed ViT runs' claims (docs/results/<run>_claims.csv and their
+  pages' claims tables), measured again by today's claims code from their committed tables;
 - :mod:`~maxmargin.docs.run_docs`: the docs' numbers of the committed runs, a passage per ``<!-- run: NAME -->``
   block, written by :mod:`~maxmargin.docs.default_passages` (the default run: synthetic, census, basin, regpath,
   Lemma 1) and :mod:`~maxmargin.docs.vit_passages` (the committed ViT runs and GPU sessions);
