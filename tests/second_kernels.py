@@ -1,4 +1,4 @@
-"""The numerics tests again under a second OpenBLAS kernel set and one thread (issue 61).
+"""The numerics tests again under a second OpenBLAS kernel set and one thread.
 
 A bound taken from one kernel set's rounding, not from the instance, passes where it was written and fails on
 another machine: OpenBLAS picks its kernels by CPU (Haswell on an AMD EPYC, SkylakeX on a recent Xeon), and
@@ -6,7 +6,8 @@ another machine: OpenBLAS picks its kernels by CPU (Haswell on an AMD EPYC, Skyl
 environment and of the second, fails unless they differ, then runs the unit-tier tests of the maths
 (:data:`NUMERICS_TESTS`) under the second with one BLAS thread.
 
-Run by ``.ci/run`` after ``make test``: ``.venv/bin/python .ci/second_kernels.py``.
+Run by ``.ci/run`` after ``make test``: ``.venv/bin/python tests/second_kernels.py`` (a program, not a test
+module: tests/test_second_kernels.py checks it).
 """
 
 from __future__ import annotations

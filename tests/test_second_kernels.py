@@ -1,26 +1,17 @@
-"""CI's second OpenBLAS kernel set (.ci/second_kernels.py): the tests it reruns, the kernel set it picks, the
+"""CI's second OpenBLAS kernel set (tests/second_kernels.py): the tests it reruns, the kernel set it picks, the
 environment it runs them in, and its place in .ci/run."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
+import second_kernels
 from conftest import REPO
-
-SCRIPT = REPO / ".ci" / "second_kernels.py"
-
-
-def _step():
-    spec = importlib.util.spec_from_file_location("second_kernels", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_test_file_it_reruns_exists_and_holds_unit_tier_tests():
-    files = _step().NUMERICS_TESTS
+    files = second_kernels.NUMERICS_TESTS
     assert len(set(files)) == len(files) and "tests/test_w_svm_edges.py" in files
     for name in files:
         text = (REPO / name).read_text()
@@ -30,7 +21,7 @@ def test_every_test_file_it_reruns_exists_and_holds_unit_tier_tests():
 
 
 def test_the_second_kernel_set_is_the_first_whose_architecture_differs_from_the_default():
-    step = _step()
+    step = second_kernels
     architecture_of = {"Sandybridge": "Sandybridge", "Prescott": "Katmai"}.get  # OpenBLAS names Prescott Katmai
     assert step.second_coretype("Haswell", architecture_of) == ("Sandybridge", "Sandybridge")
     assert step.second_coretype("Sandybridge", architecture_of) == ("Prescott", "Katmai")
@@ -38,7 +29,7 @@ def test_the_second_kernel_set_is_the_first_whose_architecture_differs_from_the_
 
 
 def test_the_second_environment_has_the_kernel_set_and_one_thread_and_the_default_is_left_alone():
-    step = _step()
+    step = second_kernels
     base = {"OPENBLAS_CORETYPE": "Zen", "OPENBLAS_NUM_THREADS": "2", "PATH": "/bin"}
     assert step.environment(None, base) == base
     second = step.environment("Prescott", base)
@@ -49,7 +40,7 @@ def test_the_second_environment_has_the_kernel_set_and_one_thread_and_the_defaul
 def test_the_step_fails_naming_the_architecture_where_no_kernel_set_differs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    step = _step()
+    step = second_kernels
     monkeypatch.setattr(step, "architecture", lambda env: "Haswell")
     assert step.main() == 1
     out = capsys.readouterr().out
@@ -59,5 +50,5 @@ def test_the_step_fails_naming_the_architecture_where_no_kernel_set_differs(
 
 def test_ci_runs_it_after_make_test_and_before_the_slurm_check():
     lines = (REPO / ".ci" / "run").read_text().splitlines()
-    assert lines.index("make test") < lines.index(".venv/bin/python .ci/second_kernels.py")
-    assert lines.index(".venv/bin/python .ci/second_kernels.py") < lines.index(".ci/slurm_check.sh")
+    assert lines.index("make test") < lines.index(".venv/bin/python tests/second_kernels.py")
+    assert lines.index(".venv/bin/python tests/second_kernels.py") < lines.index(".ci/slurm_check.sh")
