@@ -276,8 +276,8 @@ def _short_planes(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
     exact = w_svm._hard_margin_planes
 
     def short(*args, **kwargs):
-        w, margins, alpha, rounds, _ = exact(*args, **kwargs)
-        return w * factor, margins * factor, alpha * factor, rounds, "looser"
+        p = exact(*args, **kwargs)
+        return p._replace(w=p.w * factor, margins=p.margins * factor, alpha=p.alpha * factor, status="looser")
 
     # w_att_svm looks the name up in w_svm's namespace (imported there from its home, w_svm_hard): patched there
     monkeypatch.setattr(w_svm, "_hard_margin_planes", short)

@@ -58,7 +58,12 @@ class WSVMResult:
     """The solution of (W-ATT-SVM) of one head on one probe set.
 
     ``solution`` is W_mm ((C + 1) x C, unnormalised); ``hard``: every margin met (the hard-margin optimum), else the
-    soft-margin one; ``met``: the fraction of the hard constraints it meets; ``support``: constraints with a
+    soft-margin one. ``hard`` False means that no W meets every margin, or that the max-margin W lies beyond the
+    cut-off (:data:`~maxmargin.core.w_svm_hard.HULL_TOL`): the multipliers' point of the features' convex hull
+    within 1e-5 of 0 against the norms of the features that make it, which at an optimum means ||W_mm||_F times the
+    mean norm of its support's features a_k d_k^T past 1e5 (the mean cosine of W_mm with them below 1e-5); such an
+    instance counts as having none, unless a W the solver finds meets every margin (then ``hard``). ``met``: the
+    fraction of the hard constraints it meets; ``support``: constraints with a
     positive multiplier; ``rounds``: cutting-plane rounds; ``status``: how its solves were solved, the worst of its
     rounds: ``"optimal"`` (exact on its active set, or cvxopt's status optimal), ``"looser"`` (cvxopt optimal only at
     tolerances 1000 times looser), ``"repaired"`` (W rescaled onto its margins and accepted by its duality gap: the
@@ -221,10 +226,10 @@ def _differences(
 def _result(planes: Planes, other: NDArray[np.bool_], met_at: float, hard: bool) -> WSVMResult:
     """The result of the cutting planes: the margins met at 1 - ``met_at``, ``hard`` as decided by the hard
     problem (:func:`~maxmargin.core.w_svm_hard._feasible`)."""
-    w, margins, alpha, rounds, status = planes
-    met = float(np.mean(margins[other] >= 1.0 - met_at))
+    met = float(np.mean(planes.margins[other] >= 1.0 - met_at))
+    alpha = planes.alpha
     support = int(np.sum(alpha > 1e-8 * max(1.0, float(alpha.max(initial=0.0)))))
-    return WSVMResult(w, hard, met, int(other.sum()), support, rounds, status)
+    return WSVMResult(planes.w, hard, met, int(other.sum()), support, planes.rounds, planes.status)
 
 
 def w_att_svm(
@@ -245,11 +250,13 @@ def w_att_svm(
     The hard-margin dual (alpha >= 0, W = sum_k alpha_k a_k d_k^T) on cutting planes by the dual active-set method
     of Goldfarb and Idnani, warm-started from the previous round (exact on its support, no QP tolerance; on a
     device, block principal pivoting first; cvxopt's QP for a round where both give up). Feasibility is decided
-    by the hard problem (:mod:`.w_svm_hard`): its W meets every margin or it does not, whatever ``soft_c`` (||W||_F
-    growing past 1 / (:data:`~maxmargin.core.w_svm_hard.HULL_TOL` f), f the features' typical norm, counts as none
-    meeting them; a margin counts as met at 1 - ``tol``, or lower by the rounding its multipliers carry,
-    :data:`~maxmargin.core.w_svm_hard.SOLVE_RTOL`). Where it does not (no W meets every margin), the soft-margin
-    (hinge-loss) dual, 0 <= alpha <= ``soft_c``, by cvxopt on the same planes (``hard`` False). A cvxopt solve whose
+    by the hard problem (:mod:`.w_svm_hard`): its W meets every margin or it does not, whatever ``soft_c`` (the
+    multipliers growing while W stays, their hull point within :data:`~maxmargin.core.w_svm_hard.HULL_TOL` of 0
+    against each feature's own norm, counts as none meeting them; a margin counts as met at 1 - ``tol``, or lower by
+    the rounding its multipliers carry, :data:`~maxmargin.core.w_svm_hard.SOLVE_RTOL`). Where it does not (no W
+    meets every margin), the soft-margin (hinge-loss) dual, 0 <= alpha <= ``soft_c``, by cvxopt on the same planes
+    (``hard`` False); where the soft W meets every margin all the same, it shows that some W does, and the hard
+    problem is solved again without the cut-off. A cvxopt solve whose
     status is not optimal is solved again at looser tolerances (``status``), an ArithmeticError where it fails
     again.
 
@@ -303,6 +310,9 @@ def w_att_svm(
         return _hard_result(planes, other, slack)
     if soft:
         planes = _cutting_planes(a, d, other, _frobenius_solve(True, soft_c), per_input, tol, max_rounds)
+        if planes.margins[other].min() >= 1.0 - tol:  # a W that meets every margin: past the cut-off, not none
+            again = _cutting_planes(a, d, other, _frobenius_solve(False, np.inf, linalg), per_input, tol, max_rounds)
+            return _hard_result(again, other, _feasible(again, a, d, other, tol, hull_tol=0.0))
     return _unmet_result(planes, a, d, other, tol)
 
 

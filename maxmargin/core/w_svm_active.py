@@ -12,8 +12,8 @@ lambda_A <- lambda_A - t r, lambda_j <- lambda_j + t, the margin of j rises by t
 t = (1 - m_j) / ||z||^2 makes j active; a multiplier of A that reaches 0 first (the partial step
 min lambda_k / r_k over r_k > 0) leaves A, and j's step goes on. Where f_j lies in the span of A's features
 (||z|| = 0) and no multiplier can fall, no W meets every margin: (-r, 1) is a ray of the dual along which W stays
-and sum lambda grows without bound, which the cutting planes read as ||W||_F past their bound
-(:func:`~maxmargin.core.w_svm_dual._size`).
+and sum lambda grows without bound, which the cutting planes read as a hull ratio of 0
+(:class:`~maxmargin.core.w_svm_dual.Planes`).
 
 The dual objective rises at every step, so no active set comes back: the method ends in finitely many steps, each
 an update of the Cholesky factor R of G_AA (a row on adding, Givens rotations on dropping: O(|A|^2)), never a
@@ -28,10 +28,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import cho_solve, solve_triangular
 
-# A feature counts as in the span of the active ones where ||z||^2 <= DEPENDENT ||f_j||^2: the factor's rounding
-# grows with G's condition number (1e12 on the ViT's working sets), and a step of (1 - m_j) / ||z||^2 past that
-# raises ||W||_F^2 by more than 1e12 / ||f_j||^2, beyond the bound at which the cutting planes call the problem
-# infeasible (1 / HULL_TOL^2 f^2 = 1e10 / f^2).
+# A feature counts as in the span of the active ones where ||z||^2 <= DEPENDENT ||f_j||^2 (z's cosine with f_j
+# below 3e-7): the factor's rounding grows with G's condition number (1e12 on the ViT's working sets), and a
+# feature that close to the span would need W's cosine with it below that, beyond the cut-off at which the cutting
+# planes call the problem infeasible (HULL_TOL = 1e-5).
 DEPENDENT = 1e-13
 # The steps at most, per constraint of the working set (each adds or drops one: a working set of m needs about
 # m at the most, and the ones seen are about its support): past them, the caller's fallback solves it.

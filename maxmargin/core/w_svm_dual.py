@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -302,16 +302,27 @@ def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np
 # A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it) -> (multipliers, W,
 # status).
 Solve = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], tuple[NDArray, NDArray, str]]
-# The cutting planes' outcome: W, the margins of every constraint, the working set's multipliers, the rounds used,
-# the worst status of their solves.
-Planes = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int, str]
 
 
-def _size(w: NDArray[np.float64], alpha: NDArray[np.float64]) -> float:
-    """||W||_F of a working set's hard-margin solution, read as max(||W||_F, sqrt(1^T alpha)): equal at the optimum
-    (||W||^2 = alpha^T G alpha = 1^T alpha), and where 0 is in the features' hull the multipliers grow without
-    bound while sum_k alpha_k a_k d_k^T cancels to a W of modest norm."""
-    return max(float(np.linalg.norm(w)), float(np.sqrt(max(alpha.sum(), 0.0))))
+class Planes(NamedTuple):
+    """The cutting planes' outcome: W, the margins of every constraint, the working set's multipliers, the rounds
+    used, the worst status of their solves, and ``hull``: ||sum_k alpha_k f_k|| / sum_k alpha_k ||f_k|| (f_k = a_k
+    d_k^T), how far the multipliers' point of the features' convex hull lies from 0 against the norms of the
+    features that make it, in [0, 1] (1 for one feature; 1 / (||W|| mean_alpha ||f_k||) at an optimum, where every
+    margin of the support is 1; 0 where they cancel: :data:`~maxmargin.core.w_svm_hard.HULL_TOL`)."""
+
+    w: NDArray[np.float64]
+    margins: NDArray[np.float64]
+    alpha: NDArray[np.float64]
+    rounds: int
+    status: str
+    hull: float = 1.0
+
+
+def _hull(w: NDArray[np.float64], alpha: NDArray[np.float64], norms: NDArray[np.float64]) -> float:
+    """:attr:`Planes.hull` of W = sum_k alpha_k f_k with ||f_k|| = ``norms`` (1 where no multiplier is positive)."""
+    weight = float(alpha @ norms)
+    return float(np.linalg.norm(w)) / weight if weight > 0 else 1.0
 
 
 def _cutting_planes(
@@ -322,42 +333,44 @@ def _cutting_planes(
     per_input: int,
     tol: float,
     max_rounds: int,
-    bound: float = np.inf,
+    hull_tol: float = 0.0,
 ) -> Planes:
     """The dual on a growing working set: W, all margins, the working set's multipliers, the rounds used, the
-    worst status of the rounds' solves.
+    worst status of the rounds' solves, the hull ratio (:class:`Planes`).
 
     The working set starts with the closest other token of each input; each round ``solve`` gives the multipliers
     and W, and the most violated constraints outside the set (``per_input`` per input) join it. Constraints with no
     multiplier and slack in their margin leave (the next solve's cost grows with the set). The full set of
-    constraints is only ever evaluated, never factorised. ||W||_F at ``bound`` or beyond (:func:`_size`) stops the
-    rounds (the hard problem has no solution: its dual is unbounded).
+    constraints is only ever evaluated, never factorised. A hull ratio at ``hull_tol`` or below stops the rounds
+    (the hard problem has no solution: its dual is unbounded, the multipliers grow while W stays).
     """
     n = len(a)
+    lengths = np.linalg.norm(d, axis=-1)
+    norms = np.linalg.norm(a, axis=1)[:, None] * lengths  # ||f_it|| = ||a_i|| ||d_it||
     inside = np.zeros(other.shape, dtype=bool)
-    inside[np.arange(n), np.where(other, np.linalg.norm(d, axis=-1), np.inf).argmin(axis=1)] = True
+    inside[np.arange(n), np.where(other, lengths, np.inf).argmin(axis=1)] = True
     alpha, rounds, worst = np.zeros(n), 0, "optimal"
     while rounds < max_rounds:
         rounds += 1
         ii, tt = np.nonzero(inside)
         alpha, w, status = solve(a[ii], d[ii, tt], alpha)
-        worst = _worst(worst, status)
+        worst, hull = _worst(worst, status), _hull(w, alpha, norms[ii, tt])
         margins = np.where(other, np.einsum("ic,itc->it", a @ w, d), np.inf)
         add = _violated(margins, inside, per_input, tol)
-        if not add.any() or _size(w, alpha) >= bound:
+        if not add.any() or hull <= hull_tol:
             break
         idle = (alpha <= 1e-9 * alpha.max(initial=0.0)) & (margins[ii, tt] > 1.0 + 1e-6)
         inside[ii[idle], tt[idle]] = False
         alpha = _extend(inside, add, alpha[~idle])
         inside |= add
-    return w, margins, alpha, rounds, worst
+    return Planes(w, margins, alpha, rounds, worst, hull)
 
 
 def _frobenius_solve(boxed: bool, soft_c: float, linalg: LinearAlgebra = NUMPY) -> Solve:
     """The Frobenius dual on a working set: the dual active-set method (hard margin, its kernel computed on
     ``linalg``; :func:`_active_set`) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin);
     W = sum_k alpha_k a_k d_k^T. Where no W meets the hard margins, the multipliers reported lie far along the
-    dual's ray (their sum past 1e100, which :func:`_size` reads as unbounded) and W is the last one's."""
+    dual's ray (their sum past 1e100: a hull ratio of about 1e-100, :class:`Planes`) and W is the last one's."""
 
     def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray, str]:
         if boxed:

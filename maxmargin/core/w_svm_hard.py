@@ -1,8 +1,8 @@
 """Whether some W meets every margin of (W-ATT-SVM) (:mod:`.w_svm`), decided for both norms by the hard-margin
-Frobenius problem: its dual on cutting planes, the bound on ||W||_F past which 0 counts as in the features' convex
-hull, the precision at which its multipliers meet their margins, and the repair (W divided by its smallest margin)
-that its duality gap certifies. Both norms share the feasible set, so the nuclear-norm solve (:mod:`.w_svm_nuclear`)
-asks the same question here.
+Frobenius problem: its dual on cutting planes, the cut-off (each feature weighed by its own norm) below which 0
+counts as in the features' convex hull, the precision at which its multipliers meet their margins, and the repair
+(W divided by its smallest margin) that its duality gap certifies. Both norms share the feasible set, so the
+nuclear-norm solve (:mod:`.w_svm_nuclear`) asks the same question here.
 """
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from maxmargin.core.arguments import check_arrays
-from maxmargin.core.w_svm_dual import LinearAlgebra, Planes, _cutting_planes, _frobenius_solve, _size
+from maxmargin.core.w_svm_dual import LinearAlgebra, Planes, _cutting_planes, _frobenius_solve
 
-# No W meets every margin when the constraint features' convex hull comes closer to 0 than this fraction of their
-# typical norm f (its nearest point is at rho = 1 / ||W_mm||_F): 0 is in the hull to the solvers' precision, and the
-# hard-margin cutting planes stop once ||W||_F >= 1 / (HULL_TOL f). A feasible probe is far from it (the largest
-# ||W_mm||_F f seen: about 1e3).
+# No W meets every margin when the multipliers' point of the constraint features' convex hull comes closer to 0 than
+# this fraction of the norms of the features that make it, ||sum_k beta_k f_k|| <= HULL_TOL sum_k beta_k ||f_k||
+# (beta = alpha / 1^T alpha; :class:`~maxmargin.core.w_svm_dual.Planes`' hull ratio): 0 is in the hull to the
+# solvers' precision, and the hard-margin cutting planes stop there. Each feature is weighed by its own norm, so
+# inputs of mixed scales do not move the cut-off. At an optimum the ratio is 1 / (||W_mm||_F mean_alpha ||f_k||),
+# the mean cosine of W_mm with its support's features: a feasible probe is far from it (the largest
+# ||W_mm||_F ||f|| seen: about 1e3); an instance whose optimum lies beyond it counts as having none.
 HULL_TOL = 1e-5
 # A solve's margins m_k = sum_l G_kl alpha_l carry an error that grows with the multipliers, up to about
 # SOLVE_RTOL sum_l alpha_l max_l G_ll: the nearest-hull fallback's QP, where pivoting cannot polish it, is solved
@@ -32,11 +35,6 @@ REPAIR_GAP = 1e-3
 _REPAIRED = -1.0  # what _feasible returns for such planes (a slack is never negative)
 
 
-def _hull_bound(a: NDArray[np.float64], d: NDArray[np.float64]) -> float:
-    """1 / (HULL_TOL f), f the typical ||a_i|| ||d_it||: from this ||W||_F on, no W counts as meeting every margin."""
-    return 1.0 / (HULL_TOL * np.sqrt(np.mean(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2))))
-
-
 def _hard_margin_planes(
     a: NDArray[np.float64],
     d: NDArray[np.float64],
@@ -46,12 +44,13 @@ def _hard_margin_planes(
     max_rounds: int,
     linalg: LinearAlgebra,
 ) -> Planes | None:
-    """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped at ||W||_F >= :func:`_hull_bound`; None where
-    a token equals the selected one (d_it = 0: a^T W d_it >= 1 cannot hold)."""
+    """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped where 0 counts as in the features' hull (their
+    hull ratio at :data:`HULL_TOL` or below); None where a token equals the selected one (d_it = 0: a^T W d_it >= 1
+    cannot hold)."""
     if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):
         return None
     hard_solve = _frobenius_solve(False, np.inf, linalg)  # unboxed: the box is the soft margin's alone
-    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, _hull_bound(a, d))
+    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, HULL_TOL)
 
 
 def margin_slack(
@@ -107,28 +106,35 @@ def _margin_slack(
 
 
 def _feasible(
-    planes: Planes | None, a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
+    planes: Planes | None,
+    a: NDArray[np.float64],
+    d: NDArray[np.float64],
+    other: NDArray[np.bool_],
+    tol: float,
+    hull_tol: float | None = None,
 ) -> float | None:
     """Whether some W meets every margin, decided by the hard-margin planes: the slack :func:`margin_slack` at which
-    their W meets every margin, ||W||_F below :func:`_hull_bound`; :data:`_REPAIRED` where some margins fall short
-    of that but W / its smallest margin is certified within :data:`REPAIR_GAP`; None where no W does (a token equal
-    to the selected one, ||W||_F at the bound, read by :func:`_size`). An ArithmeticError where the planes stopped
-    short of all three (out of rounds, or a solve that misses its own margins by more than the certificate allows)."""
+    their W meets every margin (whatever its hull ratio: such a W shows that some W does); :data:`_REPAIRED` where
+    some margins fall short of that but W / its smallest margin is certified within :data:`REPAIR_GAP`; None where
+    no W does (a token equal to the selected one, or the hull ratio at ``hull_tol``, :data:`HULL_TOL` unless given, or
+    below). An ArithmeticError
+    where the planes stopped short of all three (out of rounds, or a solve that misses its own margins by more than
+    the certificate allows)."""
     if planes is None:
         return None
-    w, margins, alpha, rounds, _ = planes
-    if _size(w, alpha) >= _hull_bound(a, d):
-        return None
-    slack = _margin_slack(alpha, a, d, other, tol)
-    if margins[other].min() >= 1.0 - slack:
+    slack = _margin_slack(planes.alpha, a, d, other, tol)
+    short = planes.margins[other]
+    if short.min() >= 1.0 - slack:
         return slack
-    unmet = int(np.sum(margins[other] < 1.0 - slack))
-    if _repair_gap(w, margins[other], alpha) <= REPAIR_GAP:
+    if planes.hull <= (HULL_TOL if hull_tol is None else hull_tol):
+        return None
+    if _repair_gap(planes.w, short, planes.alpha) <= REPAIR_GAP:
         return _REPAIRED
     raise ArithmeticError(
-        f"the hard-margin W-ATT-SVM left {unmet} of {int(other.sum())} margins below 1 - {slack:.1e} (the smallest "
-        f"{margins[other].min():.9f}) after {rounds} cutting-plane rounds, with ||W||_F below the bound at which no "
-        "W counts as meeting them: out of rounds (raise max_rounds) or a solve that misses its own margins"
+        f"the hard-margin W-ATT-SVM left {int(np.sum(short < 1.0 - slack))} of {int(other.sum())} margins below "
+        f"1 - {slack:.1e} (the smallest {short.min():.9f}) after {planes.rounds} cutting-plane rounds, with a hull "
+        f"ratio of {planes.hull:.1e}, above HULL_TOL = {HULL_TOL:g}, so that some W should meet them: the rounds ran "
+        "out (w_att_svm's max_rounds) or a solve missed its own margins"
     )
 
 
@@ -144,6 +150,5 @@ def _repair_gap(w: NDArray[np.float64], margins: NDArray[np.float64], alpha: NDA
 
 def _repaired(planes: Planes, other: NDArray[np.bool_]) -> Planes:
     """The planes' W divided by its smallest margin, so that it meets every margin, with status "repaired"."""
-    w, margins, alpha, rounds, _ = planes
-    low = float(margins[other].min())
-    return w / low, margins / low, alpha, rounds, "repaired"
+    low = float(planes.margins[other].min())
+    return planes._replace(w=planes.w / low, margins=planes.margins / low, status="repaired")

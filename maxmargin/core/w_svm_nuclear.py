@@ -120,16 +120,15 @@ def _nuclear_planes(
     def solve(ak: NDArray, dk: NDArray, _alpha: NDArray) -> tuple[NDArray, NDArray, str]:
         return _nuclear_dual(ak, dk, box, tol)
 
-    w, margins, alpha, rounds, status = _cutting_planes(a @ basis, d * scale, other, solve, per_input, tol, max_rounds)
-    return scale * basis @ w, margins, alpha, rounds, status
+    planes = _cutting_planes(a @ basis, d * scale, other, solve, per_input, tol, max_rounds)
+    return planes._replace(w=scale * basis @ planes.w)
 
 
 def _check_hard_margins(planes: Planes, other: NDArray[np.bool_], tol: float, max_rounds: int) -> None:
     """An ArithmeticError where the planes of an instance some W meets leave a margin below 1 - ``tol``."""
-    _, margins, _, rounds, _ = planes
-    unmet = int(np.sum(margins[other] < 1.0 - tol))
+    unmet = int(np.sum(planes.margins[other] < 1.0 - tol))
     if unmet:
         raise ArithmeticError(
-            f"the nuclear-norm W-ATT-SVM left {unmet} of {int(other.sum())} margins unmet after {rounds} "
-            f"cutting-plane rounds on an instance some W meets: raise max_rounds (now {max_rounds})"
+            f"the nuclear-norm W-ATT-SVM left {unmet} of {int(other.sum())} margins unmet after {planes.rounds} "
+            f"cutting-plane rounds on an instance some W meets: the rounds ran out (max_rounds = {max_rounds})"
         )
