@@ -8,6 +8,7 @@ import pandas as pd
 
 from maxmargin import registry
 from maxmargin.claims import evaluate_claims
+from maxmargin.claims.vit_decisive import page_section
 from maxmargin.experiments.vit.results import run_page
 from maxmargin.files import atomic_path
 from maxmargin.logs import rule_logging
@@ -32,7 +33,9 @@ with rule_logging(snakemake) as log:
     sidecar = json.loads(open(inp.sidecar).read())
     w_svm = read_table(inp.w_svm_table) if probed else pd.DataFrame(columns=registry.columns("vit_w_svm"))
     curve = read_table(inp.w_svm_images) if "w_svm_images" in inp.keys() else None
-    tables = {"vit_metrics": metrics, "vit_baseline": baseline, "vit_w_svm": w_svm}
+    # the decisive experiment's parts of vit.decisive.parts (rule docs_vit's inputs: DOCS_DECISIVE)
+    decisive = {name: read_table(inp[name]) for name in ("vit_decisive_ray", "vit_decisive_gd") if name in inp.keys()}
+    tables = {"vit_metrics": metrics, "vit_baseline": baseline, "vit_w_svm": w_svm, **decisive}
     vit_claims = [claim for claim, needs in derived.claim_tables().items() if set(needs) <= set(tables)]
     claims = evaluate_claims(tables, snakemake.params.reads)
     claims = claims[claims["claim_id"].isin(vit_claims)].reset_index(drop=True)
@@ -42,6 +45,8 @@ with rule_logging(snakemake) as log:
         numbers.append(link(name["w_svm"], "each last-layer head against its W-ATT-SVM, its nulls and its ceiling"))
     if curve is not None:
         numbers.append(link(name["w_svm_images"], "the same at the last snapshot against the number of images"))
+    for table in decisive:
+        numbers.append(link(name[table], f"the decisive experiment's table `{table}`"))
     numbers.append(link(name["claims"], "the ViT claims of the claims table, measured from them"))
     header = (
         f"# ViT run `{snakemake.params.reads['vit']['docs']}`: Figures 6-7, measured\n\n"
@@ -52,7 +57,15 @@ with rule_logging(snakemake) as log:
         + (f"![Each last-layer head against its W-ATT-SVM solution]({name['fig7_w_svm']})\n\n" if probed else NO_PROBE)
     )
     with atomic_path(out.md) as tmp:
-        tmp.write_text(header + run_page(metrics, baseline, sidecar, claims, w_svm, curve))
+        page = header + run_page(metrics, baseline, sidecar, claims, w_svm, curve)
+        if decisive:
+            empty = {
+                table: pd.DataFrame(columns=registry.columns(table))
+                for table in ("vit_decisive_ray", "vit_decisive_gd")
+            }
+            section = page_section(**{t.removeprefix("vit_decisive_"): f for t, f in (empty | decisive).items()})
+            page += "\n" + "\n".join(section) + "\n"
+        tmp.write_text(page)
     for key in ("fig6", "fig7", "fig7_regime", "metrics", "baseline", *(("fig7_w_svm",) if probed else ())):
         with atomic_path(out[key]) as tmp:
             shutil.copyfile(inp[key], tmp)
@@ -64,4 +77,7 @@ with rule_logging(snakemake) as log:
     if curve is not None:
         with atomic_path(out.w_svm_images) as tmp:
             curve.to_csv(tmp, index=False)
+    for table, frame in decisive.items():
+        with atomic_path(out[table]) as tmp:
+            frame.to_csv(tmp, index=False)
     log.info("%s -> %s (%s)", inp.metrics, out.md, ", ".join(f"{c.claim_id} {c.verdict}" for c in claims.itertuples()))

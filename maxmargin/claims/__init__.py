@@ -3,8 +3,8 @@
 Every claim has the paper's words (short), where it is made, the value the paper states and a function that reads
 the measured value from the tables written by the other rules. The claims are declared per family, next to the
 tables they read (:mod:`.synthetic` and :mod:`.joint_and_dynamics`, :mod:`.basin`, :mod:`.census`, :mod:`.regpath`,
-:mod:`.lemma1`, :mod:`.vit`, :mod:`.vit_w_svm`, :mod:`.vit_regime`); which tables each one reads is declared in the
-figure registry (``Table.claims``).
+:mod:`.lemma1`, :mod:`.vit`, :mod:`.vit_w_svm`, :mod:`.vit_regime`, :mod:`.vit_decisive`); which tables each one
+reads is declared in the figure registry (``Table.claims``).
 Nothing measured is typed in here: a claim whose table is missing is reported as "not run". Verdicts: :mod:`.base`.
 """
 
@@ -14,7 +14,18 @@ import html
 
 import pandas as pd
 
-from maxmargin.claims import basin, census, joint_and_dynamics, lemma1, regpath, synthetic, vit, vit_regime, vit_w_svm
+from maxmargin.claims import (
+    basin,
+    census,
+    joint_and_dynamics,
+    lemma1,
+    regpath,
+    synthetic,
+    vit,
+    vit_decisive,
+    vit_regime,
+    vit_w_svm,
+)
 from maxmargin.claims.base import COLUMNS, VERDICTS, Claim, Config, Tables, interval_verdict
 from maxmargin.registry import derived
 from maxmargin.registry.derived import claims_config
@@ -35,6 +46,7 @@ CLAIMS: tuple[Claim, ...] = (
     + vit.CLAIMS
     + vit_w_svm.CLAIMS
     + vit_regime.CLAIMS
+    + vit_decisive.CLAIMS
 )
 
 __all__ = [

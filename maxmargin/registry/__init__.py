@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from maxmargin.registry import basin, census, claims, lemma1, regpath, synthetic, vit, vit_w_svm
+from maxmargin.registry import basin, census, claims, lemma1, regpath, synthetic, vit, vit_decisive, vit_w_svm
 from maxmargin.registry.types import GALLERY_SCALE, Column, Experiment, Family, File, Panel, Table
 
 __all__ = ["GALLERY_SCALE", "Column", "Experiment", "Family", "File", "Panel", "Table"]
@@ -30,7 +30,7 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 # Targets kept off `all` (minutes of compute each), run by their own name.
-ON_DEMAND: tuple[str, ...] = ("census_grid", "vit_recipes", "vit_pilot")
+ON_DEMAND: tuple[str, ...] = ("census_grid", "vit_recipes", "vit_pilot", vit_decisive.TARGET)
 
 # Every entry, family by family (maxmargin/registry/<family>.py).
 EXPERIMENTS: tuple[Experiment, ...] = synthetic.EXPERIMENTS
@@ -42,6 +42,7 @@ TABLES: tuple[Table, ...] = (
     + lemma1.TABLES
     + vit.TABLES
     + vit_w_svm.TABLES
+    + vit_decisive.TABLES
     + basin.TABLES
     + claims.TABLES
 )
@@ -70,7 +71,7 @@ RUN_SENTENCES_FILE = "claims.json"
 
 
 # The modules that declare the entries, each a family's (the ViT's W-ATT-SVM tables: a module of their own).
-MODULES = (synthetic, census, regpath, lemma1, vit, vit_w_svm, basin, claims)
+MODULES = (synthetic, census, regpath, lemma1, vit, vit_w_svm, vit_decisive, basin, claims)
 
 
 def declared_in(entry: Experiment | Panel | Table | File) -> str:

@@ -58,6 +58,8 @@ SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mn
 _DATA_SOURCE = tuple(f"vit.data.{k}" for k in SOURCE_KEYS)
 # The recipe study's images: the run's sources under its own, and its proxy flag (workflow/rules/vit.smk: VIT_DATA).
 _STUDY_SOURCE = (*_DATA_SOURCE, "vit_recipes.proxy", *(f"vit_recipes.data.{k}" for k in SOURCE_KEYS))
+# How a W-ATT-SVM is solved (its soft margin, the query-bias row, where its pivoting runs).
+_W_SVM_SOLVE = ("vit.w_svm.soft_c", "vit.w_svm.query_bias", "vit.w_svm.device")
 _REGPATH = tuple(f"regpath.{k}" for k in ("radii", "loss", "n_random", "seed", "n_iter", "tol", "local_tol"))
 
 
@@ -101,6 +103,9 @@ READS: dict[str, tuple[str | PerJob, ...]] = {
     "vit_metrics_table": (),
     "vit_probe": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), "vit.w_svm"),
     "vit_probe_images": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), "vit.w_svm"),
+    # the decisive experiment: the run's snapshots and training images, how the W-ATT-SVM is solved, its own block
+    "vit_decisive_ray": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), *_W_SVM_SOLVE, "vit.decisive"),
+    "vit_decisive_gd": (*(key for key in _VIT_RUN if key != "vit.checkpoints"), *_W_SVM_SOLVE, "vit.decisive"),
     "plot_census": _PLOTS["plot_census"],
     "plot_regpath": _PLOTS["plot_regpath"],
     "plot_vit": _PLOTS["plot_vit"],
@@ -119,6 +124,7 @@ READS: dict[str, tuple[str | PerJob, ...]] = {
         "vit.guard",
         "vit.plots.fig6_epochs",
         "vit.w_svm",
+        "vit.decisive",
     ),
     # the claims' notes quote the settings that ran: the claims table depends on these only (maxmargin.claims)
     "claims_table": (
@@ -140,6 +146,7 @@ READS: dict[str, tuple[str | PerJob, ...]] = {
         "vit.w_svm.nuclear_draws",
         "basin.constant",
         "basin.cone",
+        "vit.decisive",
     ),
     "gallery_thumbnail": (),
     "docs_claims": (),

@@ -3,12 +3,15 @@ import yaml
 # The claims table (every quantitative claim of the paper next to the measured value), the README gallery and the
 # generated pages of docs/results/.
 
-# Every table a claim reads (the registry says which: maxmargin/registry/, Table.claims).
+# Every table a claim reads (the registry says which: maxmargin/registry/, Table.claims), but those of on-demand
+# targets (registry.ON_DEMAND) that the run does not ask for: of the decisive experiment's, the parts of
+# vit.decisive.parts (DOCS_DECISIVE, vit.smk); the claims of the others are "not run".
 CLAIM_TABLES = {
     name: table_path(name)
     for name in dict.fromkeys(
         t for needs in derived.claim_tables().values() for t in needs
     )
+    if name not in derived.on_demand_only() or name in DOCS_DECISIVE
 }
 
 # The README gallery: every panel of the default run (maxmargin/registry/).

@@ -288,6 +288,14 @@ DOCS_W_SVM_OUTPUTS = (
     else {}
 )
 
+# The decisive experiment's tables of the run's page and claims: its parts of vit.decisive.parts (the others are made
+# on demand, target vit_decisive).
+DOCS_DECISIVE = (
+    tuple(f"vit_decisive_{part}" for part in VIT["decisive"]["parts"])
+    if VIT["decisive"]["at"]
+    else ()
+)
+
 
 rule docs_vit:
     """This run's page for the docs (docs/results/<vit.docs>.md, with its Figures 6-7 and the W-ATT-SVM panel as PNG,
@@ -296,6 +304,7 @@ rule docs_vit:
     """
     input:
         **DOCS_W_SVM_INPUTS,
+        **{name: table_path(name) for name in DOCS_DECISIVE},
         metrics=table_path("vit_metrics"),
         baseline=table_path("vit_baseline"),
         sidecar=rules.vit_train.output.sidecar,
@@ -304,6 +313,10 @@ rule docs_vit:
         fig7_regime=panel_files("fig7_regime")[1],
     output:
         **DOCS_W_SVM_OUTPUTS,
+        **{
+            name: f"docs/results/{VIT['docs']}_{name.removeprefix('vit_')}.csv"
+            for name in DOCS_DECISIVE
+        },
         md=f"docs/results/{VIT['docs']}.md",
         fig6=f"docs/results/{VIT['docs']}_fig6.png",
         fig7=f"docs/results/{VIT['docs']}_fig7.png",
@@ -391,3 +404,65 @@ rule vit_probe:
         code=probe_fingerprint(),
     script:
         "../../scripts/vit_probe.py"
+
+
+rule vit_decisive_ray:
+    """Beyond the paper: the ray test at the snapshots of `vit.decisive.at`: the training loss along c W_h and along
+    c W_mm,h (the W-ATT-SVM of the head's selection, at ||W_h||_F) of each last-layer head alone and of all together,
+    the network recomputed with only the last layer's key-query matrices changed (docs/vit.md). Reads the snapshots,
+    trains nothing; its times are in the table's sidecar.
+    """
+    input:
+        unpack(current("vit_decisive_ray")),
+        snapshots=results_path(registry.file("vit_snapshots").path),
+        sidecar=rules.vit_train.output.sidecar,
+        manifest=data_manifest("vit"),
+    output:
+        table_outputs("vit_decisive_ray"),
+    log:
+        results_path("logs/vit_decisive_ray/vit_decisive_ray.log"),
+    benchmark:
+        results_path("benchmarks/vit_decisive_ray/vit_decisive_ray.tsv")
+    conda:
+        "../envs/torch.yaml"
+    threads: VIT["train"]["threads"]
+    resources:
+        gpu=VIT["resources"]["gpu"] if VIT["w_svm"]["device"] == "cuda" else 0,
+        runtime=VIT["decisive"]["runtime"],
+        mem_mb=VIT["resources"]["mem_mb"],
+    params:
+        reads=reads("vit_decisive_ray"),
+        code=job_code("vit_decisive_ray"),
+    script:
+        "../../scripts/vit_decisive.py"
+
+
+rule vit_decisive_gd:
+    """Beyond the paper: GD on the last layer's W alone at the snapshots of `vit.decisive.at`, the tokens frozen, in
+    the network (every training image) and in the paper's one-layer model on the head's real tokens, plain and
+    normalised (target vit_decisive, minutes a snapshot; docs/vit.md). Reads the snapshots, trains nothing; its
+    times are in the table's sidecar.
+    """
+    input:
+        unpack(current("vit_decisive_gd")),
+        snapshots=results_path(registry.file("vit_snapshots").path),
+        sidecar=rules.vit_train.output.sidecar,
+        manifest=data_manifest("vit"),
+    output:
+        table_outputs("vit_decisive_gd"),
+    log:
+        results_path("logs/vit_decisive_gd/vit_decisive_gd.log"),
+    benchmark:
+        results_path("benchmarks/vit_decisive_gd/vit_decisive_gd.tsv")
+    conda:
+        "../envs/torch.yaml"
+    threads: VIT["train"]["threads"]
+    resources:
+        gpu=VIT["resources"]["gpu"] if VIT["w_svm"]["device"] == "cuda" else 0,
+        runtime=VIT["decisive"]["runtime"],
+        mem_mb=VIT["resources"]["mem_mb"],
+    params:
+        reads=reads("vit_decisive_gd"),
+        code=job_code("vit_decisive_gd"),
+    script:
+        "../../scripts/vit_decisive.py"
