@@ -141,3 +141,20 @@ def test_the_method_gives_up_past_its_steps(monkeypatch):
     """No steps allowed: None, and the caller's fallback (the nearest hull point) solves the working set."""
     monkeypatch.setattr(active, "STEPS_PER_CONSTRAINT", 0)
     assert active.dual_active_set(np.eye(3), np.zeros(3)) is None
+
+
+def test_the_kernel_of_a_round_reuses_the_entries_of_the_previous_working_set():
+    """Round to round the working set loses some constraints and gains others: its kernel, the shared entries copied
+    from the previous round's and the new rows computed, is the kernel computed afresh to the rounding of one dot
+    product (a few eps |a_k||a_l||d_k||d_l|), symmetric, and becomes the next round's."""
+    rng = np.random.default_rng(5)
+    a, d = rng.standard_normal((40, 4)), rng.standard_normal((40, 3))
+    previous: dict = {}
+    first = np.sort(rng.choice(40, 25, replace=False))
+    dual._kernel(a[first], d[first], first, previous, dual.NUMPY)
+    second = np.sort(np.concatenate([first[::2], np.setdiff1d(np.arange(40), first)[:9]]))
+    g = dual._kernel(a[second], d[second], second, previous, dual.NUMPY)
+    fresh = (a[second] @ a[second].T) * (d[second] @ d[second].T)
+    scale = np.outer(*(2 * [np.linalg.norm(a[second], axis=1) * np.linalg.norm(d[second], axis=1)]))
+    assert np.all(np.abs(g - fresh) <= 8 * EPS * scale) and np.array_equal(g, g.T)
+    assert previous["g"] is g and np.array_equal(previous["keys"], second)

@@ -45,7 +45,7 @@ class _Factor:
 
     def __init__(self, r: NDArray[np.float64]) -> None:
         self.size = len(r)
-        self.buffer = np.asfortranarray(np.eye(max(16, 3 * self.size // 2)))
+        self.buffer = _identity(max(16, 3 * self.size // 2))
         self.buffer[: self.size, : self.size] = r
 
     @property
@@ -67,7 +67,7 @@ class _Factor:
         """R of G_AA with constraint j last: the column u = R^{-T} G_Aj over sqrt(G_jj - ||u||^2)."""
         p = self.size
         if p == len(self.buffer):
-            grown = np.asfortranarray(np.eye(3 * p // 2))
+            grown = _identity(3 * p // 2)
             grown[:p, :p] = self.r
             self.buffer = grown
         self.buffer[:p, p] = u
@@ -93,6 +93,13 @@ class _Factor:
         self.size = p - 1
 
 
+def _identity(size: int) -> NDArray[np.float64]:
+    """The identity, column-major."""
+    out = np.zeros((size, size), order="F")
+    np.fill_diagonal(out, 1.0)
+    return out
+
+
 # The trailing blocks up to this size are factorised again when a constraint leaves (q^3 flops in one call beat a
 # Python loop of q Givens rotations up to about here).
 _REFACTOR = 256
@@ -112,20 +119,18 @@ def _rotate_in(r: NDArray[np.float64], rho: NDArray[np.float64]) -> None:
 
 
 class _ActiveSet:
-    """The method's state on one working set's kernel ``g``: the active set A in order, the factor of G_AA, the
-    rows G_A. of A (in A's order: the margins m = G_.A lambda_A of the working set are read from them) and the
+    """The method's state on one working set's kernel ``g``: the active set A in order, the factor of G_AA and the
     multipliers; ``steps`` counts the adds and drops."""
 
     def __init__(self, g: NDArray[np.float64], alpha: NDArray[np.float64]) -> None:
         self.g = g
         self.active, r, self.lam = _warm_start(g, alpha)
         self.factor = _Factor(r)
-        self.rows = np.zeros((len(self.factor.buffer), len(g)))
-        self.rows[: len(self.active)] = g[self.active]
         self.steps = 0
 
     def margins(self) -> NDArray[np.float64]:
-        return self.lam @ self.rows[: len(self.active)]
+        """m = G_.A lambda_A, every margin of the working set (O(m |A|): once a batch)."""
+        return self.lam @ self.g[self.active] if self.active else np.zeros(len(self.g))
 
     def add(self, j: int, margin: float) -> NDArray[np.float64] | None:
         """Make constraint j (of margin ``margin``) active: full and partial steps until its margin is 1. None; or,
@@ -148,18 +153,12 @@ class _ActiveSet:
             self._drop(k)
 
     def _append(self, j: int, u: NDArray[np.float64], diagonal: float, lam_j: float) -> None:
-        p = len(self.active)
         self.factor.append(u, diagonal)
-        if p == len(self.rows):
-            self.rows = np.concatenate([self.rows, np.zeros((p // 2 + 1, self.rows.shape[1]))])
-        self.rows[p] = self.g[j]
         self.active.append(j)
         self.lam = np.append(self.lam, lam_j)
 
     def _drop(self, k: int) -> None:
-        p = len(self.active)
         self.factor.delete(k)
-        self.rows[k : p - 1] = self.rows[k + 1 : p]
         del self.active[k]
         self.lam = np.delete(self.lam, k)
 
@@ -228,8 +227,9 @@ def dual_active_set(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> tuple
     return None
 
 
-# The constraints added between two readings of the working set's margins.
-BATCH = 16
+# The constraints added between two readings of the working set's margins (4: the fewest CPU seconds on the default
+# run's probe, against 1, 16 and 64: a larger batch adds constraints that later leave).
+BATCH = 4
 
 
 def _violation(state: _ActiveSet, top: float) -> float:

@@ -299,9 +299,9 @@ def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np
     return out
 
 
-# A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it) -> (multipliers, W,
-# status).
-Solve = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], tuple[NDArray, NDArray, str]]
+# A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it, the constraints' flat
+# indices i T + t, increasing) -> (multipliers, W, status).
+Solve = Callable[[NDArray, NDArray, NDArray, NDArray[np.int64]], tuple[NDArray, NDArray, str]]
 
 
 class Planes(NamedTuple):
@@ -334,6 +334,7 @@ def _cutting_planes(
     tol: float,
     max_rounds: int,
     hull_tol: float = 0.0,
+    lengths: NDArray[np.float64] | None = None,
 ) -> Planes:
     """The dual on a growing working set: W, all margins, the working set's multipliers, the rounds used, the
     worst status of the rounds' solves, the hull ratio (:class:`Planes`).
@@ -342,10 +343,11 @@ def _cutting_planes(
     and W, and the most violated constraints outside the set (``per_input`` per input) join it. Constraints with no
     multiplier and slack in their margin leave (the next solve's cost grows with the set). The full set of
     constraints is only ever evaluated, never factorised. A hull ratio at ``hull_tol`` or below stops the rounds
-    (the hard problem has no solution: its dual is unbounded, the multipliers grow while W stays).
+    (the hard problem has no solution: its dual is unbounded, the multipliers grow while W stays). ``lengths``:
+    the ||d_it||, where the caller has them.
     """
-    n = len(a)
-    lengths = np.linalg.norm(d, axis=-1)
+    n, T = other.shape
+    lengths = np.sqrt(np.einsum("itc,itc->it", d, d)) if lengths is None else lengths
     norms = np.linalg.norm(a, axis=1)[:, None] * lengths  # ||f_it|| = ||a_i|| ||d_it||
     inside = np.zeros(other.shape, dtype=bool)
     inside[np.arange(n), np.where(other, lengths, np.inf).argmin(axis=1)] = True
@@ -353,7 +355,7 @@ def _cutting_planes(
     while rounds < max_rounds:
         rounds += 1
         ii, tt = np.nonzero(inside)
-        alpha, w, status = solve(a[ii], d[ii, tt], alpha)
+        alpha, w, status = solve(a[ii], d[ii, tt], alpha, ii * T + tt)
         worst, hull = _worst(worst, status), _hull(w, alpha, norms[ii, tt])
         margins = np.where(other, np.einsum("ic,itc->it", a @ w, d), np.inf)
         add = _violated(margins, inside, per_input, tol)
@@ -368,17 +370,36 @@ def _cutting_planes(
 
 def _frobenius_solve(boxed: bool, soft_c: float, linalg: LinearAlgebra = NUMPY) -> Solve:
     """The Frobenius dual on a working set: the dual active-set method (hard margin, its kernel computed on
-    ``linalg``; :func:`_active_set`) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin);
+    ``linalg``, :func:`_kernel`; :func:`_active_set`) or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin);
     W = sum_k alpha_k a_k d_k^T. Where no W meets the hard margins, the multipliers reported lie far along the
     dual's ray (their sum past 1e100: a hull ratio of about 1e-100, :class:`Planes`) and W is the last one's."""
+    previous: dict[str, NDArray] = {}
 
-    def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray, str]:
+    def solve(ak: NDArray, dk: NDArray, alpha: NDArray, keys: NDArray) -> tuple[NDArray, NDArray, str]:
         if boxed:
             alpha, status = _dual_qp((ak @ ak.T) * (dk @ dk.T), soft_c)
             return alpha, ak.T @ (alpha[:, None] * dk), status
-        on = linalg.array(ak), linalg.array(dk)
-        alpha, ray, status = _active_set((on[0] @ on[0].T) * (on[1] @ on[1].T), alpha, linalg)
+        alpha, ray, status = _active_set(_kernel(ak, dk, keys, previous, linalg), alpha, linalg)
         w = ak.T @ (alpha[:, None] * dk)
         return (alpha if ray is None else alpha + 1e100 * ray), w, status
 
     return solve
+
+
+def _kernel(ak: NDArray, dk: NDArray, keys: NDArray[np.int64], previous: dict[str, NDArray], linalg: LinearAlgebra):
+    """G_kl = (a_k . a_l)(d_k . d_l) of the working set ``keys`` on ``linalg``. On the CPU the entries between
+    constraints of the ``previous`` round's working set are copied from its kernel (successive rounds share most of
+    their constraints: only the new rows cost O(m C)), and ``previous`` becomes this one's."""
+    if linalg is not NUMPY:
+        on = linalg.array(ak), linalg.array(dk)
+        return (on[0] @ on[0].T) * (on[1] @ on[1].T)
+    old = previous.get("keys", np.zeros(0, dtype=np.int64))
+    at = np.minimum(np.searchsorted(old, keys), max(len(old) - 1, 0))
+    kept = old[at] == keys if len(old) else np.zeros(len(keys), dtype=bool)
+    g = np.empty((len(keys), len(keys)))
+    g[np.ix_(kept, kept)] = previous["g"][np.ix_(at[kept], at[kept])] if kept.any() else 0.0
+    new = ~kept
+    rows = (ak[new] @ ak.T) * (dk[new] @ dk.T)
+    g[new], g[:, new] = rows, rows.T
+    previous.update(keys=keys, g=g)
+    return g

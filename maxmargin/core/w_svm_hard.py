@@ -47,10 +47,11 @@ def _hard_margin_planes(
     """The hard-margin dual of (W-ATT-SVM) on cutting planes, stopped where 0 counts as in the features' hull (their
     hull ratio at :data:`HULL_TOL` or below); None where a token equals the selected one (d_it = 0: a^T W d_it >= 1
     cannot hold)."""
-    if not np.all(np.linalg.norm(d, axis=-1)[other] > 0):
+    lengths = np.sqrt(np.einsum("itc,itc->it", d, d))
+    if not np.all(lengths[other] > 0):
         return None
     hard_solve = _frobenius_solve(False, np.inf, linalg)  # unboxed: the box is the soft margin's alone
-    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, HULL_TOL)
+    return _cutting_planes(a, d, other, hard_solve, per_input, tol, max_rounds, HULL_TOL, lengths)
 
 
 def margin_slack(
@@ -101,7 +102,7 @@ def _margin_slack(
     alpha: NDArray[np.float64], a: NDArray[np.float64], d: NDArray[np.float64], other: NDArray[np.bool_], tol: float
 ) -> float:
     """:func:`margin_slack` without the argument check (every hard solve's)."""
-    kernel = np.max(np.sum(a**2, axis=1)[:, None] * np.sum(d**2, axis=2), where=other, initial=0.0)
+    kernel = np.max(np.sum(a**2, axis=1)[:, None] * np.einsum("itc,itc->it", d, d), where=other, initial=0.0)
     return min(max(tol, SOLVE_RTOL * float(alpha.sum()) * kernel), 1e-6)
 
 
