@@ -296,3 +296,25 @@ def test_local_optimality_counts_only_the_svm_neighbours():
     assert (local, top) == (1.0, 0.0)
     local, top = decisive.optimality_shares(np.array([[1.0, 1.5, 0.0]]), np.array([0]), w_mm, z, x, True)
     assert (local, top) == (0.0, 0.0)
+
+
+def test_the_panel_draws_the_rays_and_both_models_cosines():
+    from maxmargin.figures.style import smallest_text
+    from maxmargin.figures.vit import draw_decisive
+
+    frozen, w = _planted_layer(1.0)
+    z, x = frozen.numpy_inputs()
+    memo = decisive.SvmMemo(z, x, lambda z, x, s: w_att_svm(z, x, s))
+    ray = pd.DataFrame(decisive.ray_test(frozen, w, memo, decisive.ray_grid(0.5, 64.0, 8))).assign(epoch=60)
+    gd = pd.concat([_arm([0.9, 0.95], [1.0] * 3, [1.0, 2.0, 4.0]).assign(model=m) for m in ("frozen_vit", "one_layer")])
+    fig = draw_decisive(ray, gd)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == [
+        "(a) loss along the rays, epoch 60",
+        "(b) the network, tokens frozen, 256 images",
+        "(c) one-layer model, real tokens, 256 images",
+    ]
+    # (a): two all-heads rays and one grey line per head and ray; (b)-(c): each arm's current and final cosines
+    assert [len(ax.lines) for ax in fig.axes] == [2 + 2 + 1, 4, 4]
+    assert fig.axes[1].lines[2].get_ydata()[-1] == pytest.approx(0.925)  # normalised GD's last head-mean cosine
+    assert smallest_text(fig) >= 7.0

@@ -34,7 +34,9 @@ ON_DEMAND: tuple[str, ...] = ("census_grid", "vit_recipes", "vit_pilot", vit_dec
 
 # Every entry, family by family (maxmargin/registry/<family>.py).
 EXPERIMENTS: tuple[Experiment, ...] = synthetic.EXPERIMENTS
-PANELS: tuple[Panel, ...] = synthetic.PANELS + census.PANELS + regpath.PANELS + vit.PANELS + basin.PANELS
+PANELS: tuple[Panel, ...] = (
+    synthetic.PANELS + census.PANELS + regpath.PANELS + vit.PANELS + vit_decisive.PANELS + basin.PANELS
+)
 TABLES: tuple[Table, ...] = (
     synthetic.TABLES
     + census.TABLES

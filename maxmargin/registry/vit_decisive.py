@@ -5,7 +5,7 @@ paper's one-layer model on the head's real tokens."""
 from __future__ import annotations
 
 from maxmargin.registry.columns import cosine, count, described, flag, positive, real, text, unit
-from maxmargin.registry.types import Table
+from maxmargin.registry.types import Panel, Table
 from maxmargin.registry.vit import DATASET, METRIC
 
 # The on-demand target of both parts; a run's ``all``, claims and page include those of ``vit.decisive.parts``.
@@ -126,5 +126,31 @@ TABLES: tuple[Table, ...] = (
         "direction converge to the W-ATT-SVM of its selections?",
         caption_blocks=("vit",),
         claims=("vit_frozen_converges", "vit_one_layer_converges"),
+    ),
+)
+
+PANELS: tuple[Panel, ...] = (
+    Panel(
+        name="vit_decisive",
+        target=TARGET,
+        family="vit",
+        label="The decisive experiment",
+        draw="draw_decisive",
+        tables=("vit_decisive_ray", "vit_decisive_gd"),
+        caption="Beyond the paper, from the run's last snapshot of ``vit.decisive.at``, never retraining: do the "
+        "trained heads meet the theory's premise, and does W converge in direction to the W-ATT-SVM of its "
+        "selections once the tokens cannot move? (a) The training loss (cross-entropy on every training image, only "
+        "the last layer's key-query matrices changed) along c W_h (solid) and along c W_mm,h at the norm of W_h "
+        "(dashed), all heads scaled together (red) and each head alone (grey), c from {decisive[ray][low]:g} to "
+        "{decisive[ray][high]:g}: {run[vit_ray_precondition]}. (b) GD on the last layer's W_h alone, every other "
+        "parameter fixed, {decisive[frozen][steps]} steps of plain GD (step {decisive[frozen][lr]:g}) and of "
+        "normalised GD (step {decisive[frozen][normalized_lr]:g}): the head-mean cosine with the W-ATT-SVM of the "
+        "current selection (solid) and of the final one (dotted) against the head-mean Frobenius norm of W_h: "
+        "{run[vit_frozen_converges]}. (c) The same in the paper's one-layer model on the head's real tokens "
+        "({decisive[one_layer][images]} training images, Y = +1 for the classes "
+        "{decisive[one_layer][positive_classes]}, v fixed: each head's logistic separator of its attention "
+        "features at the trained W), {decisive[one_layer][steps]} steps: {run[vit_one_layer_converges]}. Numbers: "
+        "``tables/vit_decisive_ray.csv``, ``tables/vit_decisive_gd.csv``; docs/vit.md.",
+        caption_blocks=("vit",),
     ),
 )
