@@ -363,6 +363,12 @@ def _check_vit_cadences(vit: Mapping[str, Any]) -> None:
             f"config key 'vit.w_svm.nuclear_images' is {w_svm['nuclear_images']}, more than 'vit.w_svm.images' = "
             f"{w_svm['images']}: the nuclear-norm solve takes the first of those images"
         )
+    if w_svm and w_svm.get("whole_train") and "train" not in w_svm["image_sets"]:
+        raise ValueError(
+            f"config key 'vit.w_svm.whole_train' is true, but 'vit.w_svm.image_sets' {w_svm['image_sets']} has no "
+            "train: it solves on every training image only where the probe solves on training images; add train, "
+            "or set it false"
+        )
     if w_svm and w_svm["nuclear_draws"] > w_svm["null_draws"]:
         raise ValueError(
             f"config key 'vit.w_svm.nuclear_draws' is {w_svm['nuclear_draws']}, more than 'vit.w_svm.null_draws' = "

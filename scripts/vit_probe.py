@@ -3,6 +3,7 @@
 and the run's sidecar are this config's run's (maxmargin/experiments/vit_run_snapshots.py)."""
 
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +11,13 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from maxmargin.experiments.vit import VitSettings, load_image_data
-from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, chosen_image_count, image_sets, probe_snapshots
+from maxmargin.experiments.vit.w_svm_probe import (
+    WSvmSettings,
+    chosen_image_count,
+    image_sets,
+    probe_snapshots,
+    solved_images,
+)
 from maxmargin.experiments.vit_run_snapshots import run_snapshots
 from maxmargin.logs import rule_logging
 from maxmargin.registry import columns
@@ -36,19 +43,23 @@ with rule_logging(snakemake) as log:
         )
     # a sidecar, metrics table or snapshot file of another run (a partial restore, a sync) is refused, named
     snapshots = run_snapshots(snakemake.input.snapshots, snakemake.input.sidecar, settings.fingerprint(data.identity))
-    log.info("snapshots of epochs %s; %d images of %s (%s)", snapshots["epochs"], n, data.name, ", ".join(images))
+    solved = {name: solved_images(probe, name, len(x), n) for name, x in images.items()}
+    log.info("snapshots of epochs %s; images of %s: %s", snapshots["epochs"], data.name, solved)
+    t0, cpu0 = time.perf_counter(), time.process_time()
     with threadpool_limits(settings.train.threads):  # as many BLAS threads as torch's: oversubscription costs 10x
         rows = probe_snapshots(snapshots, settings.model, images, probe, 2 * settings.train.batch_size, n)
+    log.info("the probe took %.0f s (%.0f s of CPU)", time.perf_counter() - t0, time.process_time() - cpu0)
     names = columns("vit_w_svm")
     table = pd.DataFrame(rows, columns=names[:-1]).assign(dataset=data.name)[names]
     write_csv(table, snakemake.output[0])
     for (epoch, which), g in table.groupby(["epoch", "images"]):
         log.info(
-            "epoch %d, %s images: cos(Wt_h, W_mm,h) %s; null (rank d_head) %s; ceiling %s (%.1f s)",
+            "epoch %d, %s images (%d): cos(Wt_h, W_mm,h) %s; null (rank d_head) %s; ceiling %s; %d null solves failed",
             epoch,
             which,
+            g["n_images"].iloc[0],
             " ".join(f"{c:.3f}" for c in g["cosine"]),
             " ".join(f"{c:.3f}" for c in g["null_rank"]),
             " ".join(f"{c:.3f}" for c in g["ceiling"]),
-            g["seconds"].sum(),
+            g["null_failed"].sum(),
         )

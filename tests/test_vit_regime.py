@@ -163,8 +163,8 @@ def test_the_claims_are_judged_on_the_training_images_and_the_page_shows_both() 
     s = probe.WSvmSettings(**PROBE, image_sets=("train", "test"))
     rows = pd.DataFrame(probe.probe_snapshots(snapshots, settings, images, s, batch_size=4)).assign(dataset="x")
     text = "\n".join(w_svm_section(rows))
-    assert "On the training images (the first ones, which the loss is on):" in text
-    assert "On the held-out probe images (the first test images):" in text
+    assert "On the training images (the first ones, or all: the ones the loss is on), 4 images, 64 constraints" in text
+    assert "On the held-out probe images (the first test images), 4 images, 64 constraints a head:" in text
 
 
 def test_the_sgd_arm_is_the_recipe_its_pilot_picks() -> None:

@@ -263,12 +263,13 @@ def _w_svm_table(cosine: dict[int, list[float]], null: float = 0.1, null_sd: flo
         for head, c in enumerate(heads):
             rows.append({
                 "epoch": epoch, "head": head, "cosine": c, "null_rank": null, "null_rank_sd": null_sd,
-                "null_shuffled": 0.2, "null_shuffled_sd": 0.02, "null_shuffled_drawn": 4, "span_cosine": 0.9,
-                "ceiling": 0.6,
+                "null_shuffled": 0.2, "null_shuffled_sd": 0.02, "null_shuffled_drawn": 4, "null_shuffled_kept": 2,
+                "cosine_null_images": c, "n_images_null": 256, "span_cosine": 0.9, "ceiling": 0.6,
                 "ceiling_fraction": c / 0.6, "cosine_nuclear": 0.5, "cosine_frobenius_nuclear_images": 0.4,
-                "null_nuclear_gap": 0.05, "null_nuclear_gap_sd": 0.01, "hard_margin": True, "margins_met": 1.0,
+                "null_nuclear_gap": 0.05, "null_nuclear_gap_sd": 0.01, "n_images_nuclear": 16, "hard_margin": True,
+                "margins_met": 1.0, "null_failed": 0,
                 "n_images": 256, "n_constraints": 16384, "support": 80, "w_frobenius": 1.0, "svm_frobenius": 3.0,
-                "selected_cls": 0.0, "selection_kept": 0.9, "seconds": 0.5, "dataset": "fashion_mnist",
+                "selected_cls": 0.0, "selection_kept": 0.9, "dataset": "fashion_mnist",
                 "status": "optimal", "nuclear_status": "optimal", "images": "test",
             })  # fmt: skip
     table = pd.DataFrame(rows)[columns("vit_w_svm")]

@@ -55,10 +55,11 @@ def vit_w_svm(_folder: Path, run: str) -> str:
         for e, r in m.iterrows()
     ]
     soft = int((~t["hard_margin"].astype(bool)).sum())
+    n, margins = (sorted({int(v) for v in t[c]}) for c in ("n_images", "n_constraints"))
     note = (
-        f"Head means over the {t['head'].nunique()} heads of the last layer, {int(t['n_constraints'].iloc[0])} margins "
-        f"per head on {int(t['n_images'].iloc[0])} probe images; {soft} of {len(t)} solutions soft-margin; rule "
-        f"vit_probe took {t['seconds'].sum():.0f} s ([{run}_w_svm.csv](results/{run}_w_svm.csv) has every head)."
+        f"Head means over the {t['head'].nunique()} heads of the last layer, {'/'.join(map(str, margins))} margins "
+        f"per head on {'/'.join(map(str, n))} images; {soft} of {len(t)} solutions soft-margin "
+        f"([{run}_w_svm.csv](results/{run}_w_svm.csv) has every head)."
     )
     return "\n".join([note, "", head, "|" + " --- |" * (len(columns) + 1), *rows]) + "\n"
 

@@ -3,11 +3,19 @@ vit_probe_images): the probe's tables, the image sets it solves on and the statu
 
 from __future__ import annotations
 
-from maxmargin.registry.columns import cosine, count, described, flag, positive, real, text, unit
-from maxmargin.registry.types import Table
+import dataclasses
+
+from maxmargin.registry.columns import cosine, count, described, flag, integer, positive, real, text, unit
+from maxmargin.registry.types import Column, Table
 from maxmargin.registry.vit import DATASET, METRIC
 
-_BOTH = "on the same epoch's inputs (the first ``vit.w_svm.images`` probe images)"
+
+def _later(column: Column) -> Column:
+    """A column added after tables were committed without it: absent from those, checked where present."""
+    return dataclasses.replace(column, required=False)
+
+
+_BOTH = "on the same epoch's inputs (the row's ``n_images`` images)"
 SOLVE_STATUSES = ("optimal", "looser", "repaired")  # WSVMResult.status, best first
 # The image set the W-ATT-SVM claims and panel judge a run on, the first present: the theory's max-margin problem is
 # over the training inputs; tables without the ``images`` column hold the held-out probe images.
@@ -52,7 +60,26 @@ TABLES: tuple[Table, ...] = (
             described(
                 count("null_shuffled_drawn"),
                 "the permutations drawn to find those (at most 3 x ``vit.w_svm.shuffles``): the others have no W "
-                "that selects them; 0 at an epoch without null (b) (``vit.w_svm.shuffle_every``)",
+                "that selects them, or their solve failed (``null_failed``); 0 at an epoch without null (b) "
+                "(``vit.w_svm.shuffle_every``)",
+            ),
+            described(
+                _later(count("null_shuffled_kept")),
+                "of those, the permutations kept (some W selects them): the draws behind ``null_shuffled``; absent "
+                "from tables made before it",
+            ),
+            described(
+                _later(cosine("cosine_null_images", nullable=True)),
+                "cos(Wt_h, W_mm,h) on null (b)'s images (``n_images_null``): the side of the head's own selection in "
+                "the comparison with null (b), on the same images (``cosine`` itself where they are the row's); empty "
+                "at the epochs without null (b); absent from tables made before it",
+            ),
+            described(
+                _later(integer("n_images_null", gt=0, nullable=True)),
+                "the images null (b) and ``cosine_null_images`` are solved on: the first ``vit.w_svm.images`` (or "
+                "the number read from the image-count curve), fewer than ``n_images`` where "
+                "``vit.w_svm.whole_train`` solves the rest on every training image; empty at the epochs without "
+                "null (b); absent from tables made before it",
             ),
             described(
                 cosine("span_cosine"),
@@ -82,6 +109,12 @@ TABLES: tuple[Table, ...] = (
             ),
             described(real("null_nuclear_gap_sd", ge=0, nullable=True), "its standard deviation over the draws"),
             described(
+                _later(integer("n_images_nuclear", gt=0, nullable=True)),
+                "the images of ``cosine_nuclear``, ``cosine_frobenius_nuclear_images`` and ``null_nuclear_gap``: "
+                "the first ``vit.w_svm.nuclear_images``; empty at the epochs without them; absent from tables made "
+                "before it",
+            ),
+            described(
                 text("nuclear_status", SOLVE_STATUSES, nullable=True, required=False),
                 "how the nuclear-norm SDPs of the row were solved, the worst of them (``WSVMResult.status``: optimal; "
                 "looser, at 1000x looser tolerances; repaired, rescaled onto its margins and accepted by its duality "
@@ -99,8 +132,13 @@ TABLES: tuple[Table, ...] = (
                 unit("margins_met"),
                 "the fraction of the margins [z_i; 1]^T W (x_io_i - x_it) >= 1 that W_mm,h meets",
             ),
-            described(positive("n_images"), "the probe images the solutions are computed on"),
-            described(positive("n_constraints"), "the margins: one per probe image and token other than o_i"),
+            described(
+                positive("n_images"),
+                "the images of ``cosine``, ``null_rank``, ``span_cosine``, the ceiling and the margins: the first "
+                "``vit.w_svm.images`` of the set (or the number read from the image-count curve), or with "
+                "``vit.w_svm.whole_train`` every training image (the images the loss is on)",
+            ),
+            described(positive("n_constraints"), "the margins: one per image and token other than o_i"),
             described(count("support"), "the margins with a positive dual weight (the support vectors)"),
             described(real("w_frobenius", ge=0), "||Wt_h||_F"),
             described(real("svm_frobenius", ge=0), "||W_mm,h||_F"),
@@ -110,15 +148,22 @@ TABLES: tuple[Table, ...] = (
                 "the share of the probe images whose selected token is the one of the previous measured epoch (empty "
                 "at the first): whether the target W_mm,h moves because the selections do",
             ),
-            described(real("seconds", ge=0), "wall seconds of this head's row (every solve included)"),
+            described(
+                _later(count("null_failed")),
+                "the null solves of the row (null (a), null (b), the nuclear norm's null) whose solver raised an "
+                "ArithmeticError: each logged with epoch, image set, head and solve (rule vit_probe's log) and left "
+                "out of its null like a permutation no W selects; absent from tables made before it",
+            ),
             IMAGE_SET,
             DATASET,
         ),
         rule="vit_probe",
         label="ViT heads against their W-ATT-SVM",
         caption="Beyond the paper: each head of the ViT's last layer against its W-ATT-SVM solution at every snapshot "
-        "of the run, on the first {w_svm[images]} probe images, with its matched nulls, its rank ceiling, the "
-        "nuclear-norm solution and the stability of its selections (rule vit_probe; docs/vit.md).",
+        "of the run, on the images of its n_images column (every training image where vit.w_svm.whole_train is true, "
+        "here {w_svm[whole_train]}), with its matched nulls, its rank ceiling, the nuclear-norm solution and the "
+        "stability of its selections; each comparison's two sides on the same images (rule vit_probe; "
+        "docs/vit.md).",
         caption_blocks=("vit",),
         claims=("vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear"),
     ),
@@ -135,7 +180,11 @@ TABLES: tuple[Table, ...] = (
             described(unit("ceiling"), "the rank-d_head ceiling of W_mm,h"),
             described(flag("hard_margin"), "whether W_mm,h meets every margin"),
             described(positive("n_constraints"), "the margins: one per image and token other than the selected"),
-            described(real("seconds", ge=0), "wall seconds of this row"),
+            described(
+                _later(count("null_failed")),
+                "the null (a) draws whose solver raised an ArithmeticError (logged with its image count, head and "
+                "draw), left out of the null; absent from tables made before it",
+            ),
             DATASET,
         ),
         rule="vit_probe_images",

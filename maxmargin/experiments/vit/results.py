@@ -153,34 +153,35 @@ def run_page(
 
 
 def w_svm_section(table: pd.DataFrame, curve: pd.DataFrame | None = None) -> list[str]:
-    """The page's per-head W-ATT-SVM cosines (table ``vit_w_svm``): for each image set, one row per measured epoch, a
-    column per head, beside the matched null, the rank ceiling and the nuclear-norm cosine (head means); then, where
-    measured, the cosine against the number of images (table ``vit_w_svm_images``)."""
+    """The page's per-head W-ATT-SVM cosines (table ``vit_w_svm``): for each image set, on its number of images, one
+    row per measured epoch, a column per head, beside the matched null, the rank ceiling and the nuclear-norm cosine
+    (head means); then, where measured, the cosine against the number of images (table ``vit_w_svm_images``)."""
     if table.empty:
         return []
     sets = table["images"].fillna("test") if "images" in table else pd.Series("test", index=table.index)
-    n = int(table["n_constraints"].iloc[0])
     lines = [
         "## Each head against its max-margin solution",
         "",
-        f"cos(Wt_h, W_mm,h) of each last-layer head with the Frobenius W-ATT-SVM solution of the tokens it selects "
-        f"on {int(table['n_images'].iloc[0])} images ({n} constraints), beside the head means of its matched "
-        "rank-d_head null, its rank ceiling, its cosine with the nuclear-norm solution and the share of images whose "
-        "selection is unchanged since the previous measured epoch (docs/vit.md; every column: table `vit_w_svm`). "
-        f"Rule vit_probe took {table['seconds'].sum():.0f} s for these rows (the sum of their `seconds`).",
+        "cos(Wt_h, W_mm,h) of each last-layer head with the Frobenius W-ATT-SVM solution of the tokens it selects "
+        "on the images each set's line names, beside the head means of its matched rank-d_head null (on the same "
+        "images), its rank ceiling, its cosine with the nuclear-norm solution (on the first vit.w_svm.nuclear_images) "
+        "and the share of images whose selection is unchanged since the previous measured epoch (docs/vit.md; every "
+        "column: table `vit_w_svm`; each head's seconds: rule vit_probe's log).",
     ]
     for name, rows in table.groupby(sets, sort=False):
         wide = rows.pivot(index="epoch", columns="head", values="cosine")
         wide.columns = [f"head {h}" for h in wide.columns]
         means = rows.groupby("epoch")[["null_rank", "ceiling", "cosine_nuclear", "selection_kept"]].mean()
         wide = wide.join(means.rename(columns=_W_SVM_MEANS))
-        lines += ["", f"On the {_IMAGE_SETS[name]}:", "", markdown_table(wide.reset_index())]
+        n, margins = (sorted({int(v) for v in rows[c]}) for c in ("n_images", "n_constraints"))
+        counts = f"{'/'.join(f'{v:,}' for v in n)} images, {'/'.join(f'{v:,}' for v in margins)} constraints a head"
+        lines += ["", f"On the {_IMAGE_SETS[name]}, {counts}:", "", markdown_table(wide.reset_index())]
     return lines + (curve_section(curve) if curve is not None and not curve.empty else [])
 
 
 _IMAGE_SETS = {
     "test": "held-out probe images (the first test images)",
-    "train": "training images (the first ones, which the loss is on)",
+    "train": "training images (the first ones, or all: the ones the loss is on)",
 }
 
 
@@ -195,8 +196,7 @@ def curve_section(curve: pd.DataFrame) -> list[str]:
         "",
         "At the last snapshot, each head against its W-ATT-SVM solved on the first n images of each set (head "
         "means; the null: random rank-d_head matrices on the same images; table `vit_w_svm_images`). Rule "
-        f"vit_probe read its number of images from this curve (vit.w_svm.curve_tol); it took "
-        f"{curve['seconds'].sum():.0f} s.",
+        "vit_probe read its number of images from this curve (vit.w_svm.curve_tol).",
         "",
         markdown_table(means.reset_index()),
     ]

@@ -19,11 +19,12 @@ inputs. cos(Wt_h, W_mm,h) alone does not say whether training turned the head: e
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -40,12 +41,16 @@ from maxmargin.experiments.vit.model import build_vit, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
 from maxmargin.registry.vit_w_svm import SOLVE_STATUSES
 
+log = logging.getLogger("maxmargin")
+Solved = TypeVar("Solved")
+
 
 @dataclass(frozen=True)
 class WSvmSettings:
     """The config's ``vit.w_svm``: the probe images, the soft margin, the query-bias row, the nulls' draws, the
-    nuclear-norm measurement (its images, its epochs, its null draws), the seed of the draws and where the
-    Frobenius solves' pivoting runs (``device``: auto, cpu or cuda)."""
+    nuclear-norm measurement (its images, its epochs, its null draws), the seed of the draws, where the Frobenius
+    solves' pivoting runs (``device``: auto, cpu or cuda) and ``whole_train``: the head's own W-ATT-SVM and null
+    (a) on every training image (the ones the loss is on), the image-count curve up to all of them."""
 
     images: int
     soft_c: float
@@ -62,6 +67,7 @@ class WSvmSettings:
     image_sets: tuple[str, ...] = ("test",)
     curve_images: tuple[int, ...] = ()
     curve_tol: float = 0.02
+    whole_train: bool = False
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> WSvmSettings:
@@ -164,26 +170,61 @@ def _spread(values: list[float]) -> tuple[float, float]:
     return mean, float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
 
 
-def _null_rank(z: np.ndarray, x: np.ndarray, shape: tuple[int, int], rank: int, s: WSvmSettings, rng) -> list:
-    """Null (a): random rank-``rank`` matrices, each against the W-SVM of the tokens it selects itself."""
+@dataclass
+class Solves:
+    """The solves of one head's row: ``where`` it is (epoch, image set, head), the row's number of ``images`` and
+    the null solves that failed there (``failed``, each named)."""
+
+    where: str
+    images: int
+    failed: list[str] = field(default_factory=list)
+
+    def own(self, what: str, solve: Callable[[], Solved]) -> Solved:
+        """A measurement's own solve (the head's, the nuclear norm's): the solver's ArithmeticError, naming the
+        epoch, image set, head and ``what`` was solved, stops the probe."""
+        try:
+            return solve()
+        except ArithmeticError as err:
+            raise ArithmeticError(f"W-ATT-SVM probe at {self.where}, {what}: {err}") from err
+
+    def null(self, what: str, solve: Callable[[], Solved]) -> Solved | None:
+        """A null draw's solve: where the solver raises an ArithmeticError (a cutting-plane solve that leaves margins
+        short of 1, a cvxopt status never optimal), None, counted and logged with the epoch, image set, head and
+        ``what``, and left out of the null like a permutation no W selects: one draw fewer does not stop a probe."""
+        try:
+            return solve()
+        except ArithmeticError as err:
+            self.failed.append(what)
+            log.warning("W-ATT-SVM probe at %s, %s: unsolved, left out of the null (%s)", self.where, what, err)
+            return None
+
+
+def _null_rank(z: np.ndarray, x: np.ndarray, shape: tuple, rank: int, s: WSvmSettings, rng, solves: Solves) -> list:
+    """Null (a): random rank-``rank`` matrices, each against the W-SVM of the tokens it selects itself (the draws
+    whose solve failed left out: :meth:`Solves.null`)."""
     out = []
-    for _ in range(s.null_draws):
+    for draw in range(1, s.null_draws + 1):
         m = random_rank_matrix(rng, shape, rank)
         sel = w_logits(m, z, x, s.query_bias).argmax(axis=1)
-        out.append((m, frobenius_cosine(m, s.frobenius(z, x, sel).solution)))
+        res = solves.null(f"null (a) draw {draw} on {len(z)} images", functools.partial(s.frobenius, z, x, sel))
+        if res is not None:
+            out.append((m, frobenius_cosine(m, res.solution)))
     return out
 
 
-def _null_shuffled(w: np.ndarray, z: np.ndarray, x: np.ndarray, selected, s: WSvmSettings, rng) -> tuple:
+def _null_shuffled(w: np.ndarray, z: np.ndarray, x: np.ndarray, selected, s: WSvmSettings, rng, solves) -> tuple:
     """Null (b): the head against the W-SVM of its selection permuted over the images (the same share of each token
     position), for ``s.shuffles`` permutations that some W can select (no W selects a token inside the hull of its
-    image's others: such a permutation has no max-margin solution, and its soft-margin one costs 100 times more);
-    at most 3 x ``s.shuffles`` drawn. The cosines, and how many permutations were drawn."""
+    image's others: such a permutation has no max-margin solution, and its soft-margin one costs 100 times more; a
+    permutation whose solve fails is skipped the same way, :meth:`Solves.null`); at most 3 x ``s.shuffles`` drawn.
+    The cosines, and how many permutations were drawn."""
     out, drawn = [], 0
     while len(out) < s.shuffles and drawn < 3 * s.shuffles:
         drawn += 1
-        res = s.frobenius(z, x, selected[rng.permutation(len(selected))], soft=False)
-        if res.hard:
+        shuffled = selected[rng.permutation(len(selected))]
+        solve = functools.partial(s.frobenius, z, x, shuffled, soft=False)
+        res = solves.null(f"null (b) shuffle {drawn} on {len(z)} images", solve)
+        if res is not None and res.hard:
             out.append(frobenius_cosine(w, res.solution))
     return out, drawn
 
@@ -206,37 +247,31 @@ def probe_head(
     rng: np.random.Generator,
     nuclear: bool,
     shuffle: bool = True,
+    *,
+    capped: int | None = None,
+    where: str = "a head",
 ) -> dict[str, Any]:
-    """One head at one epoch: the columns of table ``vit_w_svm`` but epoch, head, selection_kept and dataset (the
-    nuclear-norm measurement with ``nuclear``, the shuffled-selection null with ``shuffle``)."""
-    t0 = time.perf_counter()
+    """One head at one epoch: the columns of table ``vit_w_svm`` but epoch, head, selection_kept and dataset. The
+    head's own W-ATT-SVM, null (a), the span and the ceiling on all of ``z``, ``x``; null (b) (with ``shuffle``)
+    beside the head's own cosine, and the nuclear-norm measurement (with ``nuclear``), on the first ``capped`` of
+    them (all where None): both sides of each comparison on the same images. ``where`` (epoch, image set, head)
+    names the row in every solver error and log line (:class:`Solves`)."""
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    solves, capped = Solves(where, len(z)), len(z) if capped is None else capped
     selected = w_logits(w, z, x, s.query_bias).argmax(axis=1)
-    res = s.frobenius(z, x, selected)
+    res = solves.own(f"the head's own selection on {len(z)} images", functools.partial(s.frobenius, z, x, selected))
     cosine, ceiling = frobenius_cosine(w, res.solution), rank_ceiling(res.solution, rank)
-    nulls = _null_rank(z, x, w.shape, rank, s, rng)
-    shuffled, drawn = _null_shuffled(w, z, x, selected, s, rng) if shuffle else ([], 0)
+    nulls = _null_rank(z, x, w.shape, rank, s, rng, solves)
     row = {
         "cosine": cosine,
         "null_rank": _spread([c for _, c in nulls])[0],
         "null_rank_sd": _spread([c for _, c in nulls])[1],
-        "null_shuffled": _spread(shuffled)[0],
-        "null_shuffled_sd": _spread(shuffled)[1],
-        "null_shuffled_drawn": drawn,
+        **_shuffled_columns(w, cosine, z[:capped], x[:capped], selected[:capped], s, rng, solves, shuffle),
         "span_cosine": span_cosine(w, z, x, s.query_bias),
         "ceiling": ceiling,
         "ceiling_fraction": cosine / ceiling,
-        "cosine_nuclear": math.nan,
-        "cosine_frobenius_nuclear_images": math.nan,
-        "null_nuclear_gap": math.nan,
-        "null_nuclear_gap_sd": math.nan,
-        "nuclear_status": None,
+        **_nuclear_columns(w, z, x, [m for m, _ in nulls], s, solves, nuclear),
     }
-    if nuclear:
-        zn, xn = z[: s.nuclear_images], x[: s.nuclear_images]
-        row["cosine_nuclear"], row["cosine_frobenius_nuclear_images"], row["nuclear_status"] = nuclear_gap(w, zn, xn, s)
-        gaps = [nuclear_gap(m, zn, xn, s) for m, _ in nulls[: s.nuclear_draws]]
-        row["null_nuclear_gap"], row["null_nuclear_gap_sd"] = _spread([nuc - fro for nuc, fro, _ in gaps])
-        row["nuclear_status"] = max([row["nuclear_status"], *(status for *_, status in gaps)], key=SOLVE_STATUSES.index)
     row.update(
         status=res.status,
         hard_margin=res.hard,
@@ -247,9 +282,53 @@ def probe_head(
         w_frobenius=float(np.linalg.norm(w)),
         svm_frobenius=float(np.linalg.norm(res.solution)),
         selected_cls=float(np.mean(selected == 0)),
-        seconds=time.perf_counter() - t0,
+        null_failed=len(solves.failed),
     )
-    return {**row, "_selected": selected}
+    return {**row, "_selected": selected, "_seconds": (time.perf_counter() - t0, time.process_time() - cpu0)}
+
+
+def _shuffled_columns(w, cosine: float, z, x, selected, s: WSvmSettings, rng, solves: Solves, due: bool) -> dict:
+    """Null (b) on ``z``, ``x`` (the first images of the row's), beside the head's own cosine on the same images:
+    ``cosine`` where they are the row's, else its own solve on them; empty where null (b) is not ``due``."""
+    if not due:
+        return {"null_shuffled": math.nan, "null_shuffled_sd": math.nan, "null_shuffled_drawn": 0,
+                "null_shuffled_kept": 0, "cosine_null_images": math.nan, "n_images_null": math.nan}  # fmt: skip
+    shuffled, drawn = _null_shuffled(w, z, x, selected, s, rng, solves)
+    if len(z) < solves.images:
+        what = f"the head's own selection on {len(z)} images (null (b)'s)"
+        cosine = frobenius_cosine(w, solves.own(what, functools.partial(s.frobenius, z, x, selected)).solution)
+    return {
+        "null_shuffled": _spread(shuffled)[0],
+        "null_shuffled_sd": _spread(shuffled)[1],
+        "null_shuffled_drawn": drawn,
+        "null_shuffled_kept": len(shuffled),
+        "cosine_null_images": cosine,
+        "n_images_null": len(z),
+    }
+
+
+def _nuclear_columns(w, z, x, nulls: list[np.ndarray], s: WSvmSettings, solves: Solves, due: bool) -> dict:
+    """The nuclear-norm measurement on the first ``s.nuclear_images`` images, with its null (a) gap over the first
+    ``s.nuclear_draws`` null matrices (a draw whose solves fail left out, :meth:`Solves.null`); empty where it is not
+    ``due``."""
+    row = {"cosine_nuclear": math.nan, "cosine_frobenius_nuclear_images": math.nan, "null_nuclear_gap": math.nan,
+           "null_nuclear_gap_sd": math.nan, "nuclear_status": None, "n_images_nuclear": math.nan}  # fmt: skip
+    if not due:
+        return row
+    zn, xn = z[: s.nuclear_images], x[: s.nuclear_images]
+    what = f"the head's own selection, nuclear norm and Frobenius, on {len(zn)} images"
+    row["cosine_nuclear"], row["cosine_frobenius_nuclear_images"], status = solves.own(
+        what, functools.partial(nuclear_gap, w, zn, xn, s)
+    )
+    gaps = []
+    for draw, m in enumerate(nulls[: s.nuclear_draws], start=1):
+        what = f"null (a) draw {draw}, nuclear norm and Frobenius, on {len(zn)} images"
+        gaps.append(solves.null(what, functools.partial(nuclear_gap, m, zn, xn, s)))
+    gaps = [g for g in gaps if g is not None]
+    row["null_nuclear_gap"], row["null_nuclear_gap_sd"] = _spread([nuc - fro for nuc, fro, _ in gaps])
+    row["nuclear_status"] = max([status, *(st for *_, st in gaps)], key=SOLVE_STATUSES.index)
+    row["n_images_nuclear"] = len(zn)
+    return row
 
 
 def image_sets(data: ImageData, names: tuple[str, ...], n_probe: int) -> dict[str, torch.Tensor]:
@@ -269,7 +348,9 @@ def probe_snapshots(
 ) -> list[dict[str, Any]]:
     """Every head of the last layer at every snapshot epoch, in order, on the first ``n_images`` (default
     ``s.images``) of each image set (``images``: name -> normalised images, e.g. the held-out probe images ``test``
-    and the training images ``train`` the loss is on): the rows of table ``vit_w_svm`` (but its ``dataset``)."""
+    and the training images ``train`` the loss is on), and with ``s.whole_train`` the head's own W-ATT-SVM and null
+    (a) on every training image (null (b) and the nuclear norm still on the first ``n_images``): the rows of table
+    ``vit_w_svm`` (but its ``dataset``). Each head's seconds (wall and CPU) go to the log."""
     n = s.images if n_images is None else n_images
     for name, x in images.items():
         if len(x) < n:
@@ -282,18 +363,25 @@ def probe_snapshots(
         net.load_state_dict(snapshots["states"][epoch])
         attn = last_attention(net)
         for name, x_set in images.items():
-            z, x = attention_inputs(net, x_set[:n], batch_size)
+            z, x = attention_inputs(net, x_set[: solved_images(s, name, len(x_set), n)], batch_size)
             for head, w in enumerate(head_key_query(attn, s.query_bias)):
                 due = s.nuclear_due(epoch, epochs), s.shuffle_due(epoch, epochs)
-                row = probe_head(w, z, x, attn.head_dim, s, rng, *due)
-                selected = row.pop("_selected")
+                where = f"epoch {epoch}, {name} images, head {head}"
+                row = probe_head(w, z, x, attn.head_dim, s, rng, *due, capped=n, where=where)
+                selected, seconds = row.pop("_selected"), row.pop("_seconds")
                 kept = float(np.mean(selected == previous[name, head])) if (name, head) in previous else math.nan
                 previous[name, head] = selected
                 rows.append({"epoch": epoch, "head": head, **row, "selection_kept": kept, "images": name})
-                bar.update(
-                    len(rows), f"epoch {epoch} {name} head {head}: cosine {row['cosine']:.3f} ({row['seconds']:.1f} s)"
-                )
+                said = f"{where}: cosine {row['cosine']:.3f} on {len(z)} images ({seconds[0]:.1f} s"
+                log.info("%s, %.1f s of CPU)", said, seconds[1])
+                bar.update(len(rows), said + ")")
     return rows
+
+
+def solved_images(s: WSvmSettings, name: str, available: int, n: int) -> int:
+    """The images the head's own W-ATT-SVM and null (a) are solved on in image set ``name``: every training image
+    with ``s.whole_train``, else the probe's ``n``."""
+    return available if s.whole_train and name == "train" else n
 
 
 def probe_image_counts(
@@ -304,30 +392,45 @@ def probe_image_counts(
     batch_size: int,
 ) -> list[dict[str, Any]]:
     """How cos(Wt_h, W_mm,h) depends on the number of images the W-ATT-SVM is solved on: each head of the model
-    ``state`` on the first n images of each set, for every n of ``s.curve_images`` the set holds, with the rank
-    null (``s.null_draws`` draws) and the ceiling at each n (table ``vit_w_svm_images``)."""
+    ``state`` on the first n images of each set, for every n of ``s.curve_images`` the set holds (with
+    ``s.whole_train``, on the training images up to all of them), with the rank null (``s.null_draws`` draws, a draw
+    whose solve fails left out) and the ceiling at each n (table ``vit_w_svm_images``). Each row's seconds go to the
+    log."""
     net, rows = build_vit(model), []
     net.load_state_dict(state)
     attn = last_attention(net)
-    counts = {name: [n for n in s.curve_images if n <= len(x)] for name, x in images.items()}
+    counts = {name: curve_counts(s, name, len(x)) for name, x in images.items()}
     bar = Progress("W-ATT-SVM by image count: heads", sum(map(len, counts.values())) * model.num_heads)
     for name, x_set in images.items():
         for n in counts[name]:
             z, x = attention_inputs(net, x_set[:n], batch_size)
             rng = np.random.default_rng(s.seed)
             for head, w in enumerate(head_key_query(attn, s.query_bias)):
-                t0 = time.perf_counter()
-                res = s.frobenius(z, x, w_logits(w, z, x, s.query_bias).argmax(axis=1))
+                t0, solves = time.process_time(), Solves(f"the last snapshot, {name} images, head {head}", n)
+                selected = w_logits(w, z, x, s.query_bias).argmax(axis=1)
+                res = solves.own(
+                    f"the head's own selection on {n} images", functools.partial(s.frobenius, z, x, selected)
+                )
                 cosine = frobenius_cosine(w, res.solution)
-                null, null_sd = _spread([c for _, c in _null_rank(z, x, w.shape, attn.head_dim, s, rng)])
+                null, null_sd = _spread([c for _, c in _null_rank(z, x, w.shape, attn.head_dim, s, rng, solves)])
                 rows.append(
                     {"images": name, "n_images": n, "head": head, "cosine": cosine, "null_rank": null,
                      "null_rank_sd": null_sd, "ceiling": rank_ceiling(res.solution, attn.head_dim),
-                     "hard_margin": res.hard, "n_constraints": res.n_constraints,
-                     "seconds": time.perf_counter() - t0}
+                     "hard_margin": res.hard, "n_constraints": res.n_constraints, "null_failed": len(solves.failed)}
                 )  # fmt: skip
-                bar.update(len(rows), f"{name} {n} images head {head}: cosine {cosine:.3f}")
+                said = f"{name} {n} images head {head}: cosine {cosine:.3f}"
+                log.info("%s (%.1f s of CPU)", said, time.process_time() - t0)
+                bar.update(len(rows), said)
     return rows
+
+
+def curve_counts(s: WSvmSettings, name: str, available: int) -> list[int]:
+    """The image counts of the curve in image set ``name`` of ``available`` images: those of ``s.curve_images`` it
+    holds, and with ``s.whole_train`` on the training images all of them last."""
+    counts = sorted(n for n in s.curve_images if n <= available)
+    if s.whole_train and name == "train" and available not in counts:
+        counts.append(available)
+    return counts
 
 
 def chosen_image_count(curve: pd.DataFrame, images: str, tol: float, cap: int) -> int:
