@@ -117,7 +117,7 @@ def test_a_dependent_feature_with_none_to_fall_is_a_ray_and_no_w_meets_the_margi
     assert not res.hard
 
 
-@pytest.mark.parametrize("refactor", [256, 0])  # the trailing block factorised again, or Givens rotations
+@pytest.mark.parametrize("refactor", [256, 0])  # the trailing block factorised again, or a QR row insertion
 @pytest.mark.parametrize("k", [0, 7, 19])
 def test_dropping_a_constraint_leaves_the_factor_of_the_others(refactor, k, monkeypatch):
     """The factor without constraint k is the Cholesky factor of G without row and column k, to the rounding of
@@ -143,18 +143,25 @@ def test_the_method_gives_up_past_its_steps(monkeypatch):
     assert active.dual_active_set(np.eye(3), np.zeros(3)) is None
 
 
-def test_the_kernel_of_a_round_reuses_the_entries_of_the_previous_working_set():
-    """Round to round the working set loses some constraints and gains others: its kernel, the shared entries copied
-    from the previous round's and the new rows computed, is the kernel computed afresh to the rounding of one dot
-    product (a few eps |a_k||a_l||d_k||d_l|), symmetric, and becomes the next round's."""
+def test_the_kernel_read_a_row_at_a_time_is_the_whole_one():
+    """The rows the method reads, and its margins from them, are those of the kernel computed whole, to the
+    rounding of one dot product (a few eps |a_k||a_l||d_k||d_l|), in any order of reading; and the method solves
+    the same working set from either to the same multipliers."""
     rng = np.random.default_rng(5)
     a, d = rng.standard_normal((40, 4)), rng.standard_normal((40, 3))
-    previous: dict = {}
-    first = np.sort(rng.choice(40, 25, replace=False))
-    dual._kernel(a[first], d[first], first, previous, dual.NUMPY)
-    second = np.sort(np.concatenate([first[::2], np.setdiff1d(np.arange(40), first)[:9]]))
-    g = dual._kernel(a[second], d[second], second, previous, dual.NUMPY)
-    fresh = (a[second] @ a[second].T) * (d[second] @ d[second].T)
-    scale = np.outer(*(2 * [np.linalg.norm(a[second], axis=1) * np.linalg.norm(d[second], axis=1)]))
-    assert np.all(np.abs(g - fresh) <= 8 * EPS * scale) and np.array_equal(g, g.T)
-    assert previous["g"] is g and np.array_equal(previous["keys"], second)
+    kernel, whole = active.FeatureKernel(a, d), (a @ a.T) * (d @ d.T)
+    scale = np.outer(*(2 * [np.linalg.norm(a, axis=1) * np.linalg.norm(d, axis=1)]))
+    for j in (7, 3, 7, 39, 0):
+        assert np.all(np.abs(kernel.row(j) - whole[j]) <= 4 * EPS * scale[j])
+    weights = rng.random(5)
+    combined = kernel.combine([39, 2, 7, 11, 0], weights)
+    np.testing.assert_allclose(combined, weights @ whole[[39, 2, 7, 11, 0]], rtol=0, atol=40 * EPS * scale.max())
+    np.testing.assert_allclose(kernel.diag, np.diag(whole), rtol=4 * EPS)
+    z, x, selected = _layer_normed(2, 30, 5, 4)
+    f = _features(z, x, selected)
+    a_k, d_k = np.repeat(query_inputs(z), 4, axis=0), (x[np.arange(30), selected][:, None] - x)
+    keep = np.arange(5)[None] != selected[:, None]
+    lazy, _ = active.dual_active_set(active.FeatureKernel(a_k, d_k[keep]), np.zeros(len(f)))
+    dense, _ = active.dual_active_set(f @ f.T, np.zeros(len(f)))
+    assert np.array_equal(lazy > 0, dense > 0)
+    np.testing.assert_allclose(lazy @ f, dense @ f, rtol=0, atol=1e-9 * np.sqrt(dense.sum()))

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.linalg import cho_solve, solve_triangular
+from scipy.linalg import cho_solve, qr_insert
+from scipy.linalg.blas import dtrsv
 
 # A feature counts as in the span of the active ones where ||z||^2 <= DEPENDENT ||f_j||^2 (z's cosine with f_j
 # below 3e-7): the factor's rounding grows with G's condition number (1e12 on the ViT's working sets), and a
@@ -56,8 +57,8 @@ class _Factor:
         """u = R^{-T} G_Aj and r = R^{-1} u = G_AA^{-1} G_Aj (||u||^2 = G_jA G_AA^{-1} G_Aj)."""
         padded = np.zeros(len(self.buffer))
         padded[: self.size] = g_aj
-        u = solve_triangular(self.buffer, padded, trans="T", check_finite=False)
-        return u[: self.size], solve_triangular(self.buffer, u, check_finite=False)[: self.size]
+        u = dtrsv(self.buffer, padded, trans=1)  # BLAS itself: scipy's solve_triangular costs 7x more at |A| = 100
+        return u[: self.size], dtrsv(self.buffer, u)[: self.size]
 
     def gram_solve(self, rhs: NDArray[np.float64]) -> NDArray[np.float64]:
         """G_AA^{-1} rhs = R^{-1} R^{-T} rhs."""
@@ -77,16 +78,16 @@ class _Factor:
     def delete(self, k: int) -> None:
         """R of G_AA without its k-th constraint. The rows above k lose their column k; the trailing block R_33 (of
         the constraints after k) becomes the factor of R_33^T R_33 + rho rho^T, rho the rest of row k: factorised
-        again where it is small (one LAPACK call), else by Givens rotations (O(q^2), a Python loop of q steps)."""
+        again where it is small (one LAPACK call, q^3 flops), else the QR factor of [R_33; rho^T] by LAPACK's row
+        insertion (O(q^2))."""
         r, p = self.buffer, self.size
         rho = r[k, k + 1 : p].copy()
         r[:k, k : p - 1] = r[:k, k + 1 : p]
+        tail = r[k + 1 : p, k + 1 : p]
         if p - 1 - k <= _REFACTOR:
-            tail = r[k + 1 : p, k + 1 : p]
             r[k : p - 1, k : p - 1] = np.linalg.cholesky(tail.T @ tail + np.outer(rho, rho)).T
         else:
-            r[k : p - 1, k : p - 1] = r[k + 1 : p, k + 1 : p]
-            _rotate_in(r[k : p - 1, k : p - 1], rho)
+            r[k : p - 1, k : p - 1] = _rank_one_update(tail, rho)
         r[: p - 1, p - 1] = 0.0
         r[p - 1, :] = 0.0
         r[p - 1, p - 1] = 1.0
@@ -100,47 +101,107 @@ def _identity(size: int) -> NDArray[np.float64]:
     return out
 
 
-# The trailing blocks up to this size are factorised again when a constraint leaves (q^3 flops in one call beat a
-# Python loop of q Givens rotations up to about here).
-_REFACTOR = 256
+# The trailing blocks up to this size are factorised again when a constraint leaves (q^3 flops in one call beat the
+# row insertion's overhead up to about here, measured on one thread).
+_REFACTOR = 128
 
 
-def _rotate_in(r: NDArray[np.float64], rho: NDArray[np.float64]) -> None:
-    """R <- the upper factor of R^T R + rho rho^T, in place: Givens rotations of [R; rho^T] zero rho entry by entry
-    (the rank-one Cholesky update)."""
-    rho = rho.copy()
-    for i in range(len(rho)):
-        a, b = r[i, i], rho[i]
-        h = np.hypot(a, b)
-        c, s = a / h, b / h
-        top = r[i, i:].copy()
-        r[i, i:] = c * top + s * rho[i:]
-        rho[i:] = c * rho[i:] - s * top
+def _rank_one_update(r: NDArray[np.float64], rho: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The upper factor of R^T R + rho rho^T, its diagonal positive: the R of the QR factorisation of [R; rho^T]
+    (scipy's qr_insert from Q = I, LAPACK's Givens rotations)."""
+    _, grown = qr_insert(np.eye(len(rho)), r, rho, len(rho), which="row", check_finite=False)
+    signs = np.where(np.diag(grown) < 0, -1.0, 1.0)
+    return grown[:-1] * signs[:, None]
+
+
+class FeatureKernel:
+    """The kernel G_kl = (a_k . a_l)(d_k . d_l) of a working set's features f_k = a_k d_k^T, a row at a time as the
+    method touches it (O(m C) a row): it reads the rows of the constraints it adds or starts from, a few hundred of a
+    working set of thousands, never all m^2 entries."""
+
+    def __init__(self, ak: NDArray[np.float64], dk: NDArray[np.float64]) -> None:
+        self.ak, self.dk = ak, dk
+        self.diag = np.einsum("ka,ka->k", ak, ak) * np.einsum("kc,kc->k", dk, dk)
+        self.slot: dict[int, int] = {}
+        self.buffer = np.empty((16, len(ak)))
+
+    def __len__(self) -> int:
+        return len(self.ak)
+
+    def read(self, rows: list[int]) -> None:
+        """Compute the ``rows`` not read yet, together (one matrix product: the rows of a batch, of the active set)."""
+        new = [j for j in dict.fromkeys(rows) if j not in self.slot]
+        if not new:
+            return
+        size = len(self.slot)
+        while size + len(new) > len(self.buffer):
+            self.buffer = np.concatenate([self.buffer, np.empty_like(self.buffer)])
+        self.buffer[size : size + len(new)] = (self.ak[new] @ self.ak.T) * (self.dk[new] @ self.dk.T)
+        self.slot.update(zip(new, range(size, size + len(new)), strict=True))
+
+    def row(self, j: int) -> NDArray[np.float64]:
+        """G_j., computed on its first reading."""
+        self.read([j])
+        return self.buffer[self.slot[j]]
+
+    def combine(self, rows: list[int], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        """sum_k weights_k G_k. over ``rows`` (the margins of multipliers on them)."""
+        self.read(rows)
+        return weights @ self.buffer[[self.slot[j] for j in rows]]
+
+    def dense(self) -> NDArray[np.float64]:
+        """All of G (the fallbacks that need it whole)."""
+        return (self.ak @ self.ak.T) * (self.dk @ self.dk.T)
+
+
+class DenseKernel:
+    """A kernel given whole (an array G), read as :class:`FeatureKernel` is."""
+
+    def __init__(self, g: NDArray[np.float64]) -> None:
+        self.g, self.diag = g, np.diag(g).copy()
+
+    def __len__(self) -> int:
+        return len(self.g)
+
+    def read(self, rows: list[int]) -> None:
+        pass
+
+    def row(self, j: int) -> NDArray[np.float64]:
+        return self.g[j]
+
+    def combine(self, rows: list[int], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        return weights @ self.g[rows]
+
+
+Kernel = FeatureKernel | DenseKernel
 
 
 class _ActiveSet:
-    """The method's state on one working set's kernel ``g``: the active set A in order, the factor of G_AA and the
+    """The method's state on one working set's ``kernel``: the active set A in order, the factor of G_AA and the
     multipliers; ``steps`` counts the adds and drops."""
 
-    def __init__(self, g: NDArray[np.float64], alpha: NDArray[np.float64]) -> None:
-        self.g = g
-        self.active, r, self.lam = _warm_start(g, alpha)
+    def __init__(self, kernel: Kernel, alpha: NDArray[np.float64]) -> None:
+        self.kernel = kernel
+        self.active, r, self.lam = _warm_start(kernel, alpha)
         self.factor = _Factor(r)
         self.steps = 0
 
     def margins(self) -> NDArray[np.float64]:
         """m = G_.A lambda_A, every margin of the working set (O(m |A|): once a batch)."""
-        return self.lam @ self.g[self.active] if self.active else np.zeros(len(self.g))
+        return self.kernel.combine(self.active, self.lam) if self.active else np.zeros(len(self.kernel))
+
+    def margin(self, j: int) -> float:
+        return float(self.kernel.row(j)[self.active] @ self.lam)
 
     def add(self, j: int, margin: float) -> NDArray[np.float64] | None:
         """Make constraint j (of margin ``margin``) active: full and partial steps until its margin is 1. None; or,
         where no W meets the margins, the dual's ray (-r, 1) over A + [j] (the multipliers with j's last)."""
-        g, lam_j = self.g, 0.0
+        row, g_jj, lam_j = self.kernel.row(j), self.kernel.diag[j], 0.0
         while True:
             self.steps += 1
-            u, r = self.factor.direction(g[j, self.active])
-            z2 = float(g[j, j] - u @ u)
-            full = (1.0 - margin) / z2 if z2 > DEPENDENT * g[j, j] else np.inf
+            u, r = self.factor.direction(row[self.active])
+            z2 = float(g_jj - u @ u)
+            full = (1.0 - margin) / z2 if z2 > DEPENDENT * g_jj else np.inf
             partial, k = _partial(self.lam, r)
             if np.isinf(full) and np.isinf(partial):
                 self.lam = np.append(self.lam, lam_j)
@@ -163,18 +224,19 @@ class _ActiveSet:
         self.lam = np.delete(self.lam, k)
 
 
-def _warm_start(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> tuple[list[int], NDArray, NDArray]:
+def _warm_start(kernel: Kernel, alpha: NDArray[np.float64]) -> tuple[list[int], NDArray, NDArray]:
     """The active set of ``alpha`` (its positive multipliers), the factor R of G_AA and the multipliers solved again
     on it (the margins of A at 1); the empty set where that fails (G_AA singular to the method's
     :data:`DEPENDENT`, or a multiplier not positive)."""
     active = [int(k) for k in np.flatnonzero(alpha > 0)]
+    kernel.read(active)
     if active:
         try:
-            r = np.linalg.cholesky(g[np.ix_(active, active)]).T
+            r = np.linalg.cholesky(np.array([kernel.row(j)[active] for j in active])).T
         except np.linalg.LinAlgError:
             return [], np.zeros((0, 0)), np.zeros(0)
         lam = cho_solve((r, False), np.ones(len(active)), check_finite=False)
-        if np.all(lam > 0) and np.all(np.diag(r) ** 2 > DEPENDENT * np.diag(g)[active]):
+        if np.all(lam > 0) and np.all(np.diag(r) ** 2 > DEPENDENT * kernel.diag[active]):
             return active, r, lam
     return [], np.zeros((0, 0)), np.zeros(0)
 
@@ -195,18 +257,20 @@ def _partial(lam: NDArray[np.float64], r: NDArray[np.float64]) -> tuple[float, i
 ROUNDING = 1e-13
 
 
-def dual_active_set(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> tuple[NDArray, NDArray | None] | None:
+def dual_active_set(
+    g: NDArray[np.float64] | Kernel, alpha: NDArray[np.float64]
+) -> tuple[NDArray, NDArray | None] | None:
     """argmin 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0 by the dual active-set method (the module's
-    docstring), from the active set of ``alpha`` (a solution on a smaller working set, zeros for the constraints
-    added since; all zeros: from W = 0). The constraints farthest from their margin, (1 - m_j) / ||f_j||, are
-    added in batches of :data:`BATCH`, each with its margin read again when its turn comes (the margins of the
-    whole working set, O(m |A|), are read once a batch). The multipliers, and None; or, where no W meets every
-    margin, the last multipliers and the dual's ray (nonnegative, sum_k ray_k f_k = 0). None where it has not ended
-    within :data:`STEPS_PER_CONSTRAINT` steps per constraint."""
-    m = len(g)
-    state = _ActiveSet(g, alpha)
-    scale = np.sqrt(np.diag(g))
-    top = float(np.max(np.diag(g), initial=0.0))
+    docstring), G an array or read a row at a time (:class:`FeatureKernel`), from the active set of ``alpha`` (a
+    solution on a smaller working set, zeros for the constraints added since; all zeros: from W = 0). The
+    constraints farthest from their margin, (1 - m_j) / ||f_j||, are added in batches of :data:`BATCH`, each with
+    its margin read again when its turn comes (the margins of the whole working set, O(m |A|), are read once a
+    batch). The multipliers, and None; or, where no W meets every margin, the last multipliers and the dual's ray
+    (nonnegative, sum_k ray_k f_k = 0). None where it has not ended within :data:`STEPS_PER_CONSTRAINT` steps per
+    constraint."""
+    kernel = g if isinstance(g, FeatureKernel | DenseKernel) else DenseKernel(g)
+    m, state = len(kernel), _ActiveSet(kernel, alpha)
+    scale, top = np.sqrt(kernel.diag), float(np.max(kernel.diag, initial=0.0))
     while state.steps <= STEPS_PER_CONSTRAINT * m:
         short = 1.0 - state.margins()
         short[state.active] = -np.inf
@@ -215,14 +279,15 @@ def dual_active_set(g: NDArray[np.float64], alpha: NDArray[np.float64]) -> tuple
         batch = batch[np.isfinite(short[batch])]
         if not len(batch):
             return _polished(state, m), None
-        for j in batch:
-            margin = float(g[j, state.active] @ state.lam)
+        kernel.read([int(j) for j in batch])
+        for j in map(int, batch):
+            margin = state.margin(j)
             if 1.0 - margin <= _violation(state, top):
                 continue
-            ray = state.add(int(j), margin)
+            ray = state.add(j, margin)
             if ray is not None:
                 out, along = np.zeros(m), np.zeros(m)
-                out[state.active + [int(j)]], along[state.active + [int(j)]] = state.lam, ray
+                out[state.active + [j]], along[state.active + [j]] = state.lam, ray
                 return out, along
     return None
 
