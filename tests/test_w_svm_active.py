@@ -165,3 +165,30 @@ def test_the_kernel_read_a_row_at_a_time_is_the_whole_one():
     dense, _ = active.dual_active_set(f @ f.T, np.zeros(len(f)))
     assert np.array_equal(lazy > 0, dense > 0)
     np.testing.assert_allclose(lazy @ f, dense @ f, rtol=0, atol=1e-9 * np.sqrt(dense.sum()))
+
+
+def test_a_solve_carried_from_round_to_round_gives_the_fresh_one(monkeypatch):
+    """The cutting planes' rounds carried over (the active set, its factor and kernel rows) end where rounds that
+    start afresh from the previous multipliers end: the same rounds and support, W to the rounding of the final
+    support's system (eps cond(G_SS) ||W||); and the carry was taken in every round after the first."""
+    z, x, selected = _layer_normed(1, 200, 8, 6)
+    taken = []
+    real = active.CarriedDual._carried
+
+    def counted(self, *args):
+        out = real(self, *args)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(active.CarriedDual, "_carried", counted)
+    carried = w_att_svm(z, x, selected)
+    assert taken[0] is False and all(taken[1:]) and len(taken) == carried.rounds
+    monkeypatch.setattr(active.CarriedDual, "_carried", lambda self, *args: None)
+    fresh = w_att_svm(z, x, selected)
+    assert (carried.rounds, carried.support) == (fresh.rounds, fresh.support)
+    f = _features(z, x, selected)
+    lam, _ = active.dual_active_set(f @ f.T, np.zeros(len(f)))
+    support = lam > 0
+    norm = np.linalg.norm(fresh.solution)
+    bound = 10 * EPS * np.linalg.cond((f @ f.T)[np.ix_(support, support)]) * norm
+    assert np.linalg.norm(carried.solution - fresh.solution) <= bound

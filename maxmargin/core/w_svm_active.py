@@ -131,13 +131,16 @@ class FeatureKernel:
     def read(self, rows: list[int]) -> None:
         """Compute the ``rows`` not read yet, together (one matrix product: the rows of a batch, of the active set)."""
         new = [j for j in dict.fromkeys(rows) if j not in self.slot]
-        if not new:
-            return
+        if new:
+            self.place(new, (self.ak[new] @ self.ak.T) * (self.dk[new] @ self.dk.T))
+
+    def place(self, rows: list[int], values: NDArray[np.float64]) -> None:
+        """Take the ``rows`` of G as given (computed elsewhere: carried from the previous round)."""
         size = len(self.slot)
-        while size + len(new) > len(self.buffer):
+        while size + len(rows) > len(self.buffer):
             self.buffer = np.concatenate([self.buffer, np.empty_like(self.buffer)])
-        self.buffer[size : size + len(new)] = (self.ak[new] @ self.ak.T) * (self.dk[new] @ self.dk.T)
-        self.slot.update(zip(new, range(size, size + len(new)), strict=True))
+        self.buffer[size : size + len(rows)] = values
+        self.slot.update(zip(rows, range(size, size + len(rows)), strict=True))
 
     def row(self, j: int) -> NDArray[np.float64]:
         """G_j., computed on its first reading."""
@@ -180,10 +183,15 @@ class _ActiveSet:
     """The method's state on one working set's ``kernel``: the active set A in order, the factor of G_AA and the
     multipliers; ``steps`` counts the adds and drops."""
 
-    def __init__(self, kernel: Kernel, alpha: NDArray[np.float64]) -> None:
+    def __init__(self, kernel: Kernel, alpha: NDArray[np.float64], carried: tuple | None = None) -> None:
+        """From the active set of ``alpha`` (:func:`_warm_start`), or ``carried`` (the active set, its factor and
+        its multipliers: the previous round's, :class:`CarriedDual`)."""
         self.kernel = kernel
-        self.active, r, self.lam = _warm_start(kernel, alpha)
-        self.factor = _Factor(r)
+        if carried is None:
+            self.active, r, self.lam = _warm_start(kernel, alpha)
+            self.factor = _Factor(r)
+        else:
+            self.active, self.factor, self.lam = carried
         self.steps = 0
 
     def margins(self) -> NDArray[np.float64]:
@@ -269,8 +277,13 @@ def dual_active_set(
     (nonnegative, sum_k ray_k f_k = 0). None where it has not ended within :data:`STEPS_PER_CONSTRAINT` steps per
     constraint."""
     kernel = g if isinstance(g, FeatureKernel | DenseKernel) else DenseKernel(g)
-    m, state = len(kernel), _ActiveSet(kernel, alpha)
-    scale, top = np.sqrt(kernel.diag), float(np.max(kernel.diag, initial=0.0))
+    return _run(_ActiveSet(kernel, alpha))
+
+
+def _run(state: _ActiveSet) -> tuple[NDArray, NDArray | None] | None:
+    """:func:`dual_active_set` from ``state``."""
+    kernel = state.kernel
+    m, scale, top = len(kernel), np.sqrt(kernel.diag), float(np.max(kernel.diag, initial=0.0))
     while state.steps <= STEPS_PER_CONSTRAINT * m:
         short = 1.0 - state.margins()
         short[state.active] = -np.inf
@@ -292,6 +305,46 @@ def dual_active_set(
     return None
 
 
+class CarriedDual:
+    """The hard-margin dual of one cutting-plane solve, round after round. A round's working set keeps every
+    constraint of the previous round's active set (the planes drop only constraints without a multiplier), so the
+    method starts from that active set, its factor and multipliers as they are, and their kernel rows are carried
+    over: only their entries with the constraints new to the working set are computed (where a wide head's
+    re-factorisation and re-reading of the active set cost more than the round's steps)."""
+
+    def __init__(self) -> None:
+        self.keys: NDArray[np.int64] | None = None
+        self.state: _ActiveSet | None = None
+
+    def __call__(self, ak: NDArray, dk: NDArray, alpha: NDArray, keys: NDArray[np.int64]) -> tuple | None:
+        """:func:`dual_active_set` on the working set of features a_k d_k^T, identified by ``keys`` (increasing)."""
+        kernel = FeatureKernel(ak, dk)
+        state = _ActiveSet(kernel, alpha, self._carried(kernel, alpha, keys))
+        found = _run(state)
+        carry = found is not None and found[1] is None and bool(state.active)
+        self.keys, self.state = (keys, state) if carry else (None, None)
+        return found
+
+    def _carried(self, kernel: FeatureKernel, alpha: NDArray, keys: NDArray[np.int64]) -> tuple | None:
+        """The previous round's active set at its places in this working set, with its factor, multipliers and kernel
+        rows (placed into ``kernel``); None where there is none or ``alpha`` is not its multipliers."""
+        if self.state is None:
+            return None
+        old, before = self.state, self.keys
+        at = np.searchsorted(keys, before[old.active])
+        if np.any(at >= len(keys)) or np.any(keys[np.minimum(at, len(keys) - 1)] != before[old.active]):
+            return None
+        if not np.array_equal(np.flatnonzero(alpha > 0), np.sort(at)):
+            return None
+        where = np.minimum(np.searchsorted(before, keys), len(before) - 1)
+        kept = before[where] == keys
+        rows = np.empty((len(at), len(keys)))
+        rows[:, kept] = old.kernel.buffer[[old.kernel.slot[j] for j in old.active]][:, where[kept]]
+        rows[:, ~kept] = (kernel.ak[at] @ kernel.ak[~kept].T) * (kernel.dk[at] @ kernel.dk[~kept].T)
+        kernel.place([int(j) for j in at], rows)
+        return [int(j) for j in at], old.factor, old.lam
+
+
 # The constraints added between two readings of the working set's margins (4: the fewest CPU seconds on the default
 # run's probe, against 1, 16 and 64: a larger batch adds constraints that later leave).
 BATCH = 4
@@ -308,5 +361,6 @@ def _polished(state: _ActiveSet, m: int) -> NDArray[np.float64]:
     out = np.zeros(m)
     if state.active:
         again = state.factor.gram_solve(np.ones(len(state.active)))
-        out[state.active] = again if np.all(again > 0) else state.lam
+        state.lam = again if np.all(again > 0) else state.lam
+        out[state.active] = state.lam
     return out

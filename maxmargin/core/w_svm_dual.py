@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve
 
-from maxmargin.core.w_svm_active import FeatureKernel, dual_active_set
+from maxmargin.core.w_svm_active import CarriedDual, dual_active_set
 
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12, "maxiters": 200}
 _SDP_OPTIONS = {"show_progress": False, "abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9, "maxiters": 100}
@@ -193,24 +193,26 @@ def _pivoting(g: Any, free: Any, linalg: LinearAlgebra) -> Any | None:
     return None
 
 
-def _active_set(g: Any, alpha: NDArray[np.float64], linalg: LinearAlgebra) -> tuple[NDArray, NDArray | None, str]:
-    """The hard-margin dual on a working set of kernel ``g``, min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0:
-    the multipliers, the dual's ray where no W meets the margins (else None) and the status. The dual active-set
-    method (:func:`~maxmargin.core.w_svm_active.dual_active_set`) from the previous round's multipliers ``alpha``:
-    finite, and exact on its active set. On a device (``linalg`` not :data:`NUMPY`, ``g`` its array: a wide head's
-    working set of thousands of margins), block principal pivoting there (:func:`_pivoting`) from the previous
-    round's support first: a few factorisations of the support, each milliseconds on a GPU, where it settles. Where
-    the active-set method runs out of steps, the nearest hull point (:func:`_min_norm_dual`), polished by pivoting
-    from its support, the margins within ``_SUPPORT_MARGIN`` of 1 (exact where that settles: the QP's margins are
-    only as good as its tolerance)."""
+def _active_set(
+    method: Callable[[], tuple | None], g: Any, alpha: NDArray[np.float64], linalg: LinearAlgebra
+) -> tuple[NDArray, NDArray | None, str]:
+    """The hard-margin dual on a working set of kernel ``g`` (an array on ``linalg``, or the features (a_k, d_k)),
+    min 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0: the multipliers, the dual's ray where no W meets the margins
+    (else None) and the status. The dual active-set method (``method``, :mod:`.w_svm_active`) from the previous
+    round's multipliers ``alpha``: finite, and exact on its active set. On a device (``linalg`` not :data:`NUMPY`:
+    a wide head's working set of thousands of margins), block principal pivoting there (:func:`_pivoting`) from the
+    previous round's support first: a few factorisations of the support, each milliseconds on a GPU, where it
+    settles. Where the active-set method runs out of steps, the nearest hull point (:func:`_min_norm_dual`),
+    polished by pivoting from its support, the margins within ``_SUPPORT_MARGIN`` of 1 (exact where that settles:
+    the QP's margins are only as good as its tolerance)."""
     if linalg is not NUMPY and np.any(alpha > 0):
         out = _pivoting(g, linalg.array(alpha) > 0, linalg)
         if out is not None:
             return linalg.numpy(out), None, "optimal"
-    found = dual_active_set(g if isinstance(g, FeatureKernel) else linalg.numpy(g), alpha)
+    found = method()
     if found is not None:
         return found[0], found[1], "optimal"
-    g_np = g.dense() if isinstance(g, FeatureKernel) else linalg.numpy(g)
+    g_np = (g[0] @ g[0].T) * (g[1] @ g[1].T) if isinstance(g, tuple) else linalg.numpy(g)
     beta, status = _min_norm_dual(g_np)
     polished = _pivoting(linalg.array(g_np), linalg.array(g_np @ beta < 1.0 + _SUPPORT_MARGIN) > 0, linalg)
     return (beta if polished is None else linalg.numpy(polished)), None, status
@@ -300,9 +302,9 @@ def _extend(inside: NDArray[np.bool_], add: NDArray[np.bool_], alpha: NDArray[np
     return out
 
 
-# A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it) -> (multipliers, W,
-# status).
-Solve = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], tuple[NDArray, NDArray, str]]
+# A working set's solve: (a_k, d_k of its constraints, the previous multipliers placed in it, the constraints' flat
+# indices i T + t, increasing) -> (multipliers, W, status).
+Solve = Callable[[NDArray, NDArray, NDArray, NDArray[np.int64]], tuple[NDArray, NDArray, str]]
 
 
 class Planes(NamedTuple):
@@ -356,7 +358,7 @@ def _cutting_planes(
     while rounds < max_rounds:
         rounds += 1
         ii, tt = np.nonzero(inside)
-        alpha, w, status = solve(a[ii], d[ii, tt], alpha)
+        alpha, w, status = solve(a[ii], d[ii, tt], alpha, ii * other.shape[1] + tt)
         worst, hull = _worst(worst, status), _hull(w, alpha, norms[ii, tt])
         margins = np.where(other, np.einsum("ic,itc->it", a @ w, d), np.inf)
         add = _violated(margins, inside, per_input, tol)
@@ -370,22 +372,24 @@ def _cutting_planes(
 
 
 def _frobenius_solve(boxed: bool, soft_c: float, linalg: LinearAlgebra = NUMPY) -> Solve:
-    """The Frobenius dual on a working set: the dual active-set method (hard margin; :func:`_active_set`), its kernel
-    read a row at a time on the CPU (:class:`~maxmargin.core.w_svm_active.FeatureKernel`) or computed whole on
-    ``linalg``'s device, or cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin); W = sum_k alpha_k a_k
-    d_k^T. Where no W meets the hard margins, the multipliers reported lie far along the dual's ray (their sum past
-    1e100: a hull ratio of about 1e-100, :class:`Planes`) and W is the last one's."""
+    """The Frobenius dual on a working set: the dual active-set method (hard margin; :func:`_active_set`), on the CPU
+    carried from round to round with its kernel read a row at a time
+    (:class:`~maxmargin.core.w_svm_active.CarriedDual`), on ``linalg``'s device from its kernel computed whole; or
+    cvxopt's QP boxed at ``soft_c`` (``boxed``: the soft margin); W = sum_k alpha_k a_k d_k^T. Where no W meets the
+    hard margins, the multipliers reported lie far along the dual's ray (their sum past 1e100: a hull ratio of about
+    1e-100, :class:`Planes`) and W is the last one's."""
+    carried = CarriedDual()
 
-    def solve(ak: NDArray, dk: NDArray, alpha: NDArray) -> tuple[NDArray, NDArray, str]:
+    def solve(ak: NDArray, dk: NDArray, alpha: NDArray, keys: NDArray) -> tuple[NDArray, NDArray, str]:
         if boxed:
             alpha, status = _dual_qp((ak @ ak.T) * (dk @ dk.T), soft_c)
             return alpha, ak.T @ (alpha[:, None] * dk), status
         if linalg is NUMPY:
-            kernel = FeatureKernel(ak, dk)
+            alpha, ray, status = _active_set(lambda: carried(ak, dk, alpha, keys), (ak, dk), alpha, linalg)
         else:
             on = linalg.array(ak), linalg.array(dk)
-            kernel = (on[0] @ on[0].T) * (on[1] @ on[1].T)
-        alpha, ray, status = _active_set(kernel, alpha, linalg)
+            g = (on[0] @ on[0].T) * (on[1] @ on[1].T)
+            alpha, ray, status = _active_set(lambda: dual_active_set(linalg.numpy(g), alpha), g, alpha, linalg)
         w = ak.T @ (alpha[:, None] * dk)
         return (alpha if ray is None else alpha + 1e100 * ray), w, status
 

@@ -117,7 +117,7 @@ def _nuclear_planes(
     differences scaled by ``scale``; W mapped back to the inputs' coordinates and scale."""
     basis = np.linalg.svd(a.T, full_matrices=False)[0]  # span{a_i}
 
-    def solve(ak: NDArray, dk: NDArray, _alpha: NDArray) -> tuple[NDArray, NDArray, str]:
+    def solve(ak: NDArray, dk: NDArray, _alpha: NDArray, _keys: NDArray) -> tuple[NDArray, NDArray, str]:
         return _nuclear_dual(ak, dk, box, tol)
 
     planes = _cutting_planes(a @ basis, d * scale, other, solve, per_input, tol, max_rounds)
