@@ -68,8 +68,9 @@ def _line(label: str, parts: list[tuple[str, float, str]]) -> str:
     return f"{label}: {total:.2f} s ({each}; own: {parts[0][2]})"
 
 
-def run_snapshots(path: Path, configs: list[str]) -> None:
-    """Every snapshot of the run at ``path``, every head, on all its training images."""
+def run_snapshots(path: Path, configs: list[str], draws: int | None) -> None:
+    """Every snapshot of the run at ``path``, every head, on all its training images (``draws`` null (a) draws a
+    head: the config's vit.w_svm.null_draws unless given)."""
 
     from maxmargin.config import merged_config
     from maxmargin.experiments.vit import VitSettings, build_vit, load_image_data
@@ -85,15 +86,16 @@ def run_snapshots(path: Path, configs: list[str]) -> None:
     images = normalize(data.x_train, data.mean, data.std)
     snapshots, net = load_snapshots(path), build_vit(settings.model)
     solver = {"soft_c": w_svm["soft_c"], "query_bias": w_svm["query_bias"]}
+    draws = w_svm["null_draws"] if draws is None else draws
     print(f"{path}: epochs {snapshots['epochs']}, {len(images)} training images of {data.name}, "
-          f"{w_svm['null_draws']} null (a) draws a head; CPU seconds at one thread", flush=True)  # fmt: skip
+          f"{draws} null (a) draws a head; CPU seconds at one thread", flush=True)  # fmt: skip
     rng, heads, sums = np.random.default_rng(w_svm["seed"]), [], {}
     for epoch in snapshots["epochs"]:
         net.load_state_dict(snapshots["states"][epoch])
         z, x = attention_inputs(net, images, 2 * settings.train.batch_size)
         attn = last_attention(net)
         for head, w in enumerate(head_key_query(attn, w_svm["query_bias"])):
-            parts = head_seconds(z, x, w, attn.head_dim, w_svm["null_draws"], rng, **solver)
+            parts = head_seconds(z, x, w, attn.head_dim, draws, rng, **solver)
             heads.append((sum(s for _, s, _ in parts), epoch, head))
             sums[epoch] = sums.get(epoch, 0.0) + heads[-1][0]
             print(_line(f"epoch {epoch:3d} head {head}", parts), flush=True)
@@ -107,15 +109,15 @@ def run_synthetic(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((args.images, args.tokens, args.width))
     x = (x - x.mean(-1, keepdims=True)) / x.std(-1, keepdims=True)
-    z = x[:, 0]
+    z, draws = x[:, 0], 4 if args.draws is None else args.draws
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"synthetic: {args.images} images x {args.tokens} tokens x width {args.width} ({x.nbytes / 2**20:.0f} MB), "
-          f"{args.heads} heads of rank {args.head_dim}, {args.draws} null (a) draws, {args.shuffles} shuffles a "
+          f"{args.heads} heads of rank {args.head_dim}, {draws} null (a) draws, {args.shuffles} shuffles a "
           f"head; CPU seconds at {args.threads} thread(s); peak memory {peak:.0f} MB", flush=True)  # fmt: skip
     totals = []
     for head in range(args.heads):
         w = random_rank_matrix(rng, (args.width + 1, args.width), args.head_dim) / args.width
-        parts = head_seconds(z, x, w, args.head_dim, args.draws, rng, args.shuffles)
+        parts = head_seconds(z, x, w, args.head_dim, draws, rng, args.shuffles)
         totals.append(sum(s for _, s, _ in parts))
         print(_line(f"head {head}", parts), flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -131,7 +133,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=257)
     parser.add_argument("--images", type=int, default=32)
     parser.add_argument("--heads", type=int, default=12)
-    parser.add_argument("--draws", type=int, default=4)
+    parser.add_argument("--draws", type=int, help="null (a) draws a head (default: the config's, or 4 synthetic)")
     parser.add_argument("--shuffles", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -139,7 +141,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     with threadpool_limits(args.threads):
-        run_snapshots(args.snapshots, args.config) if args.snapshots else run_synthetic(args)
+        run_snapshots(args.snapshots, args.config, args.draws) if args.snapshots else run_synthetic(args)
 
 
 if __name__ == "__main__":

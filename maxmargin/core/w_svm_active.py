@@ -4,7 +4,8 @@ Goldfarb and Idnani (1983), in kernel form.
 The primal on a working set is min 1/2 ||W||_F^2 s.t. <W, f_k> >= 1, f_k = a_k d_k^T, with kernel
 G_kl = <f_k, f_l> = (a_k . a_l)(d_k . d_l). Its Hessian is the identity, so the method needs G alone: it keeps an
 active set A whose margins are 1, W = sum_{k in A} lambda_k f_k with every lambda_k > 0 (optimal for the constraints
-seen so far), and adds the most violated constraint j. Its step keeps the margins of A at 1 while raising j's:
+seen so far), and adds a violated constraint j (the farthest from its margin, (1 - m_j) / ||f_j||, in batches).
+Its step keeps the margins of A at 1 while raising j's:
 
     r = G_AA^{-1} G_Aj,    z = f_j - sum_{k in A} r_k f_k,    ||z||^2 = G_jj - G_jA r,
 
@@ -16,10 +17,11 @@ and sum lambda grows without bound, which the cutting planes read as a hull rati
 (:class:`~maxmargin.core.w_svm_dual.Planes`).
 
 The dual objective rises at every step, so no active set comes back: the method ends in finitely many steps, each
-an update of the Cholesky factor R of G_AA (a row on adding, Givens rotations on dropping: O(|A|^2)), never a
-factorisation of the working set. Warm-started from a solution of a smaller working set (the previous cutting-plane
-round's), it only adds what the new constraints change; the last step solves R^T R lambda_A = 1 again, so that the
-margins of A are 1 to rounding.
+an update of the Cholesky factor R of G_AA (a column on adding; on dropping, the trailing block factorised again or
+by LAPACK's QR row insertion), never a factorisation of the working set, whose kernel it reads a row at a time
+(:class:`FeatureKernel`). Started from a solution of a smaller working set (the previous cutting-plane round's, its
+factor and kernel rows carried over: :class:`CarriedDual`), it only adds what the new constraints change; the last
+step solves R^T R lambda_A = 1 again, so that the margins of A are 1 to rounding.
 """
 
 from __future__ import annotations
