@@ -13,7 +13,7 @@ Two inputs:
   each head's W a random rank-d_head matrix and its selection the one that W makes: the size and structure of the
   real problem, not its trained values. ``--shuffles`` adds null (b)'s shuffled selections.
 
-Not a test: run it by hand, e.g.
+Not a test: run it by hand from the repository root (the run's data paths are relative to it), e.g.
 ``.venv/bin/python benchmarks/w_svm_benchmark.py --snapshots results/runs/vit/vit_snapshots.pt``
 ``.venv/bin/python benchmarks/w_svm_benchmark.py --images 32``  (synthetic, the paper's shape).
 """
