@@ -204,7 +204,7 @@ count_rules() { sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), 
 # Only real compute goes to SLURM: a job of seconds (plot, gather, table, claims) costs more in submission and polling
 # than it runs, so those rules are `localrule: True` and run inside the Snakemake process on the login node.
 # Grouped jobs (the site profile's `groups`, `group:<its rule>` here) hold compute rules only: the census jobs.
-COMPUTE_RULES=" census_trials census_budget_trials census_grid_cell regpath_instance lemma1_table basin_tables vit_train vit_baseline vit_pilot_run vit_recipe_train vit_probe vit_probe_images group:census_trials group:census_budget_trials group:census_grid_cell "
+COMPUTE_RULES=" census_trials census_budget_trials census_grid_cell regpath_instance lemma1_table basin_tables vit_train vit_baseline vit_pilot_run vit_recipe_train vit_probe vit_probe_images vit_decisive_ray vit_decisive_gd group:census_trials group:census_budget_trials group:census_grid_cell "
 slurm_run() {  # slurm_run NAME DIR CONFIG TARGET...: TARGETS through the profile in DIR with CONFIG (a file, or
     local name="$1" dir="$2" config=() rc=0 start end rules  # `default`: the shipped config), timed; checks what
     [[ "$3" == default ]] || config=(--configfile "$3")     # was submitted. $RUN_ARGS: more options for this run

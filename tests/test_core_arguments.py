@@ -51,6 +51,10 @@ CASES = {
         r"gamma must have shape \(n, T\) with T = 3 \(as K\), n = 1 \(as K\): got shape \(1, 2\)",
     ),
     "cosine": (lambda: core.cosine(np.ones(2), np.ones(3)), r"b must have shape \(\.\.\., d\) with d = 2 \(as a\)"),
+    "dual_active_set": (
+        lambda: core.dual_active_set(np.eye(2), np.zeros(3)),
+        r"alpha must have shape \(m,\) with m = 2 \(as g\): got shape \(3,\)",
+    ),
     "duration": (lambda: core.duration(float("nan")), r"seconds must be a finite number"),
     "final_weights": (lambda: core.final_weights(_batch(), "a trajectory"), r"traj must be a SpanTrajectory"),
     "frobenius_cosine": (lambda: core.frobenius_cosine(np.eye(2), np.eye(3)), r"b must have shape \(p, q\) with p = 2"),

@@ -88,8 +88,8 @@ def test_the_session_types_no_path_the_registry_declares() -> None:
     assert not typed, typed
     assert paths.CHECKPOINT == registry.vit.CHECKPOINTS["vit_train"]
     assert (paths.METRICS, paths.SIDECAR) == ("tables/vit_metrics.csv", "tables/vit_metrics.json")
-    assert (paths.PILOT, paths.BASELINE, paths.W_SVM) == tuple(
-        registry.table(name).pattern for name in ("vit_pilot", "vit_baseline", "vit_w_svm")
+    assert (paths.PILOT, paths.BASELINE, paths.W_SVM, paths.RAY) == tuple(
+        registry.table(name).pattern for name in ("vit_pilot", "vit_baseline", "vit_w_svm", "vit_decisive_ray")
     )
     with pytest.raises(ValueError, match="vit_pilot has no .json file"):
         paths.table_file("vit_pilot", "json")
@@ -97,7 +97,12 @@ def test_the_session_types_no_path_the_registry_declares() -> None:
 
 @pytest.mark.parametrize(
     ("rule", "log"),
-    [("vit_train", paths.TRAIN_LOG), ("vit_pilot_run", paths.PILOT_LOG), ("vit_probe", paths.PROBE_LOG)],
+    [
+        ("vit_train", paths.TRAIN_LOG),
+        ("vit_pilot_run", paths.PILOT_LOG),
+        ("vit_probe", paths.PROBE_LOG),
+        ("vit_decisive_ray", paths.RAY_LOG),
+    ],
 )
 def test_the_logs_the_session_watches_are_the_rules_logs(rule: str, log: str) -> None:
     """The rule logs the session reads (the registry declares no logs) are the ``log:`` of their rules in

@@ -164,6 +164,7 @@ def test_the_paper_epochs_run_fits_nine_minutes_with_the_margin_its_header_state
         p["compilation"],
         p["training"],
         p["rows"],
+        p["rows' training passes"],
         p["checkpoints"],
         p["snapshots"],
         p["the job's end and the table"],

@@ -19,6 +19,9 @@ from snakemake_forks import run_many
 SYNTHETIC = {"synthetic_experiment", "plot_synthetic"}
 CENSUS = {"census_trials", "census_gather", "census_histogram", "plot_census"}
 VIT = {"vit_data", "vit_train", "vit_baseline", "vit_metrics_table", "plot_vit"}
+# A 400-epoch run's page: its probe, its image-count curve and the decisive experiment (vit.decisive.parts).
+PROBED = {"vit_probe", "vit_probe_images", "docs_vit"}
+DECISIVE = {"vit_decisive_ray", "vit_decisive_gd"}
 EVERYTHING = {"vit_train", "census_trials", "regpath_instance", "lemma1_table", "claims_table", "all"}
 DOCUMENTS = ["README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")), "CONTRIBUTING.md"]
 
@@ -37,9 +40,9 @@ EXPECTED_RULES: dict[tuple[str, ...], set[str] | None] = {
     ("vit_pilot",): {"vit_data", "vit_pilot_run", "vit_pilot"},
     ("vit_recipes",): {"vit_data", "vit_recipe_train", "vit_recipes_table", "plot_vit", "vit_recipes"},
     ("docs/results/cpu_depth12.md",): VIT | {"vit_probe", "docs_vit"},  # the page shows the W-SVM panel
-    ("docs/results/cpu_paper_epochs_adam.md",): VIT | {"vit_probe", "vit_probe_images", "docs_vit"},
-    ("docs/results/cpu_paper_epochs_sgd.md",): VIT | {"vit_probe", "vit_probe_images", "docs_vit"},
-    ("docs/results/cpu_paper_epochs_depth12.md",): VIT | {"vit_probe", "vit_probe_images", "docs_vit"},
+    ("docs/results/cpu_paper_epochs_adam.md",): VIT | PROBED | DECISIVE,
+    ("docs/results/cpu_paper_epochs_sgd.md",): VIT | PROBED | DECISIVE,
+    ("docs/results/cpu_paper_epochs_depth12.md",): VIT | PROBED | DECISIVE,
     ("docs/results/cpu_paper_epochs_sgd_pilot.md",): {
         "vit_data",
         "vit_recipe_train",

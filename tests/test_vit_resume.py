@@ -135,7 +135,7 @@ def test_an_analysis_edit_reruns_the_probe_and_never_the_training(monkeypatch: p
     vit_run_snapshots.probe_fingerprint()
     training, analysis = hashed
     assert "training.py" in training and "snapshots.py" in training
-    solver = {"w_svm.py", "w_svm_dual.py", "w_svm_hard.py", "w_svm_nuclear.py", "w_svm_nulls.py"}
+    solver = {"w_svm.py", "w_svm_active.py", "w_svm_dual.py", "w_svm_hard.py", "w_svm_nuclear.py", "w_svm_nulls.py"}
     assert not {"w_svm_probe.py", *solver, "arguments.py"} & set(training)
     assert set(analysis) == {"w_svm_probe.py", "vit_run_snapshots.py", *solver, "gd.py", "arguments.py"}
     package = REPO / "maxmargin"

@@ -19,6 +19,8 @@ OFF_ALL = {
     "vit_recipes_table",  # ~5 min of CPU: `vit_recipes`
     "census_grid_cell",
     "census_grid_gather",  # ~9 min on 2 cores: `census_grid`
+    "vit_decisive_ray",
+    "vit_decisive_gd",  # beyond the paper, from a run's snapshots: `vit_decisive` (README), a 400-epoch run's page
 }
 
 

@@ -1,6 +1,7 @@
 """The ViT claims of a GPU session's run, measured again by today's claims code from the files it brought back.
 
-A session (docs/gpu.md) brings back its run's metrics, its W-ATT-SVM table where the probe finished, and its linear
+A session (docs/gpu.md) brings back its run's metrics, its W-ATT-SVM table where the probe finished, the decisive
+experiment's tables its page includes (``vit.decisive.parts``: the ray test's where it finished), and its linear
 baseline's row (``session.json``'s ``baseline``; the first sessions left the baseline's table on the node, and a CPU
 rerun of rule ``vit_baseline`` stands in: ``vit_gpu_baseline_cpu.csv``). The node's own verdicts (``<docs>_claims.csv``)
 are the record of the code it ran; these are today's, under the configs the session merged (``session.json``'s
@@ -53,10 +54,16 @@ def session_tables(folder: Path) -> dict[str, pd.DataFrame]:
     else:
         baseline = pd.read_csv(folder / f"{docs}_baseline_cpu.csv")
     w_svm = folder / f"{docs}_w_svm.csv"
+    # the decisive experiment's tables of its page (vit.decisive.parts), where they came back: the others' claims are
+    # then not run, as on the page
+    decisive = {
+        name: folder / f"{docs}_{name.removeprefix('vit_')}.csv" for name in ("vit_decisive_ray", "vit_decisive_gd")
+    }
     return {
         "vit_metrics": pd.read_csv(folder / f"{docs}_metrics.csv"),
         "vit_baseline": baseline,
         "vit_w_svm": pd.read_csv(w_svm) if w_svm.is_file() else pd.DataFrame(columns=columns("vit_w_svm")),
+        **{name: pd.read_csv(path) for name, path in decisive.items() if path.is_file()},
     }
 
 

@@ -163,6 +163,11 @@ def learning_rows(m: pd.DataFrame) -> pd.DataFrame:
     return m if fitted.empty else m.loc[: fitted.index[0]]
 
 
+def _learning_span(learning: pd.DataFrame, m: pd.DataFrame) -> str:
+    """What :func:`learning_rows` kept, in words."""
+    return "before the training accuracy first reaches 1" if len(learning) < len(m) else "the whole run"
+
+
 def _fig6_concentrates(t: Tables, cfg: Config) -> Measurement:
     """The Figure 6 image's attention concentrates as training goes on: its soft-sparsity falls from the first to the
     last epoch Figure 6 draws (``vit.plots.fig6_epochs``) and never rises from one drawn epoch to the next, each
@@ -187,7 +192,7 @@ def _fig6_concentrates(t: Tables, cfg: Config) -> Measurement:
         "soft-sparsity of the Figure 6 image at epochs "
         + ", ".join(f"{e}: {x:.3f}" for e, x in zip(epochs, s, strict=True))
         + f"; tolerance {tol:.4f} (its median change between measured epochs {learning.index[0]}-"
-        f"{learning.index[-1]}, before the training accuracy first reaches 1)",
+        f"{learning.index[-1]}, {_learning_span(learning, m)})",
         verdict,
         note_of(
             verdict,

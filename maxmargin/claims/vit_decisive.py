@@ -67,7 +67,7 @@ def _lowest(last: pd.DataFrame, direction: str) -> str:
     """Where the loss along the all-heads ray of ``direction`` is lowest, against c = 1."""
     rows = last[(last["direction"] == direction) & (last["heads"] == "all")]
     low, one = rows.loc[rows["loss"].idxmin()], rows.loc[(rows["c"] - 1.0).abs().idxmin()]
-    return f"lowest {low['loss']:.4f} at c = {low['c']:g} (c = 1: {one['loss']:.4f})"
+    return f"lowest {low['loss']:.4f} at c = {low['c']:.3g} (c = 1: {one['loss']:.4f})"
 
 
 def _precondition(t: Tables, cfg: Config) -> Measurement:
@@ -92,8 +92,8 @@ def _precondition(t: Tables, cfg: Config) -> Measurement:
     worst = max(risen or flat or rays, key=lambda r: r.rise)
     c0, c1, l0, l1 = worst.at
     why = (
-        f"along the max-margin ray of {worst.name} the loss rises by {worst.rise:.2%} from {l0:.4f} at c = {c0:g} "
-        f"to {l1:.4f} at c = {c1:g} ({len(risen)} of {len(rays)} scalings rise)"
+        f"along the max-margin ray of {worst.name} the loss rises by {worst.rise:.2%} from {l0:.4f} at c = {c0:.3g} "
+        f"to {l1:.4f} at c = {c1:.3g} ({len(risen)} of {len(rays)} scalings rise)"
         if risen
         else f"along the max-margin ray of {worst.name} the loss ends at {worst.last:.4f} against {worst.first:.4f} "
         "at c = 1: flat within the tolerance"
@@ -250,9 +250,9 @@ def page_section(ray: pd.DataFrame, gd: pd.DataFrame) -> list[str]:
         "## The decisive experiment (beyond the paper)",
         "",
         "From the run's snapshots, never retraining (docs/vit.md, 'The decisive experiment'; claims "
-        "vit_ray_precondition, vit_frozen_converges and vit_one_layer_converges below). The ray test: the training "
-        f"loss on all {n} training images with all heads' key-query matrices scaled by c, along the trained W_h and "
-        "along the max-margin W_mm,h (the W-ATT-SVM of the head's selection; each head alone: table "
+        "vit_ray_precondition, vit_frozen_converges and vit_one_layer_converges in the table above). The ray test: "
+        f"the training loss on all {n} training images with all heads' key-query matrices scaled by c, along the "
+        "trained W_h and along the max-margin W_mm,h (the W-ATT-SVM of the head's selection; each head alone: table "
         "`vit_decisive_ray`).",
     ]
     for epoch, rows in ray.groupby("epoch"):

@@ -146,6 +146,17 @@ _HOMES = {
     "w_svm_dual": (
         "NUMPY",
         "LinearAlgebra",
+        "Planes",
+    ),
+    "w_svm_active": (
+        "BATCH",
+        "DEPENDENT",
+        "ROUNDING",
+        "STEPS_PER_CONSTRAINT",
+        "CarriedDual",
+        "DenseKernel",
+        "FeatureKernel",
+        "dual_active_set",
     ),
     "w_svm_hard": (
         "HULL_TOL",

@@ -31,6 +31,8 @@ from numpy.typing import NDArray
 from scipy.linalg import cho_solve, qr_insert
 from scipy.linalg.blas import dtrsv
 
+from maxmargin.core.arguments import check_arrays
+
 # A feature counts as in the span of the active ones where ||z||^2 <= DEPENDENT ||f_j||^2 (z's cosine with f_j
 # below 3e-7): the factor's rounding grows with G's condition number (1e12 on the ViT's working sets), and a
 # feature that close to the span would need W's cosine with it below that, beyond the cut-off at which the cutting
@@ -270,16 +272,49 @@ ROUNDING = 1e-13
 def dual_active_set(
     g: NDArray[np.float64] | Kernel, alpha: NDArray[np.float64]
 ) -> tuple[NDArray, NDArray | None] | None:
-    """argmin 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0 by the dual active-set method (the module's
-    docstring), G an array or read a row at a time (:class:`FeatureKernel`), from the active set of ``alpha`` (a
-    solution on a smaller working set, zeros for the constraints added since; all zeros: from W = 0). The
-    constraints farthest from their margin, (1 - m_j) / ||f_j||, are added in batches of :data:`BATCH`, each with
-    its margin read again when its turn comes (the margins of the whole working set, O(m |A|), are read once a
-    batch). The multipliers, and None; or, where no W meets every margin, the last multipliers and the dual's ray
-    (nonnegative, sum_k ray_k f_k = 0). None where it has not ended within :data:`STEPS_PER_CONSTRAINT` steps per
-    constraint."""
-    kernel = g if isinstance(g, FeatureKernel | DenseKernel) else DenseKernel(g)
-    return _run(_ActiveSet(kernel, alpha))
+    """argmin 1/2 alpha^T G alpha - 1^T alpha s.t. alpha >= 0, the hard-margin dual of (W-ATT-SVM) on a working set,
+    by the dual active-set method (the module's docstring).
+
+    The constraints farthest from their margin, (1 - m_j) / ||f_j||, are added in batches of :data:`BATCH`, each
+    with its margin read again when its turn comes (the margins of the whole working set, O(m |A|), are read once a
+    batch).
+
+    Parameters
+    ----------
+    g : ndarray, shape (m, m), or FeatureKernel or DenseKernel
+        The kernel G_kl = <f_k, f_l> of the working set's features, given whole or read a row at a time
+        (:class:`FeatureKernel`).
+    alpha : ndarray, shape (m,)
+        Where to start: its positive entries are the starting active set (a solution on a smaller working set, zeros
+        for the constraints added since; all zeros: from W = 0).
+
+    Returns
+    -------
+    tuple of (ndarray, ndarray or None), or None
+        The multipliers, shape (m,), and None; or, where no W meets every margin, the last multipliers and the dual's
+        ray (nonnegative, sum_k ray_k f_k = 0), both shape (m,). None where it has not ended within
+        :data:`STEPS_PER_CONSTRAINT` steps per constraint.
+
+    Examples
+    --------
+    Two orthogonal features of norms 1 and 2: W = f_1 + f_2 / 4 meets both margins at 1. Opposite features: no W
+    does, and the dual's ray says which constraints clash.
+
+    >>> import numpy as np
+    >>> from maxmargin.core import dual_active_set
+    >>> dual_active_set(np.diag([1.0, 4.0]), np.zeros(2))
+    (array([1.  , 0.25]), None)
+    >>> _, ray = dual_active_set(np.array([[1.0, -1.0], [-1.0, 1.0]]), np.zeros(2))
+    >>> ray
+    array([1., 1.])
+    """
+    if isinstance(g, FeatureKernel | DenseKernel):
+        alpha = check_arrays(g=(g.diag, "(m,)"), alpha=(alpha, "(m,)"))[1]  # the kernel's m: its diagonal's
+        return _run(_ActiveSet(g, alpha))
+    g, alpha = check_arrays(g=(g, "(m, k)"), alpha=(alpha, "(m,)"))
+    if g.shape[1] != len(g):
+        raise ValueError(f"g must have shape (m, m): got shape {g.shape}")
+    return _run(_ActiveSet(DenseKernel(g), alpha))
 
 
 def _run(state: _ActiveSet) -> tuple[NDArray, NDArray | None] | None:

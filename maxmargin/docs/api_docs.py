@@ -111,7 +111,7 @@ def _docstring(obj: object) -> str:
 def _members(cls: type) -> str:
     """A class's fields, properties and public methods, each with the first line of its docstring."""
     lines = []
-    fields = getattr(cls, "__dataclass_fields__", {})
+    fields = getattr(cls, "__dataclass_fields__", None) or getattr(cls, "_fields", ())  # a dataclass or named tuple
     if fields:
         lines.append("Fields: " + ", ".join(f"`{field}`" for field in fields) + ".\n")
     for name, member in vars(cls).items():

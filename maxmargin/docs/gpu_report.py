@@ -276,6 +276,25 @@ def probe_line(name: str, session: dict) -> str:
     )
 
 
+def ray_line(name: str, session: dict) -> str:
+    """What became of the session's ray test (session.json's ``ray``; empty where its configs did not ask for it)."""
+    ray = session.get("ray")
+    if ray is None:
+        return ""
+    if ray["status"] == "done":
+        table = f"{docs_name(session)}_decisive_ray.csv"
+        return (
+            f" The ray test ran on the node in {ray['seconds']:.0f} s: the training loss along each head's ray and its "
+            f"max-margin ray is on the page and in [{name}/{table}]({name}/{table})."
+        )
+    what = (
+        f"not started ({ray['reason']})"
+        if ray["status"] == "not started"
+        else f"{ray['status']} after {ray['seconds']:.0f} s"
+    )
+    return f' The ray test was {what}: the page was made without its table and section, and its claim is "not run".'
+
+
 def without_w_svm(session: dict) -> bool:
     """Whether the session's page was made without the W-ATT-SVM probe's table and panel: its probe did not finish
     (a session without a ``probe`` had it off, and its page names the table and panel, which say so)."""
@@ -293,7 +312,7 @@ def unprobed_rows(found: dict[str, dict], shown: str | None) -> list[str]:
         lines += [
             f"### {name}: {run.get('epochs_done', '-')} epochs, the page without the W-ATT-SVM probe",
             "",
-            probe_line(name, s),
+            probe_line(name, s) + ray_line(name, s),
             "",
             f"Its page, with every epoch and its claims: [{name}/{docs}.md]({name}/{docs}.md).",
             "",
@@ -348,7 +367,7 @@ def render(found: dict[str, dict]) -> str:
             "",
             *claims_rows(run, found[run]),
             "",
-            baseline_line(run, found[run]) + " " + probe_line(run, found[run]),
+            baseline_line(run, found[run]) + " " + probe_line(run, found[run]) + ray_line(run, found[run]),
         ]
     unprobed = unprobed_rows(found, runs[-1] if runs else None)
     if unprobed:

@@ -27,10 +27,12 @@ SIDECAR = table_file("vit_metrics", "json")  # settings, fingerprint, the table'
 BASELINE = table_file("vit_baseline")
 PILOT = table_file("vit_pilot")
 W_SVM = table_file("vit_w_svm")
+RAY = table_file("vit_decisive_ray")  # the ray test (rule vit_decisive_ray), where vit.decisive.parts has ray
 # The rule logs (workflow/rules/vit.smk): the training's epoch lines, the pilot's, the probe's start and heads.
 TRAIN_LOG = "logs/vit_train/vit.log"
 PILOT_LOG = "logs/vit_pilot/pilot.log"
 PROBE_LOG = "logs/vit_probe/vit_w_svm.log"
+RAY_LOG = "logs/vit_decisive_ray/vit_decisive_ray.log"
 
 # The run's page (rule docs_vit: docs/results/<vit.docs>.md) and what it writes beside it, which the page links:
 # one archive brings them. Of those, W_SVM_FILES are written only with vit.docs_w_svm (the probe's).
@@ -49,3 +51,6 @@ PAGE_FILES = (
 W_SVM_FILES = ("_fig7_w_svm.png", "_w_svm.csv")
 # Written with the probe's image-count curve alone (vit.w_svm.curve_images): packed where the page links it.
 CURVE_FILES = ("_w_svm_images.csv",)
+# Written with the decisive experiment's parts of vit.decisive.parts (rule docs_vit's DOCS_DECISIVE): packed where the
+# page links them.
+DECISIVE_FILES = ("_decisive_ray.csv", "_decisive_gd.csv")

@@ -152,8 +152,9 @@ class RunPlan:
 def project_run(vit: Mapping[str, Any], measured: Measured = MEASURED) -> RunPlan:
     """The run of the config's ``vit`` block as the measured figures price it, on a bare machine (every compilation
     cold): its stage's parts (Snakemake's start, the data, the job's start, epoch 0, the compilations, the
-    training at the measured images/s scaled by the model's FLOPs per image, the metrics rows, checkpoints and
-    snapshots at their cadences, the job's end and the metrics table), and the session's start and page around it.
+    training at the measured images/s scaled by the model's FLOPs per image, the metrics rows and each row's pass
+    over the training images with a gradient, checkpoints and snapshots at their cadences, the job's end and the
+    metrics table), and the session's start and page around it.
     The figures are a card's (bf16, torch.compile): a CPU, or another card, takes what it takes, which the run's own
     epochs then show (:func:`run_projection`)."""
     model, data, train = vit["model"], vit["data"], vit["train"]
@@ -170,7 +171,11 @@ def project_run(vit: Mapping[str, Any], measured: Measured = MEASURED) -> RunPla
     parts["epoch 0"] = (n_train + n_test + probe) / (fwd * scale)
     parts["compilation"] = (measured.eval_compile_s + measured.train_compile_s) if train["compile"] else 0.0
     parts["training"] = epochs * n_train / (measured.images_per_s * scale)
-    parts["rows"] = (len(row_epochs(epochs, train["eval_every"])) - 1) * (n_test + probe) / (fwd * scale)
+    rows = len(row_epochs(epochs, train["eval_every"]))
+    parts["rows"] = (rows - 1) * (n_test + probe) / (fwd * scale)
+    # every row's training loss with the last layer's gradient (Evaluator.train_pass): a forward and backward pass of
+    # every training image, as a training step costs
+    parts["rows' training passes"] = rows * n_train / (measured.images_per_s * scale)
     parts["checkpoints"] = checkpoint_count(epochs, train["checkpoint_every"]) * ckpt
     parts["snapshots"] = 2 * snapshot_count(epochs, train["snapshot_every"]) * ckpt / 3  # written, then gathered
     parts["the job's end and the table"] = measured.job_end_s + measured.table_s

@@ -15,7 +15,9 @@ GPU_SESSION_CONFIG (colon-separated) and two it writes (where the kit lies; the 
   (b) `vit_train`, `vit_metrics_table` and `vit_baseline`: the run; its rule log is read as it trains, and after a
       few epochs its measured rate, projected end and whether that fits are logged (session.json's ``run``);
   (c) `vit_probe`, where the run keeps snapshots: each last-layer head against its W-ATT-SVM, started only where the
-      time left before the page's reserve covers its start, stopped at that reserve (session.json's ``probe``);
+      time left before the page's reserve covers its start, stopped at that reserve (session.json's ``probe``); then,
+      where ``vit.decisive.parts`` has ray, `vit_decisive_ray` the same way (session.json's ``ray``); what both cost
+      is priced and logged with the plan, before anything starts (:mod:`maxmargin.gpu.plan_probe`);
   (d) the run's docs page (rule docs_vit), with Figures 6 and 7 (the paper's panels), the W-ATT-SVM panel and the
       ViT claims; where the probe did not finish, the page without the probe's table and panel (a config file it
       writes sets ``vit.docs_w_svm: false``: the page says why, its W-ATT-SVM claims are "not run").
@@ -24,17 +26,18 @@ Environment: GPU_KIT (the kit's folder), GPU_SESSION_CONFIG, GPU_SESSION_EPOCHS 
 GPU_SESSION_PILOT (1: a pilot; 0: none, the epochs given or the config's; unset: as the plan says),
 GPU_SESSION_RESERVE (the seconds kept for the page).
 
-OUT_DIR receives at most 8 files of at most 16 MiB, flat, each written as soon as its stage ends and only when it is
-of the run the session planned (its settings, epoch count and fingerprint: session.json's ``files``,
-:mod:`maxmargin.gpu.judge`): session.log, session.json, the pilot's table, the run's metrics, the probe's table, and
-the page with every file it links as one archive (<docs>.tar.gz, without the probe's table and panel where it did
-not finish; tools/gpu_report.py unpacks it). A stage that would pass the wall limit is stopped with everything it
-started (:mod:`maxmargin.gpu.processes`), and the epochs a cut run finished are read back from its checkpoint
-(:mod:`maxmargin.gpu.salvage`). SIGTERM, SIGINT or SIGHUP stops the stage the same way (a stopped run's epochs read
-back as a cut run's). Whether this session made the run is what its training job's log says it did (trained,
-restored, or nothing: :func:`maxmargin.gpu.watch.job_work`). Exit status: 0 the run and its page came back (with its
-W-ATT-SVM part, or session.json's ``probe`` says why not), 1 a stage failed or made another run's files, 2 refused
-before any work, 3 cut at the wall limit before the page (Figures 6-7), 128 + N stopped by signal N.
+OUT_DIR receives at most 8 files of at most 16 MiB, flat, each written as soon as its stage ends and only when it is of
+the run the session planned (its settings, epoch count and fingerprint: session.json's ``files``,
+:mod:`maxmargin.gpu.judge`): session.log, session.json, the pilot's table, the run's metrics, the probe's table, the ray
+test's table, and the page with every file it links as one archive (<docs>.tar.gz, without the probe's table and panel,
+or the ray test's table, where it did not finish; tools/gpu_report.py unpacks it). A stage that would pass the wall
+limit is stopped with everything it started (:mod:`maxmargin.gpu.processes`), and the epochs a cut run finished are read
+back from its checkpoint (:mod:`maxmargin.gpu.salvage`). SIGTERM, SIGINT or SIGHUP stops the stage the same way (a
+stopped run's epochs read back as a cut run's). Whether this session made the run is what its training job's log says it
+did (trained, restored, or nothing: :func:`maxmargin.gpu.watch.job_work`). Exit status: 0 the run and its page came back
+(with its W-ATT-SVM and ray-test parts, or session.json's ``probe`` and ``ray`` say why not), 1 a stage failed or made
+another run's files, 2 refused before any work, 3 cut at the wall limit before the page (Figures 6-7), 128 + N stopped
+by signal N.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from maxmargin.gpu.device import read_measures, start_measuring
 from maxmargin.gpu.judge import judge_finished, planned_settings
 from maxmargin.gpu.kit import install_kit, kit_wheels
 from maxmargin.gpu.plan import fig6_epochs, wants_pilot
+from maxmargin.gpu.plan_probe import plan_analyses
 from maxmargin.gpu.record import Session
 from maxmargin.gpu.request import (
     EXIT_CUT,
@@ -103,7 +107,9 @@ def run_session(s: Session, site: Path, wheels: list[Path]) -> int:
     """The plan (a pilot's, or the config's own run), then the run, the probe and the page. The exit status."""
     config, configs, written = prepare(s, site, wheels)
     measuring = start_measuring(s, config)
-    if not wants_pilot(s, config):  # the device is read after the run's stage
+    pilot = wants_pilot(s, config)
+    plan_analyses(s, config)  # what the probe and the ray test cost after the run, said before anything starts
+    if not pilot:  # the device is read after the run's stage
         epochs = s.request.epochs or int(config["vit"]["train"]["epochs"])
         return run_and_page(s, configs, written, epochs, measuring)
     epochs = stages.pilot_stage(s, configs, written, config, measuring)
@@ -152,13 +158,24 @@ def run_and_page(
 
 
 def probe_and_page(s: Session, configs: list[Path], written: Path, config: dict, table: Path, record: dict) -> int:
-    """The probe where the run keeps snapshots, then the page: without the probe's table and panel where it did not
-    finish (:func:`maxmargin.gpu.stages.page_without_probe`). The exit status."""
-    probed = stages.probe_stage(s, configs, config, record) if config["vit"]["train"]["snapshot_every"] else None
+    """The probe where the run keeps snapshots, the ray test where ``vit.decisive.parts`` asks for it, then the page:
+    without the probe's table and panel, or the ray test's, where it did not finish
+    (:func:`maxmargin.gpu.stages.page_without_probe`, :func:`~maxmargin.gpu.stages.page_without_ray`). The exit
+    status."""
+    vit = config["vit"]
+    probed = stages.probe_stage(s, configs, config, record) if vit["train"]["snapshot_every"] else None
     if probed is False:  # the page without the probe's table and panel, and session.json's probe says why
         configs = stages.page_without_probe(s, configs, written)
-    with_w_svm = probed is not False and config["vit"]["docs_w_svm"]
-    return stages.page_stage(s, configs, config["vit"]["docs"], table, record, with_w_svm)
+    if ray_asked(vit) and not stages.ray_stage(s, configs, config, record):
+        configs = stages.page_without_ray(s, configs, written, vit["decisive"]["parts"])
+    with_w_svm = probed is not False and vit["docs_w_svm"]
+    return stages.page_stage(s, configs, vit["docs"], table, record, with_w_svm)
+
+
+def ray_asked(vit: dict) -> bool:
+    """Whether the run's page includes the ray test (``vit.decisive.parts``) at some snapshot of the run."""
+    decisive = vit["decisive"]
+    return "ray" in decisive["parts"] and bool(decisive["at"]) and bool(vit["train"]["snapshot_every"])
 
 
 def session(s: Session, wheels: list[Path]) -> int:

@@ -1,9 +1,10 @@
-"""A GPU session's stages, each a Snakemake run of the pipeline's own rules (docs/gpu.md, "Copy and run", 1-5).
+"""A GPU session's stages, each a Snakemake run of the pipeline's own rules (docs/gpu.md, "Copy and run", 1-6).
 
 Every stage runs Snakemake on the session's config files after one ``--configfile`` (:func:`snakemake_cmd`),
 stopped at its limit (:func:`stage`): the pilot (:func:`pilot_stage`), the run (:func:`run_stage`, its training
-log watched), the W-ATT-SVM probe (:func:`probe_stage`) and the page (:func:`page_stage`, without the probe's part
-where it did not finish: :func:`page_without_probe`). What each brings back is judged first
+log watched), the W-ATT-SVM probe (:func:`probe_stage`), the ray test (:func:`ray_stage`) and the page
+(:func:`page_stage`, without the probe's or the ray test's part where it did not finish: :func:`page_without_probe`,
+:func:`page_without_ray`). What each brings back is judged first
 (:mod:`maxmargin.gpu.judge`). Standard library only at import.
 """
 
@@ -195,6 +196,50 @@ def probe_stage(s: Session, configs: list[Path], config: dict, record: dict) -> 
     return False
 
 
+def ray_stage(s: Session, configs: list[Path], config: dict, record: dict) -> bool:
+    """Rule vit_decisive_ray at the snapshots of ``vit.decisive.at``, where the time left before the page's reserve is
+    at least its start (:data:`PROBE_START`: its job reads the data and the snapshots as the probe's does), stopped at
+    that reserve; its table comes back. Whether it finished; session.json's ``ray`` says how it went."""
+    left, reserve = s.left(), s.request.reserve
+    s.summary["ray"] = ray = {"status": "not started"}
+    if left - reserve < PROBE_START:
+        ray["reason"] = (
+            f"{left - reserve:.0f} s left before the page's {reserve:.0f} s, less than its start alone "
+            f"(about {PROBE_START:.0f} s)"
+        )
+        s.log(f"ray test: not started: {ray['reason']}")
+        return False
+    table, t0 = s.repo / config["results"] / paths.RAY, time.time()
+    try:
+        done = stage(s, "ray", configs, [os.path.relpath(table, s.repo)], left - reserve)
+    except processes.Interrupted:
+        ray.update(status="interrupted", seconds=round(time.time() - t0, 1))
+        raise
+    ray["seconds"] = round(time.time() - t0, 1)
+    ray["status"] = "done" if done else "cut" if s.last["cut"] else "failed"
+    if done:
+        # made here where this stage's job ran (Snakemake had something to do), not where the table is newer
+        s.keep(table, "vit_decisive_ray.csv", {"stage": "ray", **record, "made_here": not s.last["nothing_to_be_done"]})
+    s.log(f"ray test: {ray['status']} after {ray['seconds']:.0f} s")
+    return done
+
+
+def page_without_ray(s: Session, configs: list[Path], written: Path, parts: list[str]) -> list[Path]:
+    """The configs of a page made without the ray test's table and section, where it did not finish: a config file
+    written beside the session's others takes ray out of ``vit.decisive.parts`` (``parts``: the config's), which only
+    rule docs_vit and the claims read; its claim is then "not run". session.json's ``ray`` records it (``page``)."""
+    kept = [part for part in parts if part != "ray"]
+    path = write_config(written, "decisive_parts.yaml", {"vit": {"decisive": {"parts": kept}}})
+    ray = s.summary["ray"]
+    ray["page"] = (
+        f"made without the ray test's table and section (its claim not run), since the ray test "
+        f"{'failed' if ray['status'] == 'failed' else 'was ' + ray['status']}: {os.path.relpath(path, s.repo)} "
+        f"sets vit.decisive.parts: {kept}"
+    )
+    s.log(f"page: {ray['page']}")
+    return [*configs, path]
+
+
 def page_without_probe(s: Session, configs: list[Path], written: Path) -> list[Path]:
     """The configs of a page made without the probe's table and panel, where the probe did not finish (cut, not
     started or failed): a config file written beside the session's others sets ``vit.docs_w_svm: false``, read by
@@ -225,6 +270,7 @@ def page_stage(s: Session, configs: list[Path], docs: str, table: Path, record: 
         return EXIT_FAILED
     linked = set(LINK.findall((page / f"{docs}.md").read_text()))
     suffixes += tuple(x for x in paths.CURVE_FILES if with_w_svm and f"{docs}{x}" in linked)
+    suffixes += tuple(x for x in paths.DECISIVE_FILES if f"{docs}{x}" in linked)
     files = [page / f"{docs}{suffix}" for suffix in suffixes]
     stray = sorted(linked - {p.name for p in files})
     if stray:  # a page of before (Snakemake did not remake it): it links files this one does not write

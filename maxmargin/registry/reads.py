@@ -140,6 +140,8 @@ READS: dict[str, tuple[str | PerJob, ...]] = {
         "vit.guard",
         "vit.w_svm.null_draws",
         "vit.train.snapshot_every",
+        "vit.data.n_train",
+        "vit.train.batch_size",
         "vit.docs_w_svm",
         "vit.w_svm.shuffles",
         "vit.w_svm.nuclear_images",
