@@ -67,7 +67,7 @@ def _lowest(last: pd.DataFrame, direction: str) -> str:
     """Where the loss along the all-heads ray of ``direction`` is lowest, against c = 1."""
     rows = last[(last["direction"] == direction) & (last["heads"] == "all")]
     low, one = rows.loc[rows["loss"].idxmin()], rows.loc[(rows["c"] - 1.0).abs().idxmin()]
-    return f"lowest {low['loss']:.4f} at c = {low['c']:.3g} (c = 1: {one['loss']:.4f})"
+    return f"lowest {low['loss']:.3g} at c = {low['c']:.3g} (c = 1: {one['loss']:.3g})"
 
 
 def _precondition(t: Tables, cfg: Config) -> Measurement:
@@ -92,10 +92,10 @@ def _precondition(t: Tables, cfg: Config) -> Measurement:
     worst = max(risen or flat or rays, key=lambda r: r.rise)
     c0, c1, l0, l1 = worst.at
     why = (
-        f"along the max-margin ray of {worst.name} the loss rises by {worst.rise:.2%} from {l0:.4f} at c = {c0:.3g} "
-        f"to {l1:.4f} at c = {c1:.3g} ({len(risen)} of {len(rays)} scalings rise)"
+        f"along the max-margin ray of {worst.name} the loss rises by {worst.rise:.2%} from {l0:.3g} at c = {c0:.3g} "
+        f"to {l1:.3g} at c = {c1:.3g} ({len(risen)} of {len(rays)} scalings rise)"
         if risen
-        else f"along the max-margin ray of {worst.name} the loss ends at {worst.last:.4f} against {worst.first:.4f} "
+        else f"along the max-margin ray of {worst.name} the loss ends at {worst.last:.3g} against {worst.first:.3g} "
         "at c = 1: flat within the tolerance"
     )
     rule = (
