@@ -122,47 +122,59 @@ def test_no_vit_run_number_is_typed_outside_the_generated_passages() -> None:
     assert not typed, f"docs/vit.md types {typed}: generate them (tools/run_docs.py)"
 
 
-W_SVM_PROSE = {  # run: (the share of selections kept at the end, the words docs/vit.md says of its trend)
-    "vit_quick": ((0.35, 0.65), "over the last half of the epochs no head's share of its ceiling rises"),
-    "cpu_depth12": ((0.0, 0.5), "over the last half of the epochs the heads' share of their ceiling falls on average"),
+W_SVM_RUNS = ("vit_quick", "cpu_depth12")  # the runs whose heads docs/vit.md's W-ATT-SVM section reads in words
+# What each verdict of a W-ATT-SVM claim says in the words of that section, written here again.
+W_SVM_SAID = {
+    "holds": ("the heads approach", "training makes the alignment specific", "the heads lean to the nuclear-norm"),
+    "differs": ("the heads do not approach", "does not make the alignment", "do not lean to the nuclear-norm"),
+    "inconclusive": ("whether the heads approach", "whether training makes", "whether the heads lean"),
 }
-TREND = re.compile(
-    r"Spearman\(epoch, cos / ceiling\) from epoch (\d+) on \(the last 50% of the (\d+) epochs: "
-    r"vit\.guard\.w_svm_trend_from\): each head's from (\S+) to (\S+), mean over heads (\S+) \[(\S+), (\S+)\]"
-)
+W_SVM_CLAIMS = ("vit_w_svm_direction", "vit_w_svm_specific", "vit_w_svm_nuclear")
 
 
-@pytest.mark.parametrize("run", sorted(W_SVM_PROSE))
+def _hand_written(page: str = "vit.md") -> str:
+    """A page's prose outside its generated passages, on one line."""
+    return " ".join(run_docs.BLOCK.sub("", (REPO / "docs" / page).read_text()).split())
+
+
+@pytest.mark.parametrize("run", W_SVM_RUNS)
 def test_the_w_svm_prose_is_what_the_committed_runs_show(run: str) -> None:
-    """docs/vit.md's words on each run's heads against their W-ATT-SVM, checked on its committed files: the trend is
-    judged over the last half of the epochs (vit.guard.w_svm_trend_from), where the cosine's share of its ceiling
-    does not rise (the claim's bracket below its bar, the mean of the heads' Spearman below 0, and in the quick
-    default no head's above 0); the head-mean cosine peaks before that window and ends lower ("peaks early and ends
-    lower"); the ceiling does not bind; the share of selections kept between the last two measured epochs is
-    "about half" (the quick default) or under half ("most selections change", depth 12); the nuclear-norm claim,
-    over 3-4 heads, is inconclusive, as the page says."""
+    """docs/vit.md's words on each run's heads against their W-ATT-SVM are generated from its committed files
+    (passage vit_w_svm_reading): each W-ATT-SVM claim's verdict in the words of that verdict, the head-mean cosine
+    with its number of images, above or not above both nulls, the share of selections kept; the hand-written prose
+    states no trend the claims do not test (the Spearman rule and "peaks early and ends lower" are gone)."""
     import pandas as pd
 
-    (kept_range, words) = W_SVM_PROSE[run]
-    prose = " ".join((REPO / "docs" / "vit.md").read_text().split())
-    assert words in prose and "peaks early and ends lower" in prose
-    assert prose.count("`vit_w_svm_nuclear` is inconclusive") == 2
-    guard = DEFAULT_CONFIG["vit"]["guard"]
-    assert guard["w_svm_trend_from"] == 0.5
+    page = (REPO / "docs" / "vit.md").read_text()
+    reading = vit_passages.vit_w_svm_reading(REPO, run)
+    assert f"<!-- run: vit_w_svm_reading {run} -->\n{reading}<!-- /run -->" in page
     results = REPO / "docs" / "results"
-    claims = pd.read_csv(results / f"{run}_claims.csv").set_index("claim_id")
-    trend = TREND.search(claims.loc["vit_w_svm_direction", "measured"])
-    assert trend, claims.loc["vit_w_svm_direction", "measured"]
-    start, _, _, head_max, mean, _, high = trend.groups()
-    assert float(high) < guard["min_w_svm_spearman"] and float(mean) < 0
-    assert float(head_max) <= 0 or "no head" not in words
+    verdicts = pd.read_csv(results / f"{run}_claims.csv").set_index("claim_id")["verdict"]
+    for k, claim in enumerate(W_SVM_CLAIMS):
+        assert f"`{claim}` **{verdicts[claim]}**: {W_SVM_SAID[verdicts[claim]][k]}" in reading, claim
     table = pd.read_csv(results / f"{run}_w_svm.csv")
-    cosine = table.groupby("epoch")["cosine"].mean()
-    assert cosine.idxmax() < int(start) and cosine.iloc[-1] < cosine.max()
     last = table[table["epoch"] == table["epoch"].max()]
-    assert last["ceiling"].min() > 0.95 and last["cosine"].max() < 0.6  # far below a ceiling that does not bind
-    assert kept_range[0] <= last["selection_kept"].mean() < kept_range[1]
-    assert claims.loc["vit_w_svm_nuclear", "verdict"] == "inconclusive"
+    above = last["cosine"].mean() > max(last["null_rank"].mean(), last["null_shuffled"].mean())
+    assert f"is {last['cosine'].mean():.3f}, {'above' if above else 'not above'} the head means of both" in reading
+    assert f"on {int(last['n_images'].iloc[0]):,} test images" in reading
+    assert f"{last['selection_kept'].mean():.0%} of the selections are those of the previous snapshot" in reading
+    prose = _hand_written()
+    assert "Spearman" not in prose.replace("Spearman at most", "") and "peaks early and ends lower" not in prose
+    assert "min_w_svm_spearman" not in prose
+
+
+def test_the_depth12_sentence_is_what_its_claims_say() -> None:
+    """docs/vit.md, under the depth-12 CPU run: "Sparsity and norm move together, as the paper's Figure 7 shows"
+    (vit_sparsity holds) and W's direction "has not settled by the last epoch" (vit_w_direction differs by its
+    direction, the condition its note names first)."""
+    import pandas as pd
+
+    prose = _hand_written()
+    assert "Sparsity and norm move together, as the paper's Figure 7 shows; W's direction" in prose
+    assert "has not settled by the last epoch" in prose
+    claims = pd.read_csv(REPO / "docs" / "results" / "cpu_depth12_claims.csv").set_index("claim_id")
+    assert claims.loc["vit_sparsity", "verdict"] == "holds"
+    assert claims.loc["vit_w_direction", "note"].startswith("differs: direction differs")
 
 
 def test_a_missing_or_partial_run_names_the_passage_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -189,79 +201,85 @@ def test_a_missing_or_partial_run_names_the_passage_and_the_file(tmp_path: Path,
         run_docs.passage("nosuch arg")
 
 
-IN_WORDS = (
-    "The loss goes to zero in all three.",
-    "Under Adam at 64-d, W settles by ceasing to change.",
-    "Under SGD the attention stays diffuse.",
-    "At the paper's depth, W keeps turning at a near-zero loss.",
-    "No run's heads approach their W-ATT-SVM once the loss is near zero.",
-    "The training images and the held-out ones agree",
-    "The number of images is not settled.",
-)
 PAPER_EPOCHS = {"adam": "cpu_paper_epochs_adam", "sgd": "cpu_paper_epochs_sgd", "depth12": "cpu_paper_epochs_depth12"}
+DECISIVE = ("vit_one_layer_converges", "vit_ray_precondition", "vit_frozen_converges")
 
 
-def _paper_epochs_run(run: str) -> dict:
-    """A committed 400-epoch CPU run's metrics, W-ATT-SVM, image-count and claims tables, and its window (claim
-    vit_w_direction's: the last 20% of the epochs)."""
+def _paper_epochs_verdicts() -> dict[str, dict[str, str]]:
+    """Each committed 400-epoch CPU run's verdicts (docs/results/<run>_claims.csv), a claim it lacks not run."""
     import pandas as pd
 
-    from maxmargin.claims.vit_runs import window
-
     results = REPO / "docs" / "results"
-    tables = {key: pd.read_csv(results / f"{run}_{key}.csv") for key in ("metrics", "w_svm", "w_svm_images", "claims")}
-    tables["verdict"] = tables.pop("claims").set_index("claim_id")["verdict"].to_dict()
-    tables["window"] = window(tables["metrics"].sort_values("epoch"), DEFAULT_CONFIG["vit"]["guard"])
-    return tables
+    return {
+        run: pd.read_csv(results / f"{run}_claims.csv").set_index("claim_id")["verdict"].to_dict()
+        for run in PAPER_EPOCHS.values()
+    }
+
+
+def _expected_case(v: dict[str, str]) -> int:
+    """The row of the decisive verdicts' cases a run's verdicts select, by the rule written out here again: not run
+    first, then the one-layer model, the ray test, frozen GD and the network's heads in that order."""
+    one, ray, frozen = (v.get(c, "not run") for c in DECISIVE)
+    heads = v.get("vit_w_svm_direction", "not run")
+    if "not run" in (one, ray, frozen):
+        return 0
+    if one != "holds":
+        return 1 if one == "differs" else 2
+    if ray != "holds":
+        return 3 if ray == "differs" else 4
+    return 5 if frozen != "holds" else 6 if heads != "holds" else 7
 
 
 def test_the_400_epoch_prose_is_what_the_committed_runs_show() -> None:
-    """docs/vit.md's sentences on the three 400-epoch CPU runs ("In words"), each checked on the runs' files: the
-    regime reached by all three; under Adam W's direction settles while ||W||_F stops growing (x1.05 at most over the
-    window) once the training accuracy is 1 and the loss still falls; under SGD ||W||_F grows several times less than
-    under Adam, the saturation stays near a tenth (Adam's above one half), vit_sparsity and vit_fig6_concentrates
-    differ; at depth 12 W turns more than the claim's bound while ||W||_F grows; in every run the head-mean cosine
-    peaks in the first half and ends lower, above both nulls and below a ceiling that does not bind, and
-    vit_w_svm_direction holds on none; train and test agree at the last snapshot; the curve still rises from 128 to
-    256 images by more than vit.w_svm.curve_tol."""
-    from maxmargin.claims.base import t_interval
-    from maxmargin.claims.vit_runs import turns
+    """docs/vit.md's 400-epoch section, its question table and its "In words" are written from the committed runs'
+    files (passages vit_paper_epochs and vit_paper_epochs_words); each run's case of the decisive verdicts is the one
+    the rule gives from its claims CSV; a run's answers to "do real tokens admit the theory" and "do the heads meet
+    its premise" are its verdicts of vit_one_layer_converges and vit_ray_precondition; the page says that a run
+    reaches "the theory's regime" only where vit_regime_markers holds on it, and its title asks it as a question
+    unless the markers hold on every run."""
+    from maxmargin.claims.vit_theory_runs import ANSWER, CASES
 
-    prose = " ".join((REPO / "docs" / "vit.md").read_text().split())
-    for words in IN_WORDS:
-        assert words in prose, words
-    guard, w_svm = DEFAULT_CONFIG["vit"]["guard"], DEFAULT_CONFIG["vit"]["w_svm"]
-    runs = {arm: _paper_epochs_run(run) for arm, run in PAPER_EPOCHS.items()}
-    growth = {arm: r["window"].w_frobenius.iloc[-1] / r["window"].w_frobenius.iloc[0] for arm, r in runs.items()}
-    total = {arm: r["metrics"].w_frobenius.iloc[-1] / r["metrics"].w_frobenius.iloc[0] for arm, r in runs.items()}
-    saturation = {arm: r["metrics"].cls_max_attention.iloc[-1] for arm, r in runs.items()}
-    adam, sgd, deep = runs["adam"], runs["sgd"], runs["depth12"]
-    assert all(r["verdict"]["vit_regime"] == "holds" for r in runs.values())
-    gpu = vit_passages.gpu_run_claims("session3").set_index("claim_id")["verdict"]
-    assert gpu["vit_regime"] == "inconclusive"
-    assert adam["verdict"]["vit_w_direction"] == "holds" and growth["adam"] < 1.05
-    assert (
-        adam["window"].train_acc.min() == 1.0 and adam["window"].train_loss.iloc[-1] < adam["window"].train_loss.iloc[0]
+    page = (REPO / "docs" / "vit.md").read_text()
+    arms = " ".join(PAPER_EPOCHS.values())
+    words = vit_passages.vit_paper_epochs_words(REPO, *PAPER_EPOCHS.values())
+    assert f"<!-- run: vit_paper_epochs_words {arms} -->\n{words}<!-- /run -->" in page
+    verdicts = _paper_epochs_verdicts()
+    rows = [line for line in words.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == len(CASES)
+    for run, v in verdicts.items():
+        marked = [i for i, row in enumerate(rows) if f"**{run}**" in row]
+        assert marked == [_expected_case(v)], run
+        for claim in ("vit_one_layer_converges", "vit_ray_precondition"):
+            verdict = v.get(claim, "not run")
+            assert f"{run}: {ANSWER[verdict]} (`{claim}` {verdict}:" in words, (run, claim)
+        reaches = f"`vit_regime_markers` {v['vit_regime_markers']} (the theory's markers move: it reaches the theory's"
+        assert (reaches in words) == (v["vit_regime_markers"] == "holds"), run
+    assert words.count("reaches the theory's regime") == sum(
+        v["vit_regime_markers"] == "holds" for v in verdicts.values()
     )
-    assert sgd["verdict"]["vit_w_direction"] == "holds" and 3 * total["sgd"] < total["adam"]
-    assert saturation["sgd"] < 0.15 and saturation["adam"] > 0.5
-    assert sgd["verdict"]["vit_sparsity"] == "differs" and sgd["verdict"]["vit_fig6_concentrates"] == "differs"
-    assert deep["verdict"]["vit_w_direction"] == "differs" and growth["depth12"] > 1.05
-    assert turns(deep["window"]).sum() > guard["max_direction_angle"]
-    for arm, r in runs.items():
-        judged = r["w_svm"][r["w_svm"]["images"] == "train"]
-        means = judged.groupby("epoch")[["cosine", "null_rank", "null_shuffled", "ceiling"]].mean()
-        last = means.iloc[-1]
-        assert means.cosine.idxmax() < means.index.max() / 2 and last.cosine < means.cosine.max(), arm
-        assert last.cosine > max(last.null_rank, last.null_shuffled) and last.cosine < 0.6 < 0.95 < last.ceiling, arm
-        assert r["verdict"]["vit_w_svm_direction"] != "holds", arm
-        at_end = r["w_svm"][r["w_svm"]["epoch"] == r["w_svm"]["epoch"].max()].pivot(
-            index="head", columns="images", values="cosine"
-        )
-        low, high = t_interval((at_end["train"] - at_end["test"]).to_numpy(), guard["confidence"])
-        assert low <= 0 <= high, arm
-        heads = r["w_svm_images"][r["w_svm_images"]["images"] == "train"].pivot(
-            index="head", columns="n_images", values="cosine"
-        )
-        low, _ = t_interval((heads[256] - heads[128]).to_numpy(), guard["confidence"])
-        assert low > w_svm["curve_tol"], arm  # the rise is beyond the tolerance by its interval over heads
+    title = re.search(r"^## 400 epochs on a CPU: (.*)$", page, re.MULTILINE)[1]
+    assert title.endswith("?") or all(v["vit_regime_markers"] == "holds" for v in verdicts.values()), title
+    prose = _hand_written()
+    assert "the theory's regime, under Adam" not in prose and "The loss goes to zero in all three" not in prose
+
+
+def test_the_400_epoch_table_has_a_row_per_claim_and_each_runs_verdict() -> None:
+    """The question table of the 400-epoch section: a row per claim of :data:`vit_runs.QUESTIONS` (the decisive
+    claims among them), each cell the run's verdict from its claims CSV, ``not run`` where the CSV has no such claim;
+    the arm table gives each probed run's number of images beside its cosine."""
+    import pandas as pd
+
+    from maxmargin.claims.vit_runs import QUESTIONS
+
+    assert set(DECISIVE) | {"vit_sparsity", "vit_learns", "vit_w_svm_specific", "vit_w_svm_nuclear"} <= set(QUESTIONS)
+    assert "vit_regime_markers" in QUESTIONS
+    text = vit_passages.vit_paper_epochs(REPO, *PAPER_EPOCHS.values())
+    verdicts = _paper_epochs_verdicts()
+    for claim in QUESTIONS:
+        row = next(line for line in text.splitlines() if f"(`{claim}`) |" in line)
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row.strip("|"))][1:]  # "\|" is a cell's own
+        assert cells[: len(verdicts)] == [v.get(claim, "not run") for v in verdicts.values()], claim
+    for run in PAPER_EPOCHS.values():
+        w = pd.read_csv(REPO / "docs" / "results" / f"{run}_w_svm.csv")
+        last = w[(w["epoch"] == w["epoch"].max()) & (w["images"] == "train")]
+        assert f"{last['cosine'].mean():.3f} / " in text and f"({int(last['n_images'].iloc[0]):,} train)" in text

@@ -39,6 +39,7 @@ EXPECTED_RULES: dict[tuple[str, ...], set[str] | None] = {
     ("fig6", "fig7"): VIT | {"vit_probe", "fig6", "fig7"},  # fig7 has the W-SVM companion panel
     ("vit_pilot",): {"vit_data", "vit_pilot_run", "vit_pilot"},
     ("vit_recipes",): {"vit_data", "vit_recipe_train", "vit_recipes_table", "plot_vit", "vit_recipes"},
+    ("vit_decisive",): {"vit_data", "vit_train", "plot_vit", "vit_decisive"} | DECISIVE,  # the default run's snapshots
     ("docs/results/cpu_depth12.md",): VIT | {"vit_probe", "docs_vit"},  # the page shows the W-SVM panel
     ("docs/results/cpu_paper_epochs_adam.md",): VIT | PROBED | DECISIVE,
     ("docs/results/cpu_paper_epochs_sgd.md",): VIT | PROBED | DECISIVE,

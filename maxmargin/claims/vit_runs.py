@@ -128,14 +128,18 @@ def heads_line(w: pd.DataFrame) -> str:
 
 
 def claim_lines(claims: pd.DataFrame, ids: list[str] | None = None) -> list[str]:
-    """One bullet per claim: its verdict and measurement, and where it does not hold, its reason."""
+    """One bullet per claim: its verdict and measurement, and where it does not hold, its reason; a claim not run
+    says why (its note: the missing table)."""
     rows = claims.set_index("claim_id")
     rows = rows.loc[ids] if ids is not None else rows
-    return [
-        f"- `{c}` (**{r.verdict}**): {r.measured}"
-        + (f". Why: {str(r.note).removeprefix(r.verdict + ': ')}" if r.verdict in ("differs", "inconclusive") else "")
-        for c, r in rows.iterrows()
-    ]
+    lines = []
+    for c, r in rows.iterrows():
+        measured = "" if pd.isna(r.measured) else str(r.measured)
+        if r.verdict == "not run" and not measured:
+            measured = str(r.note)
+        why = f". Why: {str(r.note).removeprefix(r.verdict + ': ')}" if r.verdict in ("differs", "inconclusive") else ""
+        lines.append(f"- `{c}` (**{r.verdict}**): {measured}{why}")
+    return lines
 
 
 def run_lines(
@@ -195,11 +199,14 @@ def set_gap_line(curve: pd.DataFrame, confidence: float, margin: float) -> str:
     )
 
 
-def curve_line(curve: pd.DataFrame, tol: float, chosen: int, confidence: float) -> str:
+def curve_line(
+    curve: pd.DataFrame, tol: float, chosen: int, confidence: float, used: Mapping[str, int] | None = None
+) -> str:
     """The cosine against the number of images at the last snapshot, per set; where it levels off on the judged set
     (:func:`chosen_image_count` without a cap), or its last step with the t-interval of the heads' own steps; the
     number the probe read from it (``chosen``: fewer than where it levels off only under the cap
-    vit.w_svm.images)."""
+    vit.w_svm.images), and where ``used`` gives each set's number of images at the probe's last snapshot (all the
+    training images under vit.w_svm.whole_train), those."""
     means = curve.groupby(["images", "n_images"])["cosine"].mean()
     sets = sorted(set(curve["images"]), key=lambda s: JUDGED_IMAGES.index(s))
     parts = [f"{name}: " + ", ".join(f"{n} -> {c:.3f}" for (_, n), c in means.loc[[name]].items()) for name in sets]
@@ -219,6 +226,8 @@ def curve_line(curve: pd.DataFrame, tol: float, chosen: int, confidence: float) 
             f"{len(steps)} heads; vit.w_svm.curve_tol = {tol:g})"
         )
     took = f"the probe's solves use {chosen} images"
+    if used:
+        took = "the probe's solves use " + " and ".join(f"{n:,} {name} images" for name, n in used.items())
     if chosen < levelled:
         took += (
             f", the run's cap vit.w_svm.images, fewer than the curve asks for: its cosines are those at {chosen} "
@@ -322,16 +331,92 @@ QUESTIONS = {
     "vit_w_svm_direction": "Do the heads approach their W-ATT-SVM (above null (a), rising over the last half)?",
     "vit_w_svm_specific": "Does training make a head's alignment specific to its own selection?",
     "vit_w_svm_nuclear": "Is a head closer to the nuclear-norm W-ATT-SVM than a random matrix of its rank?",
+    "vit_ray_precondition": "Do the trained heads meet the theory's premise: does the loss fall along their "
+    "max-margin ray?",
+    "vit_frozen_converges": "With the tokens frozen, does GD on W converge in direction to the W-ATT-SVM of its "
+    "selections?",
+    "vit_one_layer_converges": "Do real tokens admit the theory: does the paper's one-layer model on them converge "
+    "to its W-ATT-SVM?",
 }
 
 
 def answers_table(claims: Mapping[str, pd.DataFrame], questions: Mapping[str, str] = QUESTIONS) -> list[str]:
     """The questions of docs/vit.md's 400-epoch section, a row per claim (``questions``: claim id -> question), a
-    column per run (``claims``: name -> its claims table), each cell the claim's verdict (``-`` where the run has no
-    such claim)."""
+    column per run (``claims``: name -> its claims table), each cell the claim's verdict (``not run`` where the run's
+    claims table has no such claim: its tables were not made)."""
     verdicts = {name: table.set_index("claim_id")["verdict"] for name, table in claims.items()}
     lines = ["| question (claim) | " + " | ".join(verdicts) + " |", "|" + " --- |" * (len(verdicts) + 1)]
     for claim_id, question in questions.items():
-        cells = [str(v.get(claim_id, "-")) for v in verdicts.values()]
+        cells = [str(v.get(claim_id, "not run")) for v in verdicts.values()]
         lines.append(f"| {question} (`{claim_id}`) | " + " | ".join(cells) + " |")
     return [line.replace("||W||", "\\|\\|W\\|\\|") for line in lines]
+
+
+def failed_conditions(note: str, names: tuple[str, ...]) -> list[str]:
+    """The conditions a claim's note names as not holding, in its order (``names``: the claim's condition names, as
+    :func:`maxmargin.claims.vit_w_svm.failing_first` writes them: ``trend inconclusive: ...``)."""
+    found = [(note.find(f"{name} {v}:"), f"{name} {v}") for name in names for v in ("differs", "inconclusive")]
+    return [words for at, words in sorted(found) if at >= 0]
+
+
+# Below this head-mean rank ceiling a matrix of the head's rank cannot come near its W-ATT-SVM's direction.
+CEILING_BINDS_BELOW = 0.95
+W_SVM_WORDS = {
+    "vit_w_svm_direction": {
+        "holds": "the heads approach their W-ATT-SVM (above null (a) by vit.guard.min_w_svm_gain, their share of the "
+        "ceiling rising over the last half of the epochs)",
+        "differs": "the heads do not approach their W-ATT-SVM",
+        "inconclusive": "whether the heads approach their W-ATT-SVM is not shown",
+    },
+    "vit_w_svm_specific": {
+        "holds": "training makes the alignment specific to the head's own selection (own minus shuffled grows from "
+        "the first snapshot)",
+        "differs": "training does not make the alignment more specific to the head's own selection",
+        "inconclusive": "whether training makes the alignment specific to the head's own selection is not shown",
+    },
+    "vit_w_svm_nuclear": {
+        "holds": "the heads lean to the nuclear-norm solution beyond a random matrix of their rank, as the follow-up's "
+        "theory predicts for W trained as W_Q^T W_K",
+        "differs": "the heads do not lean to the nuclear-norm solution beyond a random matrix of their rank",
+        "inconclusive": "whether the heads lean to the nuclear-norm solution beyond a random matrix of their rank is "
+        "not shown",
+    },
+}
+W_SVM_CONDITIONS = {"vit_w_svm_direction": ("gain over null (a)", "trend")}
+
+
+def _claim_words(row: pd.Series, claim: str) -> str:
+    """A W-ATT-SVM claim's verdict in words, with the conditions its note names as failing."""
+    if row.verdict not in W_SVM_WORDS[claim]:
+        return f"`{claim}` **{row.verdict}**"
+    failed = failed_conditions(str(row.note), W_SVM_CONDITIONS.get(claim, ()))
+    named = f" ({'; '.join(failed)}: the claim's note says why)" if failed else ""
+    return f"`{claim}` **{row.verdict}**: {W_SVM_WORDS[claim][row.verdict]}{named}"
+
+
+def w_svm_reading(w: pd.DataFrame, claims: pd.DataFrame) -> str:
+    """A run's heads against their W-ATT-SVM in words, at the last snapshot on the judged set: the head-mean cosine
+    against both nulls' head means and the rank ceiling (binding below :data:`CEILING_BINDS_BELOW`), the share of
+    selections kept from the previous snapshot, and the verdict of each W-ATT-SVM claim in words."""
+    sets = _sets(w)
+    judged = next(name for name in JUDGED_IMAGES if name in set(sets))
+    rows = w[sets == judged]
+    last = rows[rows["epoch"] == rows["epoch"].max()]
+    c, nulls = last.cosine.mean(), (last.null_rank.mean(), last.null_shuffled.mean())
+    above = "above" if c > max(nulls) else "not above"
+    ceiling = last.ceiling.mean()
+    binds = (
+        "the ceiling does not bind: a matrix of the head's rank can come near the solution's direction"
+        if ceiling >= CEILING_BINDS_BELOW
+        else "the ceiling binds"
+    )
+    verdicts = claims.set_index("claim_id")
+    said = [_claim_words(verdicts.loc[claim], claim) for claim in W_SVM_WORDS if claim in verdicts.index]
+    return (
+        f"In words (from the table and the claims above): at epoch {int(last.epoch.iloc[0])}, on "
+        f"{int(last.n_images.iloc[0]):,} {judged} images, the heads' head-mean cosine with their W-ATT-SVM is "
+        f"{c:.3f}, {above} the head means of both matched nulls ({nulls[0]:.3f} for a random matrix of their rank, "
+        f"{nulls[1]:.3f} for a shuffled selection's SVM) and {c / ceiling:.0%} of a rank ceiling of {ceiling:.3f} "
+        f"({binds}); {last.selection_kept.mean():.0%} of the selections are those of the previous snapshot, so the "
+        f"SVM they are measured against moves with the selections. {'; '.join(said)}."
+    )

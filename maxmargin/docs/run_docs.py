@@ -32,7 +32,17 @@ from maxmargin.docs.default_passages import (
     lemma1,
     regpath,
 )
-from maxmargin.docs.vit_passages import vit_claims, vit_gpu, vit_gpu_paper_epochs, vit_paper_epochs, vit_run, vit_w_svm
+from maxmargin.docs.vit_passages import (
+    vit_claims,
+    vit_gpu,
+    vit_gpu_paper_epochs,
+    vit_paper_epochs,
+    vit_paper_epochs_words,
+    vit_run,
+    vit_verdicts,
+    vit_w_svm,
+    vit_w_svm_reading,
+)
 from maxmargin.files import atomic_path
 
 PAGES = [REPO / "docs" / name for name in ("figures.md", "census.md", "regpath.md", "vit.md")]
@@ -44,6 +54,9 @@ PASSAGES: dict[str, Callable[..., str]] = {
     "vit_gpu": vit_gpu,
     "vit_gpu_paper_epochs": vit_gpu_paper_epochs,
     "vit_paper_epochs": vit_paper_epochs,
+    "vit_paper_epochs_words": vit_paper_epochs_words,
+    "vit_verdicts": vit_verdicts,
+    "vit_w_svm_reading": vit_w_svm_reading,
     "claims": claims_list,
     "census_verdicts": census_verdicts,
     "final_angles": final_angles,

@@ -129,25 +129,78 @@ def vit_gpu_paper_epochs(_folder: Path, run: str, pilot: str) -> str:
 
 
 def _committed_run(docs: str) -> dict:
-    """A committed ViT run's tables (docs/results/<docs>_*.csv; rule docs_vit) and its number of training images."""
-    read = {key: RESULTS / f"{docs}_{key}.csv" for key in ("metrics", "w_svm", "w_svm_images", "claims")}
+    """A committed ViT run's tables (docs/results/<docs>_*.csv; rule docs_vit; an empty table for one the run did not
+    make), its number of training images and its optimiser (from its page)."""
+    names = ("metrics", "w_svm", "w_svm_images", "claims", "decisive_ray", "decisive_gd")
+    read = {key: RESULTS / f"{docs}_{key}.csv" for key in names}
     tables = {key: pd.read_csv(path) if path.is_file() else pd.DataFrame() for key, path in read.items()}
-    tables["n_train"] = int(re.search(r"- Data: \w+, (\d+) training", (RESULTS / f"{docs}.md").read_text())[1])
+    page = (RESULTS / f"{docs}.md").read_text()
+    tables["n_train"] = int(re.search(r"- Data: \w+, (\d+) training", page)[1])
+    tables["optimizer"] = re.search(r"- Recipe: (\w+)", page)[1]
     return tables
 
 
-def vit_paper_epochs(_folder: Path, *arms: str) -> str:
-    """The paper's 400 epochs at stand-in scales on a CPU: the section's questions answered per run, each committed
-    arm (``arms``: their vit.docs) in a row beside the GPU run of the same images (docs/gpu/session3), then each arm
-    in bullets (the training images against the held-out ones, the number of images), Adam against SGD."""
-    from maxmargin.claims import vit_runs as say
-    from maxmargin.claims.sessions import session_config, session_tables
+def _default_vit() -> dict:
+    """The ``vit`` section of workflow/config/default.yaml (the guard the 400-epoch runs' claims are judged by)."""
     from maxmargin.config import merged_config
 
-    guard = merged_config([], REPO / "workflow/config/default.yaml")["vit"]["guard"]
-    w_svm = merged_config([], REPO / "workflow/config/default.yaml")["vit"]["w_svm"]
+    return merged_config([], REPO / "workflow/config/default.yaml")["vit"]
+
+
+def _probe_counts(w: pd.DataFrame) -> dict[str, int]:
+    """Each image set's number of images at the probe's last snapshot, the judged set first."""
+    from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
+
+    last = w[w["epoch"] == w["epoch"].max()]
+    sets = last["images"].fillna("test") if "images" in last else pd.Series("test", index=last.index)
+    counts = last.groupby(sets)["n_images"].max()
+    return {name: int(counts[name]) for name in JUDGED_IMAGES if name in counts}
+
+
+OPTIMIZERS = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}  # vit.train.optimizer, as the docs name it
+# The claims of each run's bullets in the 400-epoch section, where its claims table has them.
+PAPER_EPOCHS_CLAIMS = [
+    "vit_regime",
+    "vit_regime_markers",
+    "vit_w_direction",
+    "vit_fig6_concentrates",
+    "vit_w_svm_direction",
+    "vit_ray_precondition",
+    "vit_frozen_converges",
+    "vit_one_layer_converges",
+]
+
+
+def _arm_lines(folder: Path, docs: str, r: dict, vit: dict) -> list[str]:
+    """One 400-epoch arm in bullets: the run, its loss, saturation, sparsity, direction and heads, W's gradient, the
+    training images against the held-out ones, the number of images, the decisive experiment and its claims."""
+    from maxmargin.claims import vit_runs as say
+    from maxmargin.claims.vit_theory_runs import decisive_line, gradient_line
+
+    guard = vit["guard"]
+    lines = ["", f"`{docs}`: {vit_run(folder, docs).removeprefix('The run: ').strip()}", ""]
+    lines += say.run_lines(r["metrics"], r["w_svm"], r["claims"], guard, r["n_train"])
+    lines.append(gradient_line(r["metrics"], guard))
+    gap = say.set_gap_line(r["w_svm_images"], guard["confidence"], guard["w_svm_equivalence"])
+    lines += [gap] if gap else []
+    if not r["w_svm_images"].empty:
+        used = _probe_counts(r["w_svm"])
+        chosen = next(iter(used.values()))
+        lines.append(say.curve_line(r["w_svm_images"], vit["w_svm"]["curve_tol"], chosen, guard["confidence"], used))
+    lines.append(decisive_line(r["decisive_ray"], r["decisive_gd"]))
+    return lines + say.claim_lines(r["claims"], [i for i in PAPER_EPOCHS_CLAIMS if i in set(r["claims"]["claim_id"])])
+
+
+def vit_paper_epochs(_folder: Path, *arms: str) -> str:
+    """The paper's 400 epochs at stand-in scales on a CPU: the section's questions answered per run (one row per
+    claim), each committed arm (``arms``: their vit.docs) in a row beside the GPU run of the same images
+    (docs/gpu/session3), then each arm in bullets (:func:`_arm_lines`), Adam against SGD."""
+    from maxmargin.claims import vit_runs as say
+    from maxmargin.claims.sessions import session_config, session_tables
+
+    vit = _default_vit()
     runs = {docs: _committed_run(docs) for docs in arms}
-    rows = [say.arm_row(d, r["metrics"], r["w_svm"], r["claims"], guard) for d, r in runs.items()]
+    rows = [say.arm_row(d, r["metrics"], r["w_svm"], r["claims"], vit["guard"]) for d, r in runs.items()]
     gpu = session_tables(GPU / "session3")
     gpu_guard = session_config(GPU / "session3", REPO)["vit"]["guard"]
     rows.append(
@@ -157,19 +210,47 @@ def vit_paper_epochs(_folder: Path, *arms: str) -> str:
     lines = [*say.answers_table(answered), ""]
     lines += ["| " + " | ".join(say.ARM_HEADER) + " |", "|" + " --- |" * len(say.ARM_HEADER)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    ids = ["vit_regime", "vit_w_direction", "vit_fig6_concentrates", "vit_w_svm_direction"]
     for docs, r in runs.items():
-        lines += ["", f"`{docs}`: {vit_run(_folder, docs).removeprefix('The run: ').strip()}", ""]
-        lines += say.run_lines(r["metrics"], r["w_svm"], r["claims"], guard, r["n_train"])
-        gap = say.set_gap_line(r["w_svm_images"], guard["confidence"], guard["w_svm_equivalence"])
-        lines += [gap] if gap else []
-        if not r["w_svm_images"].empty:
-            lines.append(
-                say.curve_line(
-                    r["w_svm_images"], w_svm["curve_tol"], int(r["w_svm"]["n_images"].iloc[0]), guard["confidence"]
-                )
-            )
-        lines += say.claim_lines(r["claims"], [i for i in ids if i in set(r["claims"]["claim_id"])])
+        lines += _arm_lines(_folder, docs, r, vit)
     adam, sgd = arms[0], arms[1]
-    lines += ["", say.contrast_line(adam, runs[adam]["metrics"], sgd, runs[sgd]["metrics"], guard)]
+    lines += ["", say.contrast_line(adam, runs[adam]["metrics"], sgd, runs[sgd]["metrics"], vit["guard"])]
     return "\n".join(lines) + "\n"
+
+
+def vit_paper_epochs_words(_folder: Path, *arms: str) -> str:
+    """The 400-epoch section's "In words", from the committed arms' metrics and claims
+    (:func:`maxmargin.claims.vit_theory_runs.in_words`)."""
+    from maxmargin.claims.vit_theory_runs import in_words
+
+    runs = {docs: _committed_run(docs) for docs in arms}
+    answered = {
+        docs: {
+            "metrics": r["metrics"],
+            "verdicts": r["claims"].set_index("claim_id")["verdict"].to_dict(),
+            "ray": r["decisive_ray"],
+        }
+        for docs, r in runs.items()
+    }
+    lines = in_words(answered, _default_vit()["guard"], lambda docs: OPTIMIZERS[runs[docs]["optimizer"]])
+    return "\n".join(lines) + "\n"
+
+
+def vit_verdicts(_folder: Path, claim: str, *runs: str) -> str:
+    """One claim's verdict on each named run: a committed CPU run (docs/results/<run>_claims.csv) or a GPU session's
+    (docs/gpu/<run>/, measured again by today's claims code)."""
+    said = []
+    for run in runs:
+        if (GPU / run / "session.json").is_file():
+            claims, name = gpu_run_claims(run), f"{run} (GPU)"
+        else:
+            claims, name = pd.read_csv(RESULTS / f"{run}_claims.csv"), run
+        said.append(f"{name} **{claims.set_index('claim_id').loc[claim, 'verdict']}**")
+    return f"`{claim}` on those runs: {', '.join(said)}.\n"
+
+
+def vit_w_svm_reading(_folder: Path, run: str) -> str:
+    """A committed run's heads against their W-ATT-SVM in words (:func:`maxmargin.claims.vit_runs.w_svm_reading`)."""
+    from maxmargin.claims.vit_runs import w_svm_reading
+
+    claims = pd.read_csv(RESULTS / f"{run}_claims.csv")
+    return w_svm_reading(table(f"{run}_w_svm", RESULTS), claims) + "\n"
