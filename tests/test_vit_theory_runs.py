@@ -121,3 +121,17 @@ def test_the_premise_failing_on_admitting_tokens_reads_as_the_theorys_premise_fa
     assert reading.startswith("the tokens admit the max-margin solution, but the network's loss does not fall")
     frozen_only = dict(zip(CLAIMS, ("holds", "holds", "holds", "differs"), strict=True))
     assert words.CASES[words.decisive_case(frozen_only)].reading.endswith("the moving tokens are why")
+
+
+def test_the_shuffled_null_names_its_own_images_where_they_are_fewer() -> None:
+    """Under vit.w_svm.whole_train the head's own W-ATT-SVM is on every training image and null (b) on fewer: the
+    sentence sets null (b) beside the head's cosine on null (b)'s own images, with their number."""
+    from maxmargin.claims.vit_runs import shuffled_null
+
+    last = pd.DataFrame(
+        {"null_shuffled": [0.01, 0.03], "n_images": 1920, "n_images_null": 128, "cosine_null_images": [0.5, 0.6]}
+    )
+    assert shuffled_null(last) == "0.020 for a shuffled selection (on 128 images, where the head's own cosine is 0.550)"
+    same = last.assign(n_images_null=1920)
+    assert shuffled_null(same, "a shuffled selection's SVM") == "0.020 for a shuffled selection's SVM"
+    assert shuffled_null(last.drop(columns=["n_images_null", "cosine_null_images"])) == "0.020 for a shuffled selection"

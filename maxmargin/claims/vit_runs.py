@@ -97,6 +97,19 @@ def _sets(w: pd.DataFrame) -> pd.Series:
     return w["images"].fillna("test") if "images" in w else pd.Series("test", index=w.index)
 
 
+def shuffled_null(last: pd.DataFrame, what: str = "a shuffled selection") -> str:
+    """The shuffled-selection null (b) at a snapshot (``last``: its rows of one image set), with its number of images
+    and the head's own cosine on them where the probe solved it on fewer images than the head's own W-ATT-SVM
+    (``n_images_null``, ``cosine_null_images``: vit.w_svm.whole_train)."""
+    said = f"{last.null_shuffled.mean():.3f} for {what}"
+    if "n_images_null" not in last or last["n_images_null"].isna().all():
+        return said
+    n_null = int(last["n_images_null"].max())
+    if n_null == int(last["n_images"].max()) or last["cosine_null_images"].isna().all():
+        return said
+    return f"{said} (on {n_null:,} images, where the head's own cosine is {last.cosine_null_images.mean():.3f})"
+
+
 def heads_line(w: pd.DataFrame) -> str:
     """The heads against their W-ATT-SVM at the last snapshot, on the judged image set (the number of images beside
     every cosine), against the nulls and the ceiling; where the probe had both sets, the other's head mean beside it
@@ -121,8 +134,8 @@ def heads_line(w: pd.DataFrame) -> str:
         f"- **The heads against their W-ATT-SVM** (measured at epochs {', '.join(map(str, epochs))}, on "
         f"{int(heads.n_images.iloc[0]):,} {judged} images): at epoch {heads.epoch.iloc[0]:.0f} the {len(heads)} heads' "
         f"cos(Wt_h, W_mm,h) is {heads.cosine.mean():.3f} (from {heads.cosine.min():.3f} to {heads.cosine.max():.3f}), "
-        f"against {heads.null_rank.mean():.3f} for a random rank-d_head matrix and {heads.null_shuffled.mean():.3f} "
-        f"for a shuffled selection, under a rank ceiling of {heads.ceiling.mean():.3f}: "
+        f"against {heads.null_rank.mean():.3f} for a random rank-d_head matrix and {shuffled_null(heads)}, under a "
+        f"rank ceiling of {heads.ceiling.mean():.3f}: "
         f"{heads.cosine.mean() / heads.ceiling.mean():.0%} of the ceiling{''.join(others)}{trend}."
     )
 
@@ -410,13 +423,15 @@ def w_svm_reading(w: pd.DataFrame, claims: pd.DataFrame) -> str:
         if ceiling >= CEILING_BINDS_BELOW
         else "the ceiling binds"
     )
+    shuffle = shuffled_null(last, "a shuffled selection's SVM")
     verdicts = claims.set_index("claim_id")
     said = [_claim_words(verdicts.loc[claim], claim) for claim in W_SVM_WORDS if claim in verdicts.index]
     return (
         f"In words (from the table and the claims above): at epoch {int(last.epoch.iloc[0])}, on "
         f"{int(last.n_images.iloc[0]):,} {judged} images, the heads' head-mean cosine with their W-ATT-SVM is "
         f"{c:.3f}, {above} the head means of both matched nulls ({nulls[0]:.3f} for a random matrix of their rank, "
-        f"{nulls[1]:.3f} for a shuffled selection's SVM) and {c / ceiling:.0%} of a rank ceiling of {ceiling:.3f} "
+        f"{shuffle}) and "
+        f"{c / ceiling:.0%} of a rank ceiling of {ceiling:.3f} "
         f"({binds}); {last.selection_kept.mean():.0%} of the selections are those of the previous snapshot, so the "
         f"SVM they are measured against moves with the selections. {'; '.join(said)}."
     )
