@@ -270,6 +270,16 @@ def _shuffles(rows: pd.DataFrame, asked: int) -> str:
     return f"{drawn} shuffles drawn, {kept} kept, {drawn - kept} skipped (no W selects them)"
 
 
+def _first_shuffled(table: pd.DataFrame, last: pd.DataFrame) -> pd.DataFrame | None:
+    """The rows of the first snapshot before the last at which every head has a shuffled-selection null (null (b):
+    a permutation some W selects); None where none has."""
+    heads = set(last["head"])
+    for _, rows in table[table["epoch"] < last["epoch"].iloc[0]].groupby("epoch"):
+        if set(rows.dropna(subset=["null_shuffled"])["head"]) >= heads:
+            return rows
+    return None
+
+
 def _w_svm_specific(t: Tables, cfg: Config) -> Measurement:
     """Beyond the paper: training makes a head's alignment specific to the tokens it selects: the difference between
     its cosine with its own selection's W-ATT-SVM and with a shuffled selection's (null (b)) grows from the first
@@ -279,7 +289,13 @@ def _w_svm_specific(t: Tables, cfg: Config) -> Measurement:
     if table.empty:
         return _not_probed(cfg)
     guard, shuffles = cfg["vit"]["guard"], cfg["vit"]["w_svm"]["shuffles"]
-    first = table[table["epoch"] == table["epoch"].min()]
+    first = _first_shuffled(table, last)
+    if first is None:
+        why = (
+            f"no snapshot before epoch {int(last['epoch'].iloc[0])} has, for every head, a shuffled selection that "
+            "some W selects (null (b) is drawn at the first and the last snapshot): no baseline to gain from"
+        )
+        return f"not measured: {why}; {_shuffles(table, shuffles)}", "inconclusive", note_of("inconclusive", why, "")
     differences = [
         _shuffled_cosine(rows) - rows["null_shuffled"] for rows in (first.set_index("head"), last.set_index("head"))
     ]
