@@ -179,3 +179,14 @@ def test_each_rule_is_one_node_of_the_report_rule_graph(tmp_path: Path) -> None:
         levels[rule[job]].add(depth(job))
     assert "plot_census" in levels and len(rule) > 50
     assert {name: sorted(lv) for name, lv in levels.items() if len(lv) > 1} == {}
+
+
+def test_the_vit_page_gets_every_vit_key_the_claims_read() -> None:
+    """Rule docs_vit evaluates a run's claims on its own reads: every ViT key the claims table reads lies in one of
+    them (a claim reading a key the page's job does not get is "not run" on the page alone)."""
+    from maxmargin.registry.reads import read_keys
+
+    page = [tuple(key.split(".")) for key in read_keys("docs_vit")]
+    claims = [tuple(key.split(".")) for key in read_keys("claims_table") if key.startswith("vit.")]
+    missing = [key for key in claims if not any(key[: len(p)] == p for p in page)]
+    assert not missing, missing

@@ -120,6 +120,8 @@ READS: dict[str, tuple[str | PerJob, ...]] = {
         "vit.docs",
         "vit.docs_w_svm",
         "vit.train.snapshot_every",
+        "vit.data.n_train",
+        "vit.train.batch_size",
         "vit.model.num_classes",
         "vit.guard",
         "vit.plots.fig6_epochs",
