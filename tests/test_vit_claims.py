@@ -269,7 +269,13 @@ HOLDS = {
         "vit_w_svm_nuclear",
         "vit_regime",
     ],
-    "cpu_paper_epochs_sgd": ["vit_learns", "vit_w_svm_specific"],
+    "cpu_paper_epochs_sgd": [
+        "vit_learns",
+        "vit_fig6_concentrates",
+        "vit_w_svm_specific",
+        "vit_w_svm_nuclear",
+        "vit_regime",
+    ],
     "cpu_paper_epochs_depth12": ["vit_sparsity", "vit_learns", "vit_w_svm_specific", "vit_w_svm_nuclear"],
     "vit_gpu": ["vit_sparsity", "vit_learns", "vit_fig6_concentrates"],
 }
