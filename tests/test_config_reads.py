@@ -36,14 +36,14 @@ SMALL = {
         "recipes": [{"name": "a", "optimizer": "adam", "lr": 1.0e-3}],
     },
     # Figure 6 at epochs 0 and 2 only: a change of vit.train.eval_every (1 -> 2) keeps every drawn epoch evaluated
-    # and the decisive experiment's smallest: three c values, GD of a few steps
+    # and the decisive experiment's smallest the schema allows: three c values, three logs of GD of 8 steps
     "vit": {
         "pilot": {"epochs": 1},
         "plots": {"fig6_epochs": [0, 2]},
         "decisive": {
             "ray": {"points": 3},
-            "frozen": {"steps": 4, "logs": 2},
-            "one_layer": {"images": 16, "steps": 4, "logs": 2},
+            "frozen": {"steps": 8, "logs": 3},
+            "one_layer": {"images": 16, "steps": 8, "logs": 3},
         },
     },
 }
