@@ -57,7 +57,7 @@ TARGETS = [
 ]
 # Not measured: the results root (every output moves) and the docs pages' names (outputs outside the run).
 # vit.w_svm.whole_train: true is valid only with train among vit.w_svm.image_sets, which the small run has not
-# (its readers are checked by the docs of reads.py and tests/test_w_svm_probe.py).
+# (the change would be refused, not planned).
 SKIPPED = {"results", "vit_recipes.docs", "vit.docs", "vit.w_svm.whole_train"}
 # Reads that change a job's params only for some values of other keys. None since vit_data's params hold every key
 # it reads (registry/reads.py), the proxy flag included.
