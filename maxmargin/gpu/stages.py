@@ -162,12 +162,7 @@ def probe_stage(s: Session, configs: list[Path], config: dict, record: dict) -> 
     that reserve; its table comes back. Whether it finished; session.json's ``probe`` says how it went."""
     left, reserve = s.left(), s.request.reserve
     s.summary["probe"] = probe = {"status": "not started", "cvxopt": s.summary.get("cvxopt")}
-    if left - reserve < PROBE_START:
-        probe["reason"] = (
-            f"{left - reserve:.0f} s left before the page's {reserve:.0f} s, less than the probe's start alone "
-            f"(about {PROBE_START:.0f} s)"
-        )
-        s.log(f"probe: not started: {probe['reason']}")
+    if not_started(s, probe, "probe", "the probe's"):
         return False
     results = s.repo / config["results"]
     table = results / paths.W_SVM
@@ -196,18 +191,27 @@ def probe_stage(s: Session, configs: list[Path], config: dict, record: dict) -> 
     return False
 
 
+def not_started(s: Session, record: dict, name: str, whose: str) -> bool:
+    """Whether an analysis stage must not start: the time left before the page's reserve is less than its start
+    (:data:`PROBE_START`); ``record`` (its session.json entry) and the log then say why."""
+    left, reserve = s.left(), s.request.reserve
+    if left - reserve >= PROBE_START:
+        return False
+    record["reason"] = (
+        f"{left - reserve:.0f} s left before the page's {reserve:.0f} s, less than {whose} start alone "
+        f"(about {PROBE_START:.0f} s)"
+    )
+    s.log(f"{name}: not started: {record['reason']}")
+    return True
+
+
 def ray_stage(s: Session, configs: list[Path], config: dict, record: dict) -> bool:
     """Rule vit_decisive_ray at the snapshots of ``vit.decisive.at``, where the time left before the page's reserve is
     at least its start (:data:`PROBE_START`: its job reads the data and the snapshots as the probe's does), stopped at
     that reserve; its table comes back. Whether it finished; session.json's ``ray`` says how it went."""
     left, reserve = s.left(), s.request.reserve
     s.summary["ray"] = ray = {"status": "not started"}
-    if left - reserve < PROBE_START:
-        ray["reason"] = (
-            f"{left - reserve:.0f} s left before the page's {reserve:.0f} s, less than its start alone "
-            f"(about {PROBE_START:.0f} s)"
-        )
-        s.log(f"ray test: not started: {ray['reason']}")
+    if not_started(s, ray, "ray test", "its"):
         return False
     table, t0 = s.repo / config["results"] / paths.RAY, time.time()
     try:
