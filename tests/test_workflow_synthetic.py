@@ -90,16 +90,16 @@ def test_synthetic_targets_end_to_end(workflow_dir):
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ({"synthetic": {"fig1": {"eta": -1}}}, "['synthetic']['fig1']['eta']"),
+        ({"synthetic": {"fig1": {"eta": -1}}}, "config key 'synthetic.fig1.eta' (from "),
         (
             {"synthetic": {"fig5": {"losses": ["hinge"]}}},
             "'hinge' is not one of ['logistic', 'exponential', 'correlation']",
         ),
         # the schema's generic experiment block first (n_iter required, every key typed), then the registry
         ({"synthetic": {"fig9": {"eta": 0.1}}}, "'n_iter' is a required property"),
-        ({"synthetic": {"fig9": {"n_iter": 10, "eta": -1}}}, "['synthetic']['fig9']['eta']"),
+        ({"synthetic": {"fig9": {"n_iter": 10, "eta": -1}}}, "config key 'synthetic.fig9.eta' (from "),
         ({"synthetic": {"fig9": {"n_iter": 10}}}, "'synthetic.fig9' is read by no registered experiment"),
-        ({"synthetic": {"fig1c": {"starts": {"circle": {"n": 0}}}}}, "['synthetic']['fig1c']['starts']"),
+        ({"synthetic": {"fig1c": {"starts": {"circle": {"n": 0}}}}}, "config key 'synthetic.fig1c.starts"),
     ],
 )
 def test_bad_config_stops_with_the_key_named(workflow_dir, config, expected):
