@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make figures   builds every figure and table (creates .venv and installs the package when missing)
-#   make test      runs the test suite in the same environment (make test-fast: its unit tier, under a minute)
+#   make test      runs the test suite in the same environment (make test-fast: its unit tier, under a minute;
+#                  make test-default-run: the one test that trains the default ViT from scratch, which CI adds)
 # and: make report (HTML report), make gallery (README thumbnails), make lint, make docs (every generated page),
 #      make gpu-kit (wheels and Fashion-MNIST for an offline GPU node, in gpu_kit/: docs/gpu.md)
 PYTHON ?= python3
@@ -40,7 +41,7 @@ LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 	     esac; fi \
 	&& set -x &&
 
-.PHONY: all figures test test-fast lint report gallery docs clean-results gpu-kit
+.PHONY: all figures test test-fast test-default-run lint report gallery docs clean-results gpu-kit
 # One recipe at a time (make -j report gallery): two locked recipes at once would refuse each other.
 .NOTPARALLEL:
 
@@ -57,14 +58,20 @@ figures: $(STAMP)
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) $(SMK_ARGS)
 
 # The whole suite on two workers (pytest-xdist, a test module per worker at a time, the longest first; they share one
-# built CI run: tests/conftest.py), with its 20 slowest tests listed at the end; and the unit tier: every test that
+# built CI run: tests/conftest.py), with its 20 slowest tests listed at the end, but for the default run's test
+# (test-default-run below); and the unit tier: every test that
 # starts no program (tests/conftest.py; CONTRIBUTING.md, "Test tiers"), in one process (two workers would each import
 # torch and collect every module again: slower than one process on two shared cores).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20
+	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20 -m "not default_run"
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
+
+# The default config's ViT trained from scratch in a temporary copy of the workflow and its claims checked (the test
+# marked default_run: minutes of two cores, alone; CI runs it after `make test`, not beside it).
+test-default-run: $(STAMP)
+	$(BIN)/python -m pytest -m default_run
 
 # The HTML report: every figure with its caption, the tables, the claims table (needs `make figures` first).
 report: figures

@@ -142,11 +142,13 @@ def ci_config(**blocks: dict) -> dict:
 # The modules that take minutes, in the order `make test` starts them (its workers take a module each as they free
 # up: a long one taken last would run alone at the end). From `make test`'s report of the slowest tests.
 LONGEST_FIRST = (
-    "test_vit_claims.py",  # a fresh default ViT run
     "test_config_reads.py",  # builds the shared CI run, then a Snakemake summary per config key
-    "test_gpu_kit.py",
+    "test_gpu_kit.py",  # GPU sessions rehearsed on the CPU, some cut at their wall limit
     "test_contributing.py",
+    "test_vit.py",
     "test_workflow_synthetic.py",
+    "test_gpu_theory.py",
+    "test_integrity.py",
 )
 
 

@@ -319,6 +319,23 @@ def test_the_timings_page_keeps_what_was_measured_by_hand(tmp_path):
     assert page.read_text() == text
 
 
+def test_the_default_run_test_is_left_to_its_own_target_which_ci_runs():
+    """`make test` deselects the tests marked default_run, `make test-default-run` runs exactly them, .ci/run calls it
+    after `make test`, and the one test so marked is the fresh default run's (a second would leave `make test`
+    unnoticed)."""
+    recipes = dict(re.findall(r"^([\w-]+): \$\(STAMP\)\n\t(.+)$", (REPO / "Makefile").read_text(), re.MULTILINE))
+    assert recipes["test"].endswith('-m "not default_run"') and recipes["test-default-run"].endswith("-m default_run")
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert ci.index("make test") < ci.index("make test-default-run")
+    marked = [
+        f"{path.name}::{node.name}"
+        for path in sorted((REPO / "tests").glob("test_*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and "pytest.mark.default_run" in map(ast.unparse, node.decorator_list)
+    ]
+    assert marked == ["test_vit_claims.py::test_the_vit_claims_hold_on_a_fresh_default_run"]
+
+
 def test_a_test_that_starts_a_program_is_put_in_the_slow_tier(tmp_path):
     """The tier of a test (tests/conftest.py): from its body, the functions of its module it calls and the fixtures it
     uses, whatever their depth; a name in a decorator or a docstring does not count."""

@@ -341,6 +341,7 @@ def test_the_vit_claims_hold_on_the_committed_numbers(run: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.default_run  # minutes of both cores: `make test-default-run` (CI), not `make test`
 def test_the_vit_claims_hold_on_a_fresh_default_run(workflow_dir) -> None:
     """The paper's ViT claims hold on a fresh default run on this machine (its CPU, its data set:
     Fashion-MNIST where it is installed, else the digits), and the others get a verdict."""
