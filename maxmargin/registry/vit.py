@@ -189,14 +189,17 @@ PANELS: tuple[Panel, ...] = (
         tables=("vit_metrics",),
         options=("vit.guard.regime_loss", "vit.guard.max_direction_angle", "vit.plots.settings_footer"),
         caption="Companion of Figure 7, beyond the paper: is the run in the regime the theory is about, where the "
-        "training loss approaches zero and W / ||W||_F settles? (a) The training loss (log scale; the mean over each "
-        "epoch's batches) with the bar of claim vit_regime ({guard[regime_loss]:g}), and the training accuracy. (b) "
+        "training loss approaches zero and W / ||W||_F settles? (a) The training loss at each metrics row's weights "
+        "(log scale): the largest per-sample loss, which claim vit_regime bounds by {guard[regime_loss]:g} (the "
+        "dotted bar), and the mean; and the training accuracy (a run made before the full pass was logged shows the "
+        "mean over each epoch's batches and says so). (b) "
         "The attention's saturation: each last-layer head's largest softmax probability in its [CLS] row, averaged "
         "over heads and probe images; 1 where every head selects one token (the limit of the theory's softmax), "
         "1 / (1 + T) for uniform attention. (c) The angle W turns between consecutive metrics rows, and its angle to "
         "the final W, with the {guard[max_direction_angle]:g} degrees of claim vit_w_direction. This run: "
         "{run[vit_regime]}; {run[vit_w_direction]}. {run[vit_dataset]} Numbers: ``tables/vit_metrics.csv`` "
-        "(``train_loss``, ``train_acc``, ``cls_max_attention``, ``w_cosine_previous``, ``w_cosine_final``).",
+        "(``train_loss_max``, ``train_loss_full``, ``train_acc_full``, ``cls_max_attention``, ``w_cosine_previous``, "
+        "``w_cosine_final``).",
         caption_blocks=("vit",),
     ),
 )

@@ -19,6 +19,7 @@ NO_W_SVM = "No W-ATT-SVM measurement in this run: it kept no snapshots (vit.trai
 # A line through fewer measured points than this reads as a trend that nothing measured (two epochs joined look like
 # a steady rise): such a series is drawn as its points alone.
 MIN_JOINED = 3
+TITLE_PAD = 30  # points: room for the two-row legend above panel (a), the same for every panel of the regime figure
 CEILING_COLOR = "0.4"  # every head's rank ceiling, as the legend keys it (the ceilings of the heads overlap)
 
 
@@ -142,20 +143,32 @@ def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
 
 def _loss(ax: Axes, metrics: pd.DataFrame, regime_loss: float) -> None:
     """Panel (a): the training loss on a log scale (left) and the training accuracy (right), with claim
-    ``vit_regime``'s bar on the loss."""
-    ax.semilogy(metrics["epoch"], metrics["train_loss"], color="k", lw=1.4, label="training loss")
+    ``vit_regime``'s bar on what the claim bounds: the largest per-sample loss at each row's weights
+    (``train_loss_max``). A table without the full pass (older runs) shows the mean over each epoch's batches, and
+    says that the bar's quantity was not measured."""
+    full = "train_loss_max" in metrics and metrics["train_loss_max"].notna().any()
+    if full:
+        ax.semilogy(metrics["epoch"], metrics["train_loss_max"], color="k", lw=1.4, label="largest per-sample loss")
+        ax.semilogy(metrics["epoch"], metrics["train_loss_full"], color="0.45", ls="--", lw=1.0, label="mean loss")
+    else:
+        ax.semilogy(metrics["epoch"], metrics["train_loss"], color="k", lw=1.4, label="mean loss (epoch's batches)")
+        ax.text(0.97, 0.12, "largest per-sample loss\nnot measured in this run", transform=ax.transAxes, ha="right",
+                fontsize=8)  # fmt: skip
     ax.axhline(regime_loss, color=WARNING_COLOR, ls=":", lw=1.0, label=f"regime bar {regime_loss:g}")
     ax.set_ylabel("Training loss (log scale)")
     right = ax.twinx()
-    right.plot(metrics["epoch"], metrics["train_acc"], color="C2", lw=1.0, label="training accuracy")
+    accuracy = "train_acc_full" if full and "train_acc_full" in metrics else "train_acc"
+    right.plot(metrics["epoch"], metrics[accuracy], color="C2", lw=1.0, label="training accuracy")
     right.set_ylim(0.0, 1.02)
     right.set_ylabel("Training accuracy", color="C2")
     right.tick_params(axis="y", colors="C2")
     right.spines["right"].set_visible(True)
     right.grid(False)
     handles = ax.get_lines() + right.get_lines()
-    ax.legend(handles, [h.get_label() for h in handles], loc="center right", fontsize=7)
-    ax.set_title("(a) Training loss and accuracy", fontsize=9)
+    # above the axes, as panel (b)'s: the curves cross the whole panel
+    ax.legend(handles, [h.get_label() for h in handles], loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2,
+              fontsize=7, frameon=False, borderaxespad=0.2, handlelength=1.5, columnspacing=1.0)  # fmt: skip
+    ax.set_title("(a) Training loss and accuracy", fontsize=9, pad=TITLE_PAD)
 
 
 def _saturation(ax: Axes, metrics: pd.DataFrame, tokens: int) -> None:
@@ -172,7 +185,7 @@ def _saturation(ax: Axes, metrics: pd.DataFrame, tokens: int) -> None:
     # above the axes: the curve can be anywhere between the two lines
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=3, fontsize=7, frameon=False, borderaxespad=0.2,
               handlelength=1.5, columnspacing=1.0)  # fmt: skip
-    ax.set_title("(b) Saturation of the attention", fontsize=9, pad=18)
+    ax.set_title("(b) Saturation of the attention", fontsize=9, pad=TITLE_PAD)
 
 
 def _turning(ax: Axes, metrics: pd.DataFrame, max_direction_angle: float) -> None:
@@ -189,7 +202,7 @@ def _turning(ax: Axes, metrics: pd.DataFrame, max_direction_angle: float) -> Non
     ax.set_ylim(0.0, 95.0)
     ax.set_ylabel("Angle of W (degrees)")
     ax.legend(loc="upper right", fontsize=7)
-    ax.set_title("(c) Does W's direction settle?", fontsize=9)
+    ax.set_title("(c) Does W's direction settle?", fontsize=9, pad=TITLE_PAD)
 
 
 def draw_regime(
