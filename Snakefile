@@ -15,11 +15,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # sys.path to every Python script it runs, also in a conda env of workflow/envs/ (which holds only the library's
 # dependencies: tests/test_packaging.py checks that a job imports this copy).
 from maxmargin.cluster import check_slurm_status_command
-from maxmargin.config import (
-    check_config_beyond_schema,
-    follow_yaml_merges,
-    validate_config,
-)
+from maxmargin.config import check_config_beyond_schema, validate_config
+from maxmargin.config_yaml import follow_yaml_merges
 
 min_version("9.0")
 

@@ -20,10 +20,9 @@ from maxmargin.config import (
     check_cross_keys,
     check_data_indices,
     deep_merge,
-    follow_yaml_merges,
     merged_config,
-    yaml_merges,
 )
+from maxmargin.config_yaml import follow_yaml_merges, yaml_merges
 from maxmargin.pipeline import run_experiment
 from maxmargin.registry import derived
 

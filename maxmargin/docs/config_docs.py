@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from maxmargin.config import StrictLoader, load_yaml
+from maxmargin.config_yaml import StrictLoader, load_yaml
 from maxmargin.docs import REPO
 from maxmargin.files import atomic_path
 from maxmargin.registry.reads import readers
