@@ -250,7 +250,7 @@ def vit_verdicts(_folder: Path, claim: str, *runs: str) -> str:
 
 def vit_w_svm_reading(_folder: Path, run: str) -> str:
     """A committed run's heads against their W-ATT-SVM in words (:func:`maxmargin.claims.vit_runs.w_svm_reading`)."""
-    from maxmargin.claims.vit_runs import w_svm_reading
+    from maxmargin.claims.vit_w_svm_reading import w_svm_reading
 
     claims = pd.read_csv(RESULTS / f"{run}_claims.csv")
     return w_svm_reading(table(f"{run}_w_svm", RESULTS), claims) + "\n"
