@@ -60,12 +60,11 @@ def check_config(config: Mapping[str, Any]) -> None:
             )
 
 
-# --- beyond the numbers: YAML duplicates, integer lists, values that must lie inside the data -------------------
+# --- beyond the numbers: integer lists, values that must lie inside the data ----------------------------------
 
 # The test images of each data set the ViT may get: the digits stand-in (maxmargin.experiments.vit.data.load_digits32)
 # holds out 20% of the 1797 digits (tests/test_integrity.py checks this against the loader).
 TEST_IMAGES = {"cifar10": 10000, "fashion_mnist": 10000, "digits": 360}
-
 
 
 # --- a run's config: default.yaml, then each --configfile, then --config, each merged over what comes before -----
