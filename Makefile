@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make figures   builds every figure and table (creates .venv and installs the package when missing)
-#   make test      runs the test suite in the same environment (make test-fast: its unit tier, under a minute;
-#                  make test-default-run: the one test that trains the default ViT from scratch, which CI adds)
+#   make test      runs the test suite in the same environment, but its rehearsals of minutes (make test-fast: its
+#                  unit tier; make test-long: the rehearsals; make test-default-run: the one test that trains the
+#                  default ViT from scratch; CI runs all three)
 # and: make report (HTML report), make gallery (README thumbnails), make lint, make docs (every generated page),
 #      make gpu-kit (wheels and Fashion-MNIST for an offline GPU node, in gpu_kit/: docs/gpu.md)
 PYTHON ?= python3
@@ -9,6 +10,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= 2
+# Python's bytecode cache (__pycache__, ignored by git) stays on for every command here, also where the environment
+# turns it off (PYTHONDONTWRITEBYTECODE, as some container images set): without it each pytest process compiles every
+# test module again (pytest's assertion rewriting), 7 s of a unit-tier run on 2 cores.
+unexport PYTHONDONTWRITEBYTECODE
 # Extra Snakemake arguments, e.g. make figures SMK_ARGS="fig3 --forceall"
 SMK_ARGS ?=
 
@@ -41,7 +46,7 @@ LOCKED = mkdir -p $(dir $(RUN_LOCK)) && exec 9>$(RUN_LOCK) \
 	     esac; fi \
 	&& set -x &&
 
-.PHONY: all figures test test-fast test-default-run lint report gallery docs clean-results gpu-kit
+.PHONY: all figures test test-fast test-long test-default-run lint report gallery docs clean-results gpu-kit
 # One recipe at a time (make -j report gallery): two locked recipes at once would refuse each other.
 .NOTPARALLEL:
 
@@ -57,19 +62,25 @@ $(STAMP): pyproject.toml workflow/logger/pyproject.toml workflow/logger/snakemak
 figures: $(STAMP)
 	@$(LOCKED) $(BIN)/snakemake --cores $(CORES) $(SMK_ARGS)
 
-# The whole suite on two workers (pytest-xdist, a test module per worker at a time, the longest first; they share one
-# built CI run: tests/conftest.py), with its 20 slowest tests listed at the end, but for the default run's test
-# (test-default-run below); and the unit tier: every test that
-# starts no program (tests/conftest.py; CONTRIBUTING.md, "Test tiers"), in one process (two workers would each import
-# torch and collect every module again: slower than one process on two shared cores).
+# The suite on two workers (pytest-xdist, a test module per worker at a time, the longest first; they share one
+# built CI run: tests/conftest.py), with its 20 slowest tests listed at the end, but the tests marked long (test-long)
+# and default_run (test-default-run); and the unit tier: every test that starts no program (tests/conftest.py;
+# CONTRIBUTING.md, "Test tiers"), on two workers too, a test at a time each (69 s of wall against 112 s in one
+# process, on 2 cores: each worker collects every module, 10 s, but the tests' 100 s are shared).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20 -m "not default_run"
+	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20 -m "not long and not default_run"
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -n $(CORES) -m "not slow"
+
+# The rehearsals of minutes each (marked long: GPU sessions rehearsed on the CPU, a Snakemake summary per config key,
+# CONTRIBUTING's steps in a copy of the tree, a training cached across work directories), as `make test` runs its
+# tests; CI runs them after `make test`.
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20 -m long
 
 # The default config's ViT trained from scratch in a temporary copy of the workflow and its claims checked (the test
-# marked default_run: minutes of two cores, alone; CI runs it after `make test`, not beside it).
+# marked default_run: minutes of two cores, alone; CI runs it after `make test-long`, not beside it).
 test-default-run: $(STAMP)
 	$(BIN)/python -m pytest -m default_run
 

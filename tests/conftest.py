@@ -139,16 +139,22 @@ def ci_config(**blocks: dict) -> dict:
     return deep_merge(load_yaml(REPO / CI_CONFIG), blocks)
 
 
-# The modules that take minutes, in the order `make test` starts them (its workers take a module each as they free
-# up: a long one taken last would run alone at the end). From `make test`'s report of the slowest tests.
+# The modules that take minutes, in the order `make test` and `make test-long` start them (their workers take a
+# module each as they free up: a long one taken last would run alone at the end). From the junit report of a whole
+# run (`PYTEST_ADDOPTS=--junitxml=...`), each module's seconds summed; a module whose first test builds the shared CI
+# run comes first in its target, so that the other worker starts on modules that do not wait for it.
 LONGEST_FIRST = (
-    "test_config_reads.py",  # builds the shared CI run, then a Snakemake summary per config key
-    "test_gpu_kit.py",  # GPU sessions rehearsed on the CPU, some cut at their wall limit
-    "test_contributing.py",
-    "test_vit.py",
+    "test_config_reads.py",  # long: builds the shared CI run, then a Snakemake summary per config key
+    "test_gpu_kit.py",  # long: GPU sessions rehearsed on the CPU, some cut at their wall limit
+    "test_contributing.py",  # long: CONTRIBUTING's steps in a copy
+    "test_integrity.py",  # the first of `make test` to build the shared CI run
     "test_workflow_synthetic.py",
+    "test_data_forms.py",
+    "test_bindings.py",
+    "test_vit.py",
+    "test_census.py",
     "test_gpu_theory.py",
-    "test_integrity.py",
+    "test_soak.py",
 )
 
 
@@ -176,26 +182,41 @@ def _module_functions(path: Path) -> dict[str, ast.AST]:
 
 
 def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
-    }
+    """The names and attribute names ``node`` holds."""
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            found.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            found.add(n.attr)
+    return found
+
+
+@functools.cache
+def _named_by(path: Path, name: str) -> frozenset[str] | None:
+    """What the function ``name`` of the test module ``path`` (or of this conftest) names in its body, with its
+    arguments; None where neither defines it. Cached: the parametrised items of one test share it."""
+    node = next(
+        (scope[name] for scope in (_module_functions(path), _module_functions(Path(__file__))) if name in scope), None
+    )
+    if node is None:
+        return None
+    body = ast.Module(body=node.body, type_ignores=[])  # the decorators' names are not calls
+    return frozenset(_names(body) | {a.arg for a in node.args.args})
 
 
 def starts_a_program(path: Path, function: str, fixtures: list[str]) -> bool:
     """Whether ``function`` of the test module ``path``, a function of that module it calls or a fixture it uses
     (of that module or this conftest), names one of STARTS."""
-    scopes = [_module_functions(path), _module_functions(Path(__file__))]
     todo, seen = [function, *fixtures], {_unit_tests_start_no_program.__name__}
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        node = next((scope[name] for scope in scopes if name in scope), None)
-        if node is None:
+        found = _named_by(path, name)
+        if found is None:
             continue
-        body = ast.Module(body=node.body, type_ignores=[])  # the decorators' names are not calls
-        found = _names(body) | {a.arg for a in node.args.args}
         if found & STARTS:
             return True
         todo += sorted(found)
@@ -203,10 +224,12 @@ def starts_a_program(path: Path, function: str, fixtures: list[str]) -> bool:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Each test's tier, as it is collected (before `-m` deselects)."""
+    """Each test's tier, as it is collected (before `-m` deselects): a long test (`make test-long`) is a slow one."""
     function = getattr(item, "originalname", item.name)
     fixtures = getattr(item, "fixturenames", [])
-    if not item.get_closest_marker("slow") and starts_a_program(item.path, function, fixtures):
+    if item.get_closest_marker("slow"):
+        return
+    if item.get_closest_marker("long") or starts_a_program(item.path, function, fixtures):
         item.add_marker(pytest.mark.slow)
 
 

@@ -23,7 +23,7 @@ from snakemake_forks import run_many
 from maxmargin.config import deep_merge, load_yaml, merged_config
 from maxmargin.registry.reads import readers
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # minutes: `make test-long` (CI), not `make test`
 
 # As small as each key's check allows: one cell of the phase diagram, one recipe (a list, either is one leaf key).
 SMALL = {

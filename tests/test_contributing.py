@@ -200,6 +200,7 @@ def test_blocks_are_found_and_the_inserts_work():
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_contributing_steps_leave_ci_green(tmp_path):
     listed = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]  # the tree, new files included
     tracked = subprocess.run(listed, cwd=REPO, capture_output=True, text=True, check=True).stdout
@@ -319,21 +320,41 @@ def test_the_timings_page_keeps_what_was_measured_by_hand(tmp_path):
     assert page.read_text() == text
 
 
-def test_the_default_run_test_is_left_to_its_own_target_which_ci_runs():
-    """`make test` deselects the tests marked default_run, `make test-default-run` runs exactly them, .ci/run calls it
-    after `make test`, and the one test so marked is the fresh default run's (a second would leave `make test`
-    unnoticed)."""
+def marked(mark: str) -> list[str]:
+    """The tests of tests/ that carry ``@pytest.mark.<mark>`` (module::function), or whose module does (pytestmark)."""
+    found = []
+    for path in sorted((REPO / "tests").glob("test_*.py")):
+        text = path.read_text()
+        if f"pytest.mark.{mark}" not in text:
+            continue
+        tree = ast.parse(text)
+        whole = any(
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+            and f"pytest.mark.{mark}" in ast.unparse(node.value)
+            for node in tree.body
+        )
+        found += [
+            f"{path.name}::{node.name}"
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and node.name.startswith("test_")
+            and (whole or f"pytest.mark.{mark}" in map(ast.unparse, node.decorator_list))
+        ]
+    return found
+
+
+def test_the_long_tests_and_the_default_run_are_left_to_their_own_targets_which_ci_runs():
+    """`make test` deselects the tests marked long and default_run, `make test-long` and `make test-default-run` run
+    exactly them, .ci/run calls both after `make test`; every long test is a slow one (never in the unit tier), and
+    the one test marked default_run is the fresh default run's (a second would leave `make test` unnoticed)."""
     recipes = dict(re.findall(r"^([\w-]+): \$\(STAMP\)\n\t(.+)$", (REPO / "Makefile").read_text(), re.MULTILINE))
-    assert recipes["test"].endswith('-m "not default_run"') and recipes["test-default-run"].endswith("-m default_run")
+    assert recipes["test"].endswith('-m "not long and not default_run"')
+    assert recipes["test-long"].endswith("-m long") and recipes["test-default-run"].endswith("-m default_run")
     ci = (REPO / ".ci" / "run").read_text().splitlines()
-    assert ci.index("make test") < ci.index("make test-default-run")
-    marked = [
-        f"{path.name}::{node.name}"
-        for path in sorted((REPO / "tests").glob("test_*.py"))
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.FunctionDef) and "pytest.mark.default_run" in map(ast.unparse, node.decorator_list)
-    ]
-    assert marked == ["test_vit_claims.py::test_the_vit_claims_hold_on_a_fresh_default_run"]
+    assert ci.index("make test") < ci.index("make test-long") < ci.index("make test-default-run")
+    assert marked("default_run") == ["test_vit_claims.py::test_the_vit_claims_hold_on_a_fresh_default_run"]
+    assert marked("long"), "the rehearsals of minutes are marked long"
 
 
 def test_a_test_that_starts_a_program_is_put_in_the_slow_tier(tmp_path):

@@ -442,6 +442,7 @@ def epochs_of(path: Path) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_a_session_brings_back_only_its_own_run(tmp_path: Path) -> None:
     """A: the whole session, every file of its run. D, the same run again without a pilot: nothing new trained, its
     files said to be an earlier session's. A refused config: nothing run, nothing brought back. B: a long run cut at
@@ -575,6 +576,7 @@ def check_stopped(work: Path, out: Path, proc: subprocess.Popen, signum: int, st
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_a_failed_compile_runs_again_without_it_and_sigterm_stops_the_run(tmp_path: Path) -> None:
     """torch.compile fails (no C++ compiler for Inductor): the pilot runs again without it, and the run after it.
     SIGTERM to the session during the run, once it has trained two epochs, stops its Snakemake and the training job;
@@ -664,6 +666,7 @@ SLOW_PROBE = "vit:\n  w_svm: {images: 16, null_draws: 5000, shuffles: 5000}\n"  
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_the_paper_epochs_session_runs_without_a_pilot_and_outlives_a_cut_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -760,6 +763,7 @@ def test_stop_tree_stops_every_process_below(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_kit_builds_and_travels_under_64_mib(tmp_path: Path) -> None:
     """`make gpu-kit` into a temporary folder (wheels already in gpu_kit/ are reused, the rest fetched by pip)."""
     if not Path(kit_build.fashion_source()).is_dir():

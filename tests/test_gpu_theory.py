@@ -134,6 +134,7 @@ CADENCES = """vit:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_the_theory_session_brings_back_the_markers_the_probe_and_the_ray_test(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -80,6 +80,7 @@ def interrupt(proc: subprocess.Popen[str], sig: signal.Signals, out: Path, delay
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_an_interrupted_depth12_run_ends_as_an_uninterrupted_one(tmp_path: Path) -> None:
     config = soak_config(tmp_path / "soak.json")
     reference = tmp_path / "reference"

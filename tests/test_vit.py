@@ -338,6 +338,7 @@ def test_fig6_fig7_end_to_end(ci_copy: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_cached_training_is_reused_by_another_work_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # With vit.cache (paper.yaml) and --cache, a second work directory takes the trained run from
     # SNAKEMAKE_OUTPUT_CACHE instead of training again, and its tables are the first one's, byte for byte.
@@ -404,6 +405,7 @@ def test_vit_settings_take_every_value_from_the_config() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes: `make test-long` (CI), not `make test`
 def test_the_paper_configs_code_path_runs_on_the_cpu_at_a_tiny_width(
     tmp_path: Path, tiny_data: vit_images.ImageData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
