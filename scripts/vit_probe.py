@@ -11,13 +11,8 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from maxmargin.experiments.vit import VitSettings, load_image_data
-from maxmargin.experiments.vit.w_svm_probe import (
-    WSvmSettings,
-    chosen_image_count,
-    image_sets,
-    probe_snapshots,
-    solved_images,
-)
+from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, image_sets, probe_snapshots
+from maxmargin.experiments.vit_image_counts import chosen_image_count, solved_images
 from maxmargin.experiments.vit_run_snapshots import run_snapshots
 from maxmargin.logs import rule_logging
 from maxmargin.registry import columns

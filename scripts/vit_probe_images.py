@@ -10,7 +10,8 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from maxmargin.experiments.vit import VitSettings, load_image_data
-from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, curve_counts, image_sets, probe_image_counts
+from maxmargin.experiments.vit.w_svm_probe import WSvmSettings, image_sets, probe_image_counts
+from maxmargin.experiments.vit_image_counts import curve_counts
 from maxmargin.experiments.vit_run_snapshots import run_snapshots
 from maxmargin.logs import rule_logging
 from maxmargin.registry import columns

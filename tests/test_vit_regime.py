@@ -10,18 +10,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 import yaml
-from conftest import REPO
+from conftest import REPO, Lazy
 
 from maxmargin.claims import evaluate_claims
 from maxmargin.claims.vit_w_svm import judged_set
 from maxmargin.config import merged_config
-from maxmargin.experiments.vit import model as vit_model
-from maxmargin.experiments.vit import w_svm_probe as probe
+from maxmargin.experiments import vit_image_counts as image_counts
 from maxmargin.experiments.vit.results import w_svm_section
 from maxmargin.experiments.vit.settings import ModelSettings
 from maxmargin.experiments.vit_study import pick_pilot_recipe
+
+# torch and the modules that import it, on first use: collecting this module imports none of them
+torch = Lazy("torch")
+vit_model = Lazy("maxmargin.experiments.vit.model")
+probe = Lazy("maxmargin.experiments.vit.w_svm_probe")
 
 CONFIG = merged_config([], REPO / "workflow/config/default.yaml")
 GUARD = CONFIG["vit"]["guard"]
@@ -102,13 +105,13 @@ def test_the_probe_takes_its_number_of_images_from_the_curve() -> None:
         )
 
     table = curve([0.2, 0.35, 0.44, 0.45, 0.455], [0.2, 0.3, 0.4, 0.5, 0.6])
-    assert probe.chosen_image_count(table, "train", 0.02, 256) == 64
-    assert probe.chosen_image_count(table, "train", 0.001, 256) == 256
-    assert probe.chosen_image_count(table, "test", 0.02, 256) == 256  # still rising: the largest measured
-    assert probe.chosen_image_count(table, "test", 0.02, 128) == 128  # at most vit.w_svm.images
-    assert probe.chosen_image_count(table, "train", 0.02, 128) == 64  # the cap only bounds
+    assert image_counts.chosen_image_count(table, "train", 0.02, 256) == 64
+    assert image_counts.chosen_image_count(table, "train", 0.001, 256) == 256
+    assert image_counts.chosen_image_count(table, "test", 0.02, 256) == 256  # still rising: the largest measured
+    assert image_counts.chosen_image_count(table, "test", 0.02, 128) == 128  # at most vit.w_svm.images
+    assert image_counts.chosen_image_count(table, "train", 0.02, 128) == 64  # the cap only bounds
     with pytest.raises(ValueError, match="no 'train' rows"):
-        probe.chosen_image_count(table[table["images"] == "test"], "train", 0.02, 256)
+        image_counts.chosen_image_count(table[table["images"] == "test"], "train", 0.02, 256)
 
 
 def _tiny_snapshots() -> tuple[dict, ModelSettings, dict[str, torch.Tensor]]:

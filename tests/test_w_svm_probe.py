@@ -10,20 +10,24 @@ import logging
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import Lazy
 from test_vit_regime import PROBE, _tiny_snapshots
 
 from maxmargin.core.w_svm import frobenius_cosine, w_att_svm, w_logits
-from maxmargin.experiments.vit import w_svm_probe as probe
-from maxmargin.experiments.vit.model import build_vit, last_attention
+from maxmargin.experiments import vit_image_counts as image_counts
 from maxmargin.registry import columns
+
+# the modules that import torch, on first use: collecting this module imports none of them
+probe = Lazy("maxmargin.experiments.vit.w_svm_probe")
+vit_model = Lazy("maxmargin.experiments.vit.model")
 
 
 def _inputs(snapshots, settings, images, epoch: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The last layer's inputs on the first ``n`` images and the heads' key-query matrices at ``epoch``."""
-    net = build_vit(settings)
+    net = vit_model.build_vit(settings)
     net.load_state_dict(snapshots["states"][epoch])
     z, x = probe.attention_inputs(net, images[:n], batch_size=4)
-    return z, x, probe.head_key_query(last_attention(net))
+    return z, x, probe.head_key_query(vit_model.last_attention(net))
 
 
 @pytest.mark.slow  # seconds of GD or of solves: `make test`, not the unit tier
@@ -56,7 +60,7 @@ def test_the_image_count_curve_runs_to_the_whole_training_set() -> None:
     stops at the counts its set holds; at 6 training images the curve's cosine is the probe's."""
     snapshots, settings, images = _tiny_snapshots()
     s = probe.WSvmSettings(**PROBE, image_sets=("train", "test"), curve_images=(2, 4, 8), whole_train=True)
-    assert probe.curve_counts(s, "train", 6) == [2, 4, 6] and probe.curve_counts(s, "test", 5) == [2, 4]
+    assert image_counts.curve_counts(s, "train", 6) == [2, 4, 6] and image_counts.curve_counts(s, "test", 5) == [2, 4]
     curve = pd.DataFrame(probe.probe_image_counts(snapshots["states"][4], settings, images, s, batch_size=4))
     assert sorted(set(zip(curve["images"], curve["n_images"], strict=True))) == [
         ("test", 2), ("test", 4), ("train", 2), ("train", 4), ("train", 6)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from maxmargin.claims.base import small, t_interval
 from maxmargin.core.vit_learning import w_direction
-from maxmargin.experiments.vit.w_svm_probe import chosen_image_count
+from maxmargin.experiments.vit_image_counts import chosen_image_count
 from maxmargin.registry.vit_w_svm import JUDGED_IMAGES
 
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
-import pandas as pd
 import torch
 from torch import nn
 
@@ -39,6 +38,7 @@ from maxmargin.core.w_svm_nulls import random_rank_matrix, rank_ceiling, span_co
 from maxmargin.experiments.vit.data import ImageData, normalize
 from maxmargin.experiments.vit.model import build_vit, last_attention
 from maxmargin.experiments.vit.settings import ModelSettings
+from maxmargin.experiments.vit_image_counts import curve_counts, solved_images
 from maxmargin.registry.vit_w_svm import SOLVE_STATUSES
 
 log = logging.getLogger("maxmargin")
@@ -378,12 +378,6 @@ def probe_snapshots(
     return rows
 
 
-def solved_images(s: WSvmSettings, name: str, available: int, n: int) -> int:
-    """The images the head's own W-ATT-SVM and null (a) are solved on in image set ``name``: every training image
-    with ``s.whole_train``, else the probe's ``n``."""
-    return available if s.whole_train and name == "train" else n
-
-
 def probe_image_counts(
     state: Mapping[str, torch.Tensor],
     model: ModelSettings,
@@ -422,24 +416,3 @@ def probe_image_counts(
                 log.info("%s (%.1f s of CPU)", said, time.process_time() - t0)
                 bar.update(len(rows), said)
     return rows
-
-
-def curve_counts(s: WSvmSettings, name: str, available: int) -> list[int]:
-    """The image counts of the curve in image set ``name`` of ``available`` images: those of ``s.curve_images`` it
-    holds, and with ``s.whole_train`` on the training images all of them last."""
-    counts = sorted(n for n in s.curve_images if n <= available)
-    if s.whole_train and name == "train" and available not in counts:
-        counts.append(available)
-    return counts
-
-
-def chosen_image_count(curve: pd.DataFrame, images: str, tol: float, cap: int) -> int:
-    """The number of images the probe's W-ATT-SVM is solved on, read from the measured curve (table
-    ``vit_w_svm_images`` of set ``images``): the smallest n from which every larger n measured changes the head-mean
-    cos(Wt_h, W_mm,h) by less than ``tol``, else (the cosine has not levelled off) the largest n measured; at most
-    ``cap`` (``vit.w_svm.images``: a solve's cost grows fast with n, and the probe makes hundreds)."""
-    means = curve[curve["images"] == images].groupby("n_images")["cosine"].mean().sort_index()
-    if means.empty:
-        raise ValueError(f"the image-count curve has no {images!r} rows (vit.w_svm.curve_images)")
-    levelled = next((n for n in means.index if (means.loc[n:] - means.loc[n]).abs().max() < tol), means.index[-1])
-    return int(min(levelled, cap))
