@@ -229,6 +229,22 @@ def test_a_table_job_imports_no_solver_or_plotting_library() -> None:
     assert not tops & {"scipy", "sklearn", "cvxopt", "matplotlib", "torch"}, sorted(tops & HEAVY)
 
 
+def test_collecting_the_tests_imports_no_torch_and_no_snakemake() -> None:
+    """Collecting every test module (what each worker of `make test-fast` does first) imports neither torch, timm,
+    torchvision nor Snakemake: a module that needs them names them through ``conftest.Lazy`` (CONTRIBUTING.md, "Test
+    tiers"); torch alone would cost each worker seconds before its first test."""
+    code = (
+        "import sys, pytest\n"
+        "code = pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', 'tests'])\n"
+        "print('MODULES', ' '.join(sys.modules) if code == 0 else 'collection failed')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    modules = proc.stdout.rsplit("MODULES", 1)[-1].split()
+    assert "conftest" in modules, proc.stdout[-3000:] + proc.stderr[-3000:]
+    heavy = {name.split(".")[0] for name in modules} & {"torch", "timm", "torchvision", "snakemake"}
+    assert not heavy, sorted(heavy)
+
+
 def test_imports_under_reads_the_tree() -> None:
     tree = (
         "import time: self [us] | cumulative | imported package\n"
