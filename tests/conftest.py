@@ -224,12 +224,14 @@ def starts_a_program(path: Path, function: str, fixtures: list[str]) -> bool:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Each test's tier, as it is collected (before `-m` deselects): a long test (`make test-long`) is a slow one."""
+    """Each test's tier, as it is collected (before `-m` deselects): a long test (`make test-long`) and one of
+    seconds of GD or solves (marked solves) are slow ones."""
     function = getattr(item, "originalname", item.name)
     fixtures = getattr(item, "fixturenames", [])
     if item.get_closest_marker("slow"):
         return
-    if item.get_closest_marker("long") or starts_a_program(item.path, function, fixtures):
+    marked = item.get_closest_marker("long") or item.get_closest_marker("solves")
+    if marked or starts_a_program(item.path, function, fixtures):
         item.add_marker(pytest.mark.slow)
 
 

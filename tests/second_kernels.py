@@ -3,8 +3,8 @@
 A bound taken from one kernel set's rounding, not from the instance, passes where it was written and fails on
 another machine: OpenBLAS picks its kernels by CPU (Haswell on an AMD EPYC, SkylakeX on a recent Xeon), and
 ``OPENBLAS_CORETYPE`` makes it pick others. This step prints threadpoolctl's ``architecture`` of the default
-environment and of the second, fails unless they differ, then runs the unit-tier tests of the maths
-(:data:`NUMERICS_TESTS`) under the second with one BLAS thread.
+environment and of the second, fails unless they differ, then runs the tests of the maths (:data:`NUMERICS_TESTS`):
+those of the unit tier and those of seconds of GD or solves (marked solves), under the second with one BLAS thread.
 
 Run by ``.ci/run`` after ``make test``: ``.venv/bin/python tests/second_kernels.py`` (a program, not a test
 module: tests/test_second_kernels.py checks it).
@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 # The tests of maxmargin.core's solvers and optimisers (the SVMs, W-ATT-SVM, regularization paths, GD, the census's
 # and the basin's GD) and of its examples: every assertion on their output takes its bound from the instance.
+UNIT_AND_SOLVES = "not slow or solves"
 NUMERICS_TESTS = (
     "tests/test_svm.py",
     "tests/test_w_svm.py",
@@ -76,7 +77,8 @@ def main() -> int:
         return 1
     coretype, arch = second
     print(f"second kernel set: OPENBLAS_CORETYPE={coretype}, architecture {arch}, one thread", flush=True)
-    command = [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider", *NUMERICS_TESTS]
+    # the unit tier's tests of these modules and those of seconds of GD or solves (marked solves): none starts a program
+    command = [sys.executable, "-m", "pytest", "-q", "-m", UNIT_AND_SOLVES, "-p", "no:cacheprovider", *NUMERICS_TESTS]
     return subprocess.run(command, cwd=REPO, env=environment(coretype)).returncode
 
 

@@ -81,7 +81,7 @@ def test_span_gd_matches_gradient_descent_for_both_steps():
         assert np.abs(p - ref.p_final).max() < 1e-10 * max(1.0, np.abs(ref.p_final).max())
 
 
-@pytest.mark.slow  # seconds of GD or of solves: `make test`, not the unit tier
+@pytest.mark.solves  # seconds of GD or of solves: `make test` and the second-kernel step, not the unit tier
 def test_grid_agrees_with_fig1b_where_they_share_a_start(study, fig1b):
     """Every Figure 1(b) start is a grid node; the grid's run from it ends where fig1b's run ends, same label."""
     traj = fig1b.trajectories

@@ -287,7 +287,7 @@ def test_wilson_interval_by_hand_and_its_coverage():
         assert 0.92 < coverage < 0.98, (n, p, coverage)
 
 
-@pytest.mark.slow  # seconds of GD or of solves: `make test`, not the unit tier
+@pytest.mark.solves  # seconds of GD or of solves: `make test` and the second-kernel step, not the unit tier
 def test_a_second_seed_falls_inside_the_intervals_at_the_expected_rate():
     # Two independent estimates p1, p2 of one proportion: p2 falls inside p1's 95% interval with probability
     # P(|Z1 - Z2| < 1.96) = 2 Phi(1.96 / sqrt 2) - 1 = 0.834 (not 0.95: both estimates vary).

@@ -214,7 +214,7 @@ def test_joint_optimum_matches_a_brute_force_search_on_the_torus():
 RADII = np.geomspace(0.5, 100.0, 10)
 
 
-@pytest.mark.slow  # seconds of GD or of solves: `make test`, not the unit tier
+@pytest.mark.solves  # seconds of GD or of solves: `make test` and the second-kernel step, not the unit tier
 def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lmm():
     inst = instances.fig1b()
     # Random starts only: the solver is not handed the answer.
@@ -237,7 +237,7 @@ def test_theorem1_path_goes_to_the_gmm_while_gd_from_the_lmm_cone_goes_to_the_lm
     assert with_lmm.ends_log_excess[0, local] > path.log_excess[-1] + 90
 
 
-@pytest.mark.slow  # seconds of GD or of solves: `make test`, not the unit tier
+@pytest.mark.solves  # seconds of GD or of solves: `make test` and the second-kernel step, not the unit tier
 @pytest.mark.parametrize("variant", ["a", "b"])
 def test_theorems5_and_6_joint_path_goes_to_v_mm_and_p_relax(variant):
     inst = instances.fig3(variant)
@@ -272,7 +272,7 @@ def circle_local_minima(inst, R, half_width=0.6, n=1201):
         return np.array([float(mpmath.findroot(lambda a: mpmath.diff(mp_risk, a), t0)) for t0 in grid_minima])
 
 
-@pytest.mark.slow  # seconds of GD or of solves: `make test`, not the unit tier
+@pytest.mark.solves  # seconds of GD or of solves: `make test` and the second-kernel step, not the unit tier
 def test_fig1b_local_optimum_near_the_lmm_is_reported_in_the_compare_rows():
     # The local minimiser near the LMM (found independently at R ~ 20, cosine 0.9997) is in the
     # `local` rows, which the workflow writes to regpath_compare.csv, not regpath.csv.

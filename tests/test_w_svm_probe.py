@@ -30,7 +30,7 @@ def _inputs(snapshots, settings, images, epoch: int, n: int) -> tuple[np.ndarray
     return z, x, probe.head_key_query(vit_model.last_attention(net))
 
 
-@pytest.mark.slow  # seconds of GD or of solves: `make test`, not the unit tier
+@pytest.mark.solves  # seconds of GD or of solves: `make test` and the second-kernel step, not the unit tier
 def test_the_whole_training_set_beside_null_b_on_the_capped_images() -> None:
     """With whole_train the training rows solve the head's own W-ATT-SVM and null (a) on all 6 training images;
     null (b) stays on the first 4 (vit.w_svm.images) beside the head's own cosine solved on those same 4, and the
