@@ -65,13 +65,14 @@ figures: $(STAMP)
 # The suite on two workers (pytest-xdist, a test module per worker at a time, the longest first; they share one
 # built CI run: tests/conftest.py), with its 20 slowest tests listed at the end, but the tests marked long (test-long)
 # and default_run (test-default-run); and the unit tier: every test that starts no program (tests/conftest.py;
-# CONTRIBUTING.md, "Test tiers"), on two workers too, a test at a time each (69 s of wall against 112 s in one
-# process, on 2 cores: each worker collects every module, 10 s, but the tests' 100 s are shared).
+# CONTRIBUTING.md, "Test tiers"), on two workers too, a module at a time each, so that a module's fixtures are built
+# once (65 s of wall against 112 s in one process, on 2 cores: each worker collects every module, 6 s, but the
+# tests' 100 s are shared).
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20 -m "not long and not default_run"
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(CORES) -m "not slow"
+	$(BIN)/python -m pytest -n $(CORES) --dist loadfile -m "not slow"
 
 # The rehearsals of minutes each (marked long: GPU sessions rehearsed on the CPU, a Snakemake summary per config key,
 # CONTRIBUTING's steps in a copy of the tree, a training cached across work directories), as `make test` runs its
