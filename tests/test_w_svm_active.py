@@ -10,6 +10,7 @@ from test_w_svm import _primal_qp
 
 import maxmargin.core.w_svm_active as active
 import maxmargin.core.w_svm_dual as dual
+import maxmargin.core.w_svm_factor as w_svm_factor
 from maxmargin.core.w_svm import query_inputs, w_att_svm, w_logits, w_margins
 from maxmargin.core.w_svm_hard import margin_slack
 
@@ -122,11 +123,11 @@ def test_a_dependent_feature_with_none_to_fall_is_a_ray_and_no_w_meets_the_margi
 def test_dropping_a_constraint_leaves_the_factor_of_the_others(refactor, k, monkeypatch):
     """The factor without constraint k is the Cholesky factor of G without row and column k, to the rounding of
     a factorisation (a few eps ||G|| per entry), by either update; the buffer stays [[R, 0], [0, I]]."""
-    monkeypatch.setattr(active, "_REFACTOR", refactor)
+    monkeypatch.setattr(w_svm_factor, "REFACTOR", refactor)
     rng = np.random.default_rng(k)
     f = rng.standard_normal((20, 30))
     g = f @ f.T
-    factor = active._Factor(np.linalg.cholesky(g).T)
+    factor = w_svm_factor.CholeskyFactor(np.linalg.cholesky(g).T)
     factor.delete(k)
     keep = np.delete(np.arange(20), k)
     r = factor.r

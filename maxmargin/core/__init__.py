@@ -148,6 +148,10 @@ _HOMES = {
         "LinearAlgebra",
         "Planes",
     ),
+    "w_svm_factor": (
+        "REFACTOR",
+        "CholeskyFactor",
+    ),
     "w_svm_active": (
         "BATCH",
         "DEPENDENT",
