@@ -160,12 +160,16 @@ def test_learning_rate_schedule() -> None:
 
 def test_learning_guard_warns_at_chance(tmp_path: Path, tiny_data: vit_images.ImageData) -> None:
     rows = [{"epoch": 0, "test_acc": 0.1}, {"epoch": 2, "test_acc": 0.12}]
-    message = vit.check_learning(rows, vit.GuardSettings(after_epochs=2, margin=0.05), 10)
-    assert message and "after 2 epochs" in message and "0.120" in message and "chance (0.100)" in message
-    assert vit.check_learning(rows, vit.GuardSettings(after_epochs=2, margin=0.01), 10) is None
-    assert vit.check_learning(rows, vit.GuardSettings(after_epochs=3, margin=0.05), 10) is None
     s = tiny_settings(1)  # random labels: test accuracy stays near chance
-    s = dataclasses.replace(s, guard=vit.GuardSettings(after_epochs=1, margin=0.9))
+
+    def guard(after_epochs: int, margin: float) -> vit.GuardSettings:
+        return dataclasses.replace(s.guard, after_epochs=after_epochs, margin=margin)
+
+    message = vit.check_learning(rows, guard(2, 0.05), 10)
+    assert message and "after 2 epochs" in message and "0.120" in message and "chance (0.100)" in message
+    assert vit.check_learning(rows, guard(2, 0.01), 10) is None
+    assert vit.check_learning(rows, guard(3, 0.05), 10) is None
+    s = dataclasses.replace(s, guard=guard(1, 0.9))
     with pytest.warns(vit.LearningStalledWarning, match="not learning"):
         vit.train_vit(s, tiny_data, tmp_path / "g.pt")
 

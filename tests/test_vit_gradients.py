@@ -5,14 +5,20 @@ fused qkv weight against autograd in float64, and Adam's sqrt(v_hat) against its
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
+import pandas as pd
 import pytest
 from conftest import Lazy
-from test_vit import tiny_image_data, tiny_settings
+from test_vit import DEFAULT_VIT, tiny_image_data, tiny_settings
+
+from maxmargin.claims.vit_regime import regime_window
+from maxmargin.gpu import plan
 
 torch, functional = Lazy("torch"), Lazy("torch.nn.functional")
-probes, model_mod, data_mod = (
+vit, probes, model_mod, data_mod = (
+    Lazy("maxmargin.experiments.vit"),
     Lazy("maxmargin.experiments.vit.probes"),
     Lazy("maxmargin.experiments.vit.model"),
     Lazy("maxmargin.experiments.vit.data"),
@@ -108,3 +114,44 @@ def test_sgd_and_a_fresh_adam_have_no_second_moment(run) -> None:
         stats = probes.qk_gradient_stats(attn, grad, optimizer)
         assert stats["grad_rms_q"] > 0 and stats["grad_rms_k"] > 0
         assert all(math.isnan(stats[f"{k}_{n}"]) for k in ("adam_sqrt_v_rms", "adam_below_eps") for n in "qk")
+
+
+def test_a_window_run_makes_the_full_pass_on_the_rows_the_regime_claims_read(tmp_path) -> None:
+    """vit.train.full_pass: window: epoch 0 and the rows of the regime claims' window carry the pass, the others are
+    empty, and the claims' own window (regime_window) is exactly those rows after epoch 0."""
+    settings = tiny_settings(5)  # the default config's window: from the last row at or before 0.8 x 5 epochs
+    assert settings.train.full_pass == "window" and settings.full_pass_epochs() == [0, 4, 5]
+    m = pd.DataFrame(vit.train_vit(settings, tiny_image_data(), tmp_path / "w.pt").metrics)
+    columns = list(probes.FULL_PASS_COLUMNS + probes.GRADIENT_COLUMNS)
+    assert m.loc[m["train_loss_max"].notna(), "epoch"].tolist() == [0, 4, 5]
+    assert m.loc[m["epoch"].between(1, 3), columns].isna().all().all()
+    assert (
+        m.loc[m["epoch"] == 5, ["train_loss_full", "train_loss_max", "grad_rms_q", "adam_sqrt_v_rms_k"]]
+        .gt(0)
+        .all(axis=None)
+    )
+    window = regime_window(m, DEFAULT_VIT["guard"])
+    assert window.index.tolist() == [4, 5] and window[columns[:4]].notna().all(axis=None)
+    every = vit.train_vit(tiny_settings(5, full_pass="every"), tiny_image_data(), tmp_path / "e.pt").metrics
+    assert pd.DataFrame(every)["train_loss_max"].notna().all()
+
+
+def test_which_rows_carry_the_full_pass_is_part_of_the_runs_fingerprint() -> None:
+    window, every = tiny_settings(5), tiny_settings(5, full_pass="every")
+
+    def moved(s):  # the claims' window starts elsewhere
+        return dataclasses.replace(s, guard=dataclasses.replace(s.guard, direction_from=0.5))
+
+    assert len({window.fingerprint("d"), every.fingerprint("d"), moved(window).fingerprint("d")}) == 3
+    assert moved(every).fingerprint("d") == every.fingerprint("d")  # every row: the window does not matter
+    assert moved(window).full_pass_epochs() == [0, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match=r"vit.train.full_pass is 'some': one of every, window"):
+        tiny_settings(5, full_pass="some").full_pass_epochs()
+
+
+def test_the_gpu_plan_prices_the_full_pass_on_the_rows_that_carry_it() -> None:
+    """maxmargin.gpu.plan: the rows' training passes cost a training epoch each, on those rows only."""
+    vit_config = {**DEFAULT_VIT, "data": {**DEFAULT_VIT["data"], "n_train": 2000, "n_test": 1000}}
+    window = plan.project_run(vit_config).parts["rows' training passes"]
+    every = plan.project_run({**vit_config, "train": {**vit_config["train"], "full_pass": "every"}})
+    assert window == pytest.approx(every.parts["rows' training passes"] * 14 / 61)  # epochs 0 and 48-60 of 0-60

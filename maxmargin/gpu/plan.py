@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from maxmargin.experiments.vit.settings import full_pass_epochs, row_epochs
 from maxmargin.gpu import paths
 from maxmargin.gpu.request import UsageError
 
@@ -97,11 +98,6 @@ def snapshot_count(epochs: int, every: int) -> int:
     return len({*range(0, epochs + 1, every), epochs}) if every > 0 else 0
 
 
-def row_epochs(epochs: int, every: int) -> list[int]:
-    """The epochs with a metrics row: 0, every ``every`` epochs and the last."""
-    return sorted({*range(0, epochs + 1, every), epochs})
-
-
 def checkpoint_count(epochs: int, every: int) -> int:
     """The checkpoints a run writes: after epoch 0, every ``every`` epochs before the last, and the finished one."""
     return 2 + len(range(every, epochs, every))
@@ -173,9 +169,10 @@ def project_run(vit: Mapping[str, Any], measured: Measured = MEASURED) -> RunPla
     parts["training"] = epochs * n_train / (measured.images_per_s * scale)
     rows = len(row_epochs(epochs, train["eval_every"]))
     parts["rows"] = (rows - 1) * (n_test + probe) / (fwd * scale)
-    # every row's training loss with the last layer's gradient (Evaluator.train_pass): a forward and backward pass of
-    # every training image, as a training step costs
-    parts["rows' training passes"] = rows * n_train / (measured.images_per_s * scale)
+    # the training loss with the last layer's gradient (Evaluator.train_pass) on the rows vit.train.full_pass names: a
+    # forward and backward pass of every training image, as a training step costs
+    passes = full_pass_epochs(epochs, train["eval_every"], train["full_pass"], vit["guard"]["direction_from"])
+    parts["rows' training passes"] = len(passes) * n_train / (measured.images_per_s * scale)
     parts["checkpoints"] = checkpoint_count(epochs, train["checkpoint_every"]) * ckpt
     parts["snapshots"] = 2 * snapshot_count(epochs, train["snapshot_every"]) * ckpt / 3  # written, then gathered
     parts["the job's end and the table"] = measured.job_end_s + measured.table_s

@@ -12,20 +12,23 @@ PAPER_DATASET = "cifar10"
 DATASET_NAMES = {PAPER_DATASET: "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
 
 DATASET = described(text("dataset"), "the data set trained on (a stand-in for CIFAR-10 where it is missing)")
-_ABSENT = "Absent from runs made before it was measured"
+_ABSENT = (
+    "Empty on the rows without the full pass (vit.train.full_pass: window); absent from runs made before it was "
+    "measured"
+)
 # The theory's loss at the row's weights: one pass over the whole training set in eval mode (not the epoch's running
 # mean over moving weights).
 _FULL_PASS: tuple[Column, ...] = (
     described(
-        real("train_loss_full", ge=0, required=False),
+        real("train_loss_full", ge=0, nullable=True, required=False),
         f"mean cross-entropy over the training set at the epoch's weights (eval mode). {_ABSENT}",
     ),
     described(
-        real("train_loss_max", ge=0, required=False),
+        real("train_loss_max", ge=0, nullable=True, required=False),
         f"the largest per-sample cross-entropy over the training set at the epoch's weights. {_ABSENT}",
     ),
     described(
-        real("train_acc_full", ge=0.0, le=1.0, required=False),
+        real("train_acc_full", ge=0.0, le=1.0, nullable=True, required=False),
         f"accuracy on the training set at the epoch's weights. {_ABSENT}",
     ),
 )
@@ -36,7 +39,7 @@ _GRADIENTS: tuple[Column, ...] = tuple(
     for name, matrix in _SLICES.items()
     for column in (
         described(
-            real(f"grad_rms_{name}", ge=0, required=False),
+            real(f"grad_rms_{name}", ge=0, nullable=True, required=False),
             f"per-element RMS of the full training loss's gradient on the {matrix} slice of the last layer's fused "
             f"qkv weight. {_ABSENT}",
         ),

@@ -24,6 +24,14 @@ from maxmargin.experiments.vit.data import ImageData, normalize
 from maxmargin.experiments.vit.model import cls_attention, last_attention, patch_attention, soft_sparsity
 from maxmargin.experiments.vit.settings import VitSettings
 
+# The columns of a row's full training pass (Evaluator.train_pass, qk_gradient_stats).
+FULL_PASS_COLUMNS = ("train_loss_full", "train_loss_max", "train_acc_full")
+SLICES = ("q", "k")  # of the fused qkv weight
+GRADIENT_COLUMNS = (
+    *(f"grad_rms_{n}" for n in SLICES),
+    *(f"{k}_{n}" for n in SLICES for k in ("adam_sqrt_v_rms", "adam_below_eps")),
+)
+
 
 class Evaluator:
     """Loss/accuracy passes and the probe, batched, under the configured autocast."""
@@ -86,7 +94,7 @@ class Evaluator:
             largest = max(largest, float(losses.detach().max()))
             correct += int((logits.detach().argmax(-1) == yb).sum())
         self.model.train()
-        stats = {"train_loss_full": total / len(x), "train_loss_max": largest, "train_acc_full": correct / len(x)}
+        stats = dict(zip(FULL_PASS_COLUMNS, (total / len(x), largest, correct / len(x)), strict=True))
         return stats, grad.detach()
 
     def probe(self) -> tuple[float, float, np.ndarray, float, float]:
@@ -121,7 +129,7 @@ def qk_gradient_stats(attn: nn.Module, grad: torch.Tensor, optimizer: torch.opti
     Adam before its first step).
     """
     weight, d = attn.qkv.weight, attn.num_heads * attn.head_dim
-    slices = {"q": slice(0, d), "k": slice(d, 2 * d)}
+    slices = dict(zip(SLICES, (slice(0, d), slice(d, 2 * d)), strict=True))
     stats = {f"grad_rms_{name}": _rms(grad[rows]) for name, rows in slices.items()}
     state = optimizer.state.get(weight, {})
     group = next(g for g in optimizer.param_groups if any(p is weight for p in g["params"]))

@@ -69,7 +69,9 @@ class TrainSettings:
     threads, so that the numbers do not depend on Snakemake's ``--cores``. Cadences in epochs, each also at epoch 0
     and the last: ``checkpoint_every`` (checkpoints), ``eval_every`` (the measurements of a metrics row: test
     accuracy, the probe, W) and ``snapshot_every`` (the model's weights that the analyses after the run read,
-    :mod:`.snapshots`).
+    :mod:`.snapshots`). ``full_pass`` says which rows also carry the full training pass (the loss at the row's
+    weights and its gradient on W, :meth:`~.probes.Evaluator.train_pass`): ``every`` row, or the ``window`` of the
+    regime claims and epoch 0 (:func:`full_pass_epochs`).
     """
 
     optimizer: str
@@ -89,6 +91,7 @@ class TrainSettings:
     threads: int
     checkpoint_every: int
     eval_every: int
+    full_pass: str
     snapshot_every: int
 
 
@@ -102,13 +105,41 @@ class ProbeSettings:
 
 @dataclass(frozen=True)
 class GuardSettings:
-    """When to warn that the ViT is not learning: test accuracy within ``margin`` of chance after ``after_epochs``."""
+    """When to warn that the ViT is not learning: test accuracy within ``margin`` of chance after ``after_epochs``;
+    and where the claims' window starts (``direction_from`` of the epochs), which ``vit.train.full_pass: window``
+    follows."""
 
     after_epochs: int
     margin: float
+    direction_from: float
 
 
-GUARD_KEYS = ("after_epochs", "margin")  # the rest of vit.guard is read by the claims and the figures
+GUARD_KEYS = ("after_epochs", "margin", "direction_from")  # the rest of vit.guard is read by the claims and figures
+FULL_PASS = ("every", "window")  # vit.train.full_pass
+
+
+def row_epochs(epochs: int, every: int) -> list[int]:
+    """The epochs with a metrics row: 0, every ``every`` epochs and the last."""
+    return sorted({*range(0, epochs + 1, every), epochs})
+
+
+def full_pass_epochs(epochs: int, every: int, full_pass: str, window_from: float) -> list[int]:
+    """The rows that carry the full training pass: every row, or (``window``) epoch 0 and the rows of the regime
+    claims' window, from the last row at or before ``window_from`` of the epochs on (as
+    :func:`~maxmargin.core.vit_learning.w_direction` starts it), the rows those claims read.
+
+    >>> full_pass_epochs(60, 1, "window", 0.8)[:3], full_pass_epochs(10, 3, "window", 0.8)
+    ([0, 48, 49], [0, 6, 9, 10])
+    """
+    rows = row_epochs(epochs, every)
+    if full_pass not in FULL_PASS:
+        raise ValueError(f"vit.train.full_pass is {full_pass!r}: one of {', '.join(FULL_PASS)}")
+    if full_pass == "every":
+        return rows
+    start = max(e for e in rows if e <= window_from * epochs)
+    return [e for e in rows if e == 0 or e >= start]
+
+
 # Left out of a run's fingerprint: they do not change its numbers (where the files are, whether to download them,
 # which device, whether compiled, how often to checkpoint), or are warnings only (guard).
 _NOT_IN_FINGERPRINT = {
@@ -157,6 +188,11 @@ class VitSettings:
             guard=GuardSettings(**{key: cfg["guard"][key] for key in GUARD_KEYS}),
         )
 
+    def full_pass_epochs(self) -> list[int]:
+        """The rows of this run that carry the full training pass (:func:`full_pass_epochs`)."""
+        t = self.train
+        return full_pass_epochs(t.epochs, t.eval_every, t.full_pass, self.guard.direction_from)
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["data"]["fallback"] = list(d["data"]["fallback"])
@@ -168,7 +204,9 @@ class VitSettings:
         d = self.to_dict()
         d["data_id"] = data_id
         d["code"] = training_code_fingerprint()
-        d.pop("guard")
+        guard = d.pop("guard")
+        if self.train.full_pass == "window":  # which rows carry the full pass: part of the run's numbers
+            d["train"]["full_pass_from"] = guard["direction_from"]
         for section, keys in _NOT_IN_FINGERPRINT.items():
             for key in keys:
                 d[section].pop(key)

@@ -36,7 +36,13 @@ from maxmargin.experiments.vit.model import (
     soft_sparsity,
 )
 from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
-from maxmargin.experiments.vit.probes import Evaluator, WHistory, qk_gradient_stats
+from maxmargin.experiments.vit.probes import (
+    FULL_PASS_COLUMNS,
+    GRADIENT_COLUMNS,
+    Evaluator,
+    WHistory,
+    qk_gradient_stats,
+)
 from maxmargin.experiments.vit.results import TrainResult
 from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
 from maxmargin.experiments.vit.snapshots import Snapshots, snapshot_epochs
@@ -101,6 +107,7 @@ class _Trainer:
         self.previous_w: np.ndarray | None = None
         self.snapshots = Snapshots(checkpoint)
         self.snapshot_epochs = snapshot_epochs(ts.epochs, ts.snapshot_every)
+        self.full_passes = set(settings.full_pass_epochs())
         # the wall time and the training since the last metrics row (its times entry)
         self.row_started, self.pending = time.perf_counter(), {"train_seconds": 0.0, "epochs": 0}
 
@@ -112,12 +119,19 @@ class _Trainer:
         """Whether ``epoch`` gets a metrics row (``vit.train.eval_every``; epoch 0 and the last always do)."""
         return epoch % self.ts.eval_every == 0 or epoch == self.ts.epochs
 
-    def measure(self, epoch: int, train_loss: float, train_acc: float) -> None:
-        """Test accuracy, probe, ||W||_F and W's cosine with the previous row's, the training loss at the weights
-        of ``epoch`` (mean, largest, accuracy) and the Q/K gradient statistics after ``epoch``: one more row."""
-        _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
+    def full_pass(self, epoch: int) -> dict[str, float]:
+        """The training loss at the weights of ``epoch`` (mean, largest, accuracy) and the Q/K gradient statistics,
+        on the rows ``vit.train.full_pass`` names; NaN on the others."""
+        if epoch not in self.full_passes:
+            return dict.fromkeys(FULL_PASS_COLUMNS + GRADIENT_COLUMNS, math.nan)
         full, grad = self.ev.train_pass(self.x_train, self.y_train)
-        gradients = qk_gradient_stats(last_attention(self.model), grad, self.optimizer)
+        return full | qk_gradient_stats(last_attention(self.model), grad, self.optimizer)
+
+    def measure(self, epoch: int, train_loss: float, train_acc: float) -> None:
+        """Test accuracy, probe, ||W||_F and W's cosine with the previous row's, and the full pass
+        (:meth:`full_pass`): one more row."""
+        _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
+        full = self.full_pass(epoch)
         sparsity, self_mean, fixed_map, fixed_self, saturation = self.ev.probe()
         w = self.key_query()
         w32 = w.astype(np.float32)  # as the W history stores it: a resumed run computes the same cosines
@@ -135,7 +149,6 @@ class _Trainer:
             "cls_self_attention": self_mean,
             "cls_max_attention": saturation,
             **full,
-            **gradients,
             "lr": self.optimizer.param_groups[0]["lr"],
             "dataset": self.data.name,
         }

@@ -144,12 +144,18 @@ def draw_w_svm(table: pd.DataFrame, *, min_w_svm_gain: float) -> Figure:
 def _loss(ax: Axes, metrics: pd.DataFrame, regime_loss: float) -> None:
     """Panel (a): the training loss on a log scale (left) and the training accuracy (right), with claim
     ``vit_regime``'s bar on what the claim bounds: the largest per-sample loss at each row's weights
-    (``train_loss_max``). A table without the full pass (older runs) shows the mean over each epoch's batches, and
-    says that the bar's quantity was not measured."""
-    full = "train_loss_max" in metrics and metrics["train_loss_max"].notna().any()
-    if full:
-        ax.semilogy(metrics["epoch"], metrics["train_loss_max"], color="k", lw=1.4, label="largest per-sample loss")
-        ax.semilogy(metrics["epoch"], metrics["train_loss_full"], color="0.45", ls="--", lw=1.0, label="mean loss")
+    (``train_loss_max``). Where only some rows carry the full pass (``vit.train.full_pass: window``), the mean over
+    each epoch's batches is drawn on every row beside it; a table without the full pass (older runs) shows that mean
+    alone, and says that the bar's quantity was not measured."""
+    measured = metrics["train_loss_max"].notna() if "train_loss_max" in metrics else pd.Series(False, metrics.index)
+    full = bool(measured.all())
+    if measured.any():
+        epoch = metrics["epoch"]
+        if not full:  # the rows without the pass break the lines (NaN); each measured row gets a dot
+            ax.semilogy(epoch, metrics["train_loss"], color="0.7", lw=1.0, label="mean loss (epoch's batches)")
+        dots = {} if full else {"marker": ".", "ms": 3}
+        ax.semilogy(epoch, metrics["train_loss_max"], color="k", lw=1.4, label="largest per-sample loss", **dots)
+        ax.semilogy(epoch, metrics["train_loss_full"], color="0.45", ls="--", lw=1.0, label="mean loss", **dots)
     else:
         ax.semilogy(metrics["epoch"], metrics["train_loss"], color="k", lw=1.4, label="mean loss (epoch's batches)")
         ax.text(0.97, 0.12, "largest per-sample loss\nnot measured in this run", transform=ax.transAxes, ha="right",
