@@ -52,6 +52,7 @@ _VIT_RUN = (
     "vit.checkpoints",
     "vit.guard.after_epochs",
     "vit.guard.margin",
+    "vit.guard.direction_from",  # where vit.train.full_pass: window starts
 )
 # The data keys that say where the images come from (the data manifest's; the others subset and augment them).
 SOURCE_KEYS = ("dataset", "fallback", "root", "fashion_mnist_files", "fashion_mnist_root", "download")
