@@ -3,6 +3,7 @@ the run is in the regime the theory is about (loss, saturation of the attention,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -171,8 +172,9 @@ def _loss(ax: Axes, metrics: pd.DataFrame, regime_loss: float) -> None:
     right.spines["right"].set_visible(True)
     right.grid(False)
     handles = ax.get_lines() + right.get_lines()
-    # above the axes, as panel (b)'s: the curves cross the whole panel
-    ax.legend(handles, [h.get_label() for h in handles], loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2,
+    # above the axes, as panel (b)'s: the curves cross the whole panel; two rows, a third would reach the title
+    ax.legend(handles, [h.get_label() for h in handles], loc="lower left", bbox_to_anchor=(0.0, 1.0),
+              ncols=math.ceil(len(handles) / 2),
               fontsize=7, frameon=False, borderaxespad=0.2, handlelength=1.5, columnspacing=1.0)  # fmt: skip
     ax.set_title("(a) Training loss and accuracy", fontsize=9, pad=TITLE_PAD)
 
