@@ -209,6 +209,29 @@ def test_the_regime_panel_draws_with_and_without_the_saturation(tmp_path: Path) 
         assert fig.axes[0].get_yscale() == "log"
 
 
+def test_the_regime_panel_draws_a_partial_full_pass_beside_the_batches_mean() -> None:
+    """vit.train.full_pass: window: panel (a) draws the batches' mean on every row and the full pass's largest and
+    mean loss on its rows only (NaN elsewhere, a dot each), its legend in two rows; with every row, the pass alone."""
+    from maxmargin.figures.vit import draw_regime
+
+    sidecar = {"grid": [8, 8], "dataset": "fashion_mnist", "settings": {
+        "model": {"embed_dim": 64, "depth": 4, "num_heads": 4, "patch_size": 4},
+        "train": {"optimizer": "adam", "lr": 3e-3, "batch_size": 128}}, "n_train": 1920, "n_test": 1000}  # fmt: skip
+    metrics = _metrics([2.0, 1.0, 0.1, 0.01, 0.005])
+    for partial in (True, False):
+        full = metrics.assign(train_loss_max=metrics["train_loss"] * 3, train_loss_full=metrics["train_loss"] / 2)
+        if partial:
+            full.loc[full["epoch"].between(10, 20), ["train_loss_max", "train_loss_full"]] = np.nan
+        fig = draw_regime(full, sidecar, regime_loss=0.05, max_direction_angle=10.0, settings_footer=True)
+        lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+        assert ("mean loss (epoch's batches)" in lines) is partial
+        largest = np.asarray(lines["largest per-sample loss"].get_ydata(), dtype=float)
+        np.testing.assert_array_equal(np.isnan(largest), [False, partial, partial, False, False])
+        assert (lines["largest per-sample loss"].get_marker() == ".") is partial
+        legend = fig.axes[0].get_legend()
+        assert len(legend.get_texts()) == 4 + partial and legend._ncols == 2 + partial  # two rows either way
+
+
 def test_the_probe_records_how_each_solve_was_solved() -> None:
     """The probe's status columns take the solver's statuses, ordered best first as the solver orders them."""
     from maxmargin.core.w_svm_dual import _STATUSES
