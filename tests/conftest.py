@@ -22,6 +22,11 @@ import yaml
 # on 2 cores). Waiting threads that sleep at once lose nothing when a core is free. Set before torch is imported here
 # and inherited by every program the tests start.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The programs the tests start write no bytecode cache (pytest's own process keeps its: the Makefile). Python takes a
+# cached module as current while its source has the recorded mtime, in whole seconds, and size: a test that edits a
+# module of a copied tree, runs it and puts the module back within that second at the same size (data="fig1b" ->
+# "fig1a" -> "fig1b") would otherwise run the edited module's cache.
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 DEFAULT_CONFIG = yaml.safe_load((REPO / "workflow/config/default.yaml").read_text())
