@@ -108,7 +108,13 @@ def changed(key: str, value: Any) -> Any:
     if isinstance(value, float):
         return value / 2 if value else 0.5
     if isinstance(value, str):
-        options = {"logistic": "exponential", "adam": "adamw", "constant": "cosine", "cifar10": "fashion_mnist"}
+        options = {
+            "logistic": "exponential",
+            "adam": "adamw",
+            "constant": "cosine",
+            "cifar10": "fashion_mnist",
+            "window": "every",
+        }
         return options.get(value, value + "x")
     if isinstance(value, Mapping):  # {circle: {n, radius}}
         return {"circle": {**value["circle"], "n": value["circle"]["n"] + 1}}
