@@ -66,8 +66,8 @@ figures: $(STAMP)
 # built CI run: tests/conftest.py), with its 20 slowest tests listed at the end, but the tests marked long (test-long)
 # and default_run (test-default-run); and the unit tier: every test that starts no program (tests/conftest.py;
 # CONTRIBUTING.md, "Test tiers"), on two workers too, a module at a time each, so that a module's fixtures are built
-# once (65 s of wall against 112 s in one process, on 2 cores: each worker collects every module, 6 s, but the
-# tests' 100 s are shared).
+# once (on 2 cores of one machine, 65 s of wall against 112 s in one process: each worker collects every module, but
+# the tests' time is shared; docs/results/timings.md).
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20 -m "not long and not default_run"
 
