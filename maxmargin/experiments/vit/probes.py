@@ -31,6 +31,7 @@ GRADIENT_COLUMNS = (
     *(f"grad_rms_{n}" for n in SLICES),
     *(f"{k}_{n}" for n in SLICES for k in ("adam_sqrt_v_rms", "adam_below_eps")),
 )
+NO_FULL_PASS = dict.fromkeys(FULL_PASS_COLUMNS + GRADIENT_COLUMNS, math.nan)  # a metrics row without it
 
 
 class Evaluator:
@@ -96,6 +97,12 @@ class Evaluator:
         self.model.train()
         stats = dict(zip(FULL_PASS_COLUMNS, (total / len(x), largest, correct / len(x)), strict=True))
         return stats, grad.detach()
+
+    def full_pass(self, x: torch.Tensor, y: torch.Tensor, optimizer: torch.optim.Optimizer) -> dict[str, float]:
+        """A metrics row's full pass: :meth:`train_pass`'s loss statistics and the Q/K statistics of its gradient
+        (:func:`qk_gradient_stats`)."""
+        stats, grad = self.train_pass(x, y)
+        return stats | qk_gradient_stats(last_attention(self.model), grad, optimizer)
 
     def probe(self) -> tuple[float, float, np.ndarray, float, float]:
         """Mean soft-sparsity, [CLS] self-entry and saturation over the probe set; the fixed image's map and

@@ -36,13 +36,7 @@ from maxmargin.experiments.vit.model import (
     soft_sparsity,
 )
 from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
-from maxmargin.experiments.vit.probes import (
-    FULL_PASS_COLUMNS,
-    GRADIENT_COLUMNS,
-    Evaluator,
-    WHistory,
-    qk_gradient_stats,
-)
+from maxmargin.experiments.vit.probes import NO_FULL_PASS, Evaluator, WHistory
 from maxmargin.experiments.vit.results import TrainResult
 from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
 from maxmargin.experiments.vit.snapshots import Snapshots, snapshot_epochs
@@ -119,19 +113,13 @@ class _Trainer:
         """Whether ``epoch`` gets a metrics row (``vit.train.eval_every``; epoch 0 and the last always do)."""
         return epoch % self.ts.eval_every == 0 or epoch == self.ts.epochs
 
-    def full_pass(self, epoch: int) -> dict[str, float]:
-        """The training loss at the weights of ``epoch`` (mean, largest, accuracy) and the Q/K gradient statistics,
-        on the rows ``vit.train.full_pass`` names; NaN on the others."""
-        if epoch not in self.full_passes:
-            return dict.fromkeys(FULL_PASS_COLUMNS + GRADIENT_COLUMNS, math.nan)
-        full, grad = self.ev.train_pass(self.x_train, self.y_train)
-        return full | qk_gradient_stats(last_attention(self.model), grad, self.optimizer)
-
     def measure(self, epoch: int, train_loss: float, train_acc: float) -> None:
         """Test accuracy, probe, ||W||_F and W's cosine with the previous row's, and the full pass
-        (:meth:`full_pass`): one more row."""
+        (the training loss at the weights of ``epoch`` and its Q/K gradient statistics, :meth:`.Evaluator.full_pass`)
+        on the rows ``vit.train.full_pass`` names, NaN on the others: one more row."""
         _, test_acc = self.ev.loss_acc(self.data.x_test, self.data.y_test)
-        full = self.full_pass(epoch)
+        due = epoch in self.full_passes
+        full = self.ev.full_pass(self.x_train, self.y_train, self.optimizer) if due else NO_FULL_PASS
         sparsity, self_mean, fixed_map, fixed_self, saturation = self.ev.probe()
         w = self.key_query()
         w32 = w.astype(np.float32)  # as the W history stores it: a resumed run computes the same cosines
