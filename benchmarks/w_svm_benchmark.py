@@ -77,7 +77,7 @@ def run_snapshots(path: Path, configs: list[str], draws: int | None) -> None:
     from maxmargin.experiments.vit.data import normalize
     from maxmargin.experiments.vit.model import last_attention
     from maxmargin.experiments.vit.snapshots import load_snapshots
-    from maxmargin.experiments.vit.w_svm_probe import attention_inputs, head_key_query
+    from maxmargin.experiments.vit_heads import attention_inputs, head_key_query
 
     cfg = merged_config([REPO / c for c in configs], REPO / "workflow/config/default.yaml")
     settings, w_svm = VitSettings.from_config(cfg["vit"]), cfg["vit"]["w_svm"]

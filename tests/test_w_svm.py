@@ -17,6 +17,7 @@ from maxmargin.experiments.vit.settings import ModelSettings
 torch = Lazy("torch")  # imported by the tests that use it: collection imports no torch
 vit_model = Lazy("maxmargin.experiments.vit.model")
 probe = Lazy("maxmargin.experiments.vit.w_svm_probe")
+heads = Lazy("maxmargin.experiments.vit_heads")
 
 
 def _tokens(seed: int = 0, n: int = 6, t: int = 5, c: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -94,8 +95,8 @@ def _tiny_vit() -> tuple[torch.nn.Module, torch.Tensor]:
 
 def test_head_key_query_reproduces_timms_cls_attention():
     model, images = _tiny_vit()
-    z, x = probe.attention_inputs(model, images, batch_size=2)
-    wt = probe.head_key_query(vit_model.last_attention(model))
+    z, x = heads.attention_inputs(model, images, batch_size=2)
+    wt = heads.head_key_query(vit_model.last_attention(model))
     assert wt.shape == (2, 17, 16) and z.shape == (5, 16) and x.shape == (5, 17, 16)
     expected = vit_model.cls_attention(model, images).double().numpy()  # (B, heads, 1 + T), timm's own qkv
     for h in range(2):
@@ -141,7 +142,7 @@ def test_the_authors_form_without_the_bias_row_is_the_same_svm_in_z():
     assert res.solution.shape == (3, 3) and res.hard
     np.testing.assert_allclose(res.solution, _primal_qp(z, x, selected, query_bias=False), atol=1e-6)
     model, images = _tiny_vit()
-    assert probe.head_key_query(vit_model.last_attention(model), query_bias=False).shape == (2, 16, 16)
+    assert heads.head_key_query(vit_model.last_attention(model), query_bias=False).shape == (2, 16, 16)
 
 
 def test_feasibility_is_decided_by_the_hard_problem_whatever_the_soft_margin_weight():
@@ -216,7 +217,7 @@ def test_the_pivoting_on_a_torch_device_gives_the_numpy_solution(seed):
     """The probe's device path (``vit.w_svm.device``: torch's float64 Cholesky) against numpy's, on the random
     instances of the solver tests and on a planted one (a W_mm that selects its own tokens)."""
     z, x, selected = _tokens(seed, n=8, t=6, c=5)
-    on_torch = probe.torch_linalg(torch.device("cpu"))
+    on_torch = heads.torch_linalg(torch.device("cpu"))
     res, dev = w_att_svm(z, x, selected), w_att_svm(z, x, selected, linalg=on_torch)
     assert dev.hard == res.hard and dev.met == res.met and dev.support == res.support
     np.testing.assert_allclose(dev.solution, res.solution, atol=1e-6)

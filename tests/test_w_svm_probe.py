@@ -19,6 +19,7 @@ from maxmargin.registry import columns
 
 # the modules that import torch, on first use: collecting this module imports none of them
 probe = Lazy("maxmargin.experiments.vit.w_svm_probe")
+heads = Lazy("maxmargin.experiments.vit_heads")
 vit_model = Lazy("maxmargin.experiments.vit.model")
 
 
@@ -26,8 +27,8 @@ def _inputs(snapshots, settings, images, epoch: int, n: int) -> tuple[np.ndarray
     """The last layer's inputs on the first ``n`` images and the heads' key-query matrices at ``epoch``."""
     net = vit_model.build_vit(settings)
     net.load_state_dict(snapshots["states"][epoch])
-    z, x = probe.attention_inputs(net, images[:n], batch_size=4)
-    return z, x, probe.head_key_query(vit_model.last_attention(net))
+    z, x = heads.attention_inputs(net, images[:n], batch_size=4)
+    return z, x, heads.head_key_query(vit_model.last_attention(net))
 
 
 @pytest.mark.solves  # seconds of GD or of solves: `make test` and the second-kernel step, not the unit tier

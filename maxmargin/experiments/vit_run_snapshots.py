@@ -184,6 +184,7 @@ def run_snapshots(
 # the argument checks every solve passes through (paths under the package).
 PROBE_CODE = (
     "experiments/vit/w_svm_probe.py",
+    "experiments/vit_heads.py",
     "experiments/vit_run_snapshots.py",
     "core/w_svm.py",
     "core/w_svm_dual.py",

@@ -17,7 +17,7 @@ heads would converge if its tokens stood still, is asked three ways at one snaps
     binary labels Y_i, logistic loss; plain and normalised GD on W.
 
 Head h's logit of key input x_t for the [CLS] query input z is a^T W_h x_t (+ terms constant over t, which the
-softmax drops): :func:`~maxmargin.experiments.vit.w_svm_probe.head_key_query`.
+softmax drops): :func:`~maxmargin.experiments.vit_heads.head_key_query`.
 """
 
 from __future__ import annotations

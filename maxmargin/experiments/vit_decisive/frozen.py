@@ -15,7 +15,7 @@ from torch import nn
 
 from maxmargin.core.w_svm import query_inputs
 from maxmargin.experiments.vit.model import last_attention
-from maxmargin.experiments.vit.w_svm_probe import head_key_query
+from maxmargin.experiments.vit_heads import head_key_query
 
 Array = NDArray[np.float64]
 
@@ -159,6 +159,6 @@ def snapshot_layer(
     dtype: torch.dtype = torch.float32,
 ) -> tuple[FrozenLayer, Array]:
     """The frozen last layer of ``net`` (a snapshot's model) on normalised ``images`` and its heads' trained key-query
-    matrices W_h = Wt_h (:func:`~maxmargin.experiments.vit.w_svm_probe.head_key_query`), (H, C + 1, C)."""
+    matrices W_h = Wt_h (:func:`~maxmargin.experiments.vit_heads.head_key_query`), (H, C + 1, C)."""
     frozen = freeze_last_layer(net, images, labels, batch_size, query_bias, dtype)
     return frozen, head_key_query(last_attention(net), query_bias)

@@ -13,8 +13,8 @@ from numpy.typing import NDArray
 from torch import nn
 
 from maxmargin.core.w_svm import WSVMResult, frobenius_cosine, w_att_svm
-from maxmargin.experiments.vit.w_svm_probe import device_linalg
 from maxmargin.experiments.vit_decisive.frozen import FrozenLayer, attention_output, head_logits
+from maxmargin.experiments.vit_heads import device_linalg
 
 Array = NDArray[np.float64]
 
