@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from maxmargin.docs import gpu_report
+from maxmargin.docs import gpu_report, gpu_status
 from maxmargin.gpu import plan, request
 
 SESSIONS = gpu_report.sessions()
@@ -31,13 +31,14 @@ def test_the_page_is_what_the_sessions_files_give() -> None:
 def test_the_readme_and_the_landing_page_say_what_the_sessions_files_give() -> None:
     """Their status sentence is tools/gpu_report.py's, from the same files as the page: what the README says has run
     where is what the sessions brought back, never a sentence typed in that a new session makes stale."""
-    for path, marks in gpu_report.STATUS_PAGES.items():
+    for path, marks in gpu_status.STATUS_PAGES.items():
         text = path.read_text()
-        assert text == gpu_report.with_status(text, marks, SESSIONS), f"{path.name}: run tools/gpu_report.py"
+        written = gpu_status.with_status(text, marks, SESSIONS, gpu_report.GPU_DOCS)
+        assert text == written, f"{path.name}: run tools/gpu_report.py"
         sentence = text.split(marks[0])[1].split(marks[1])[0]
-        assert sentence == gpu_report.status(SESSIONS, marks[2]) and " on one NVIDIA " in sentence
+        assert sentence == gpu_status.status(SESSIONS, marks[2], gpu_report.GPU_DOCS) and " on one NVIDIA " in sentence
     run = [name for name, s in SESSIONS.items() if gpu_report.page_file(name, s).is_file()][-1]
-    done, sentence = SESSIONS[run]["run"]["epochs_done"], gpu_report.status(SESSIONS, "md")
+    done, sentence = SESSIONS[run]["run"]["epochs_done"], gpu_status.status(SESSIONS, "md", gpu_report.GPU_DOCS)
     assert (f"for the paper's {done} epochs" if done == 400 else f"for {done} epochs (the paper trains") in sentence
     data = pd.read_csv(gpu_report.metrics_file(run, SESSIONS[run]))
     assert f" on one {SESSIONS[run]['device']['name']} " in sentence and "instead of CIFAR-10" in sentence

@@ -1,5 +1,6 @@
 """docs/gpu/index.md: the GPU sessions committed under docs/gpu/<session>/ (the files that came back, docs/gpu.md);
-and the sentence that says what of the paper-scale ViT has run, in the README and on the report's landing page.
+and the sentence that says what of the paper-scale ViT has run, in the README and on the report's landing page
+(:mod:`.gpu_status`).
 
     .venv/bin/python -m maxmargin.docs.gpu_report           # unpacks each archive, writes the page and sentences
     .venv/bin/python -m maxmargin.docs.gpu_report --check   # exit 1 where a file is not what the sessions' files give
@@ -30,6 +31,7 @@ import yaml
 from maxmargin.claims.sessions import DOCS as SESSION_DOCS
 from maxmargin.claims.sessions import session_claims, session_config
 from maxmargin.docs import REPO
+from maxmargin.docs.gpu_status import PAPER_CONFIG, STATUS_PAGES, docs_name, page_path, run_data, with_status
 from maxmargin.docs.gpu_tables import pilot_rows, session_rows, speed_rows, table
 from maxmargin.files import atomic_path
 
@@ -37,18 +39,6 @@ GPU_DOCS = REPO / "docs" / "gpu"
 PAGE = GPU_DOCS / "index.md"
 MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # an archive's member: a plain file name, nothing above it
 COMPARED = ["test_acc", "soft_sparsity", "w_frobenius"]
-PAPER_CONFIG = REPO / "workflow" / "config" / "paper.yaml"
-DATASETS = {"cifar10": "CIFAR-10", "fashion_mnist": "Fashion-MNIST", "digits": "scikit-learn's digits"}
-# Where the status sentence stands, between two marks: the README (Markdown) and the report's landing page (a Jinja
-# template of reStructuredText, whose comments the report does not show).
-STATUS_PAGES = {
-    REPO / "README.md": ("<!-- gpu-status: tools/gpu_report.py -->", "<!-- /gpu-status -->", "md"),
-    REPO / "workflow" / "report" / "workflow.rst": (
-        "{# gpu-status: tools/gpu_report.py #}",
-        "{# /gpu-status #}",
-        "rst",
-    ),
-}
 THREADS_AGAIN = 2  # vit.train.threads of the CPU rerun of vit_baseline for a session that did not bring it back
 
 
@@ -77,17 +67,12 @@ def _shown(path: Path) -> Path:
     return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
 
-def docs_name(session: dict) -> str:
-    """The name of the session's run page (vit.docs): its files are <docs>.md, <docs>_metrics.csv, ..."""
-    return session.get("docs", SESSION_DOCS)
-
-
 def metrics_file(name: str, session: dict) -> Path:
     return GPU_DOCS / name / f"{docs_name(session)}_metrics.csv"
 
 
 def page_file(name: str, session: dict) -> Path:
-    return GPU_DOCS / name / f"{docs_name(session)}.md"
+    return page_path(GPU_DOCS, name, session)
 
 
 def unpack(folder: Path, session: dict, check: bool) -> list[str]:
@@ -173,7 +158,7 @@ def runs_rows(found: dict[str, dict]) -> list[str]:
         if not page_file(name, s).is_file():
             continue
         m = pd.read_csv(metrics_file(name, s))
-        dataset, n_train = run_data(name, s)
+        dataset, n_train = run_data(GPU_DOCS, name, s)
         first, last = m.iloc[0], m.iloc[-1]
         rows.append(
             [
@@ -210,42 +195,6 @@ def baseline_line(name: str, session: dict) -> str:
         f"{row.test_acc:.4f} ([{name}/vit_gpu_baseline_cpu.csv]({name}/vit_gpu_baseline_cpu.csv)): lbfgs stopped "
         f"at its {row.n_iter}-iteration cap unconverged, so where it stops depends on the machine and its threads."
     )
-
-
-def run_data(name: str, session: dict) -> tuple[str, int]:
-    """The data set of the session's run and its number of training images, from its page's data line."""
-    line = re.search(r"- Data: (\w+), (\d+) training", page_file(name, session).read_text())
-    return DATASETS.get(line[1], line[1]), int(line[2])
-
-
-def status(found: dict[str, dict], style: str) -> str:
-    """What of the paper-scale ViT has run, from the sessions' files (the last run that made a page) and paper.yaml:
-    its model, card, epochs and data against the paper's, and the pilot's projection of the paper's run on all the
-    training images. ``style``: ``md`` or ``rst`` links."""
-    vit = yaml.safe_load(PAPER_CONFIG.read_text())["vit"]
-    model, epochs = vit["model"], vit["train"]["epochs"]
-    run = [name for name, s in found.items() if page_file(name, s).is_file()][-1]
-    dataset, n_train = run_data(run, found[run])
-    done, device = found[run]["run"]["epochs_done"], found[run]["device"].get("name", "CPU")
-    pilot = [name for name, s in found.items() if "pilot" in s][-1]
-    steady, card = float(found[pilot]["pilot"]["steady_epoch_seconds"]), found[pilot]["device"]["name"]
-    page = "[docs/gpu/index.md](docs/gpu/index.md)" if style == "md" else "``docs/gpu/index.md``"
-    config = "`workflow/config/paper.yaml`" if style == "md" else "``workflow/config/paper.yaml``"
-    span = f"the paper's {epochs} epochs" if done == epochs else f"{done} epochs (the paper trains {epochs})"
-    return (
-        f"Figures 6-7 have been made at the paper's model (patch {model['patch_size']}, width {model['embed_dim']}, "
-        f"depth {model['depth']}) on one {device} for {span}, on {n_train:,} {dataset} training images "
-        f"{'instead of CIFAR-10' if dataset != 'CIFAR-10' else ''} ({page}). The paper's own run (CIFAR-10 for "
-        f"{epochs} epochs, {config}) has not been made; {epochs} epochs at the steady epoch {pilot}'s pilot measured "
-        f"on the {card} ({steady:.1f} s) take about {epochs * steady / 3600:.1f} hours."
-    )
-
-
-def with_status(text: str, marks: tuple[str, str, str], found: dict[str, dict]) -> str:
-    """``text`` with the status sentence between its two marks."""
-    start, end, style = marks
-    head, rest = text.split(start, 1)
-    return head + start + status(found, style) + end + rest.split(end, 1)[1]
 
 
 def probe_line(name: str, session: dict) -> str:
@@ -327,7 +276,7 @@ def unprobed_rows(found: dict[str, dict], shown: str | None) -> list[str]:
 def render(found: dict[str, dict]) -> str:
     """The page: sessions, pilots, the run with the page (the last session whose page has its W-ATT-SVM part, else
     the last with a page), the other pages made without it (their probe did not finish), the runs compared."""
-    paper_epochs = yaml.safe_load((REPO / "workflow/config/paper.yaml").read_text())["vit"]["train"]["epochs"]
+    paper_epochs = yaml.safe_load(PAPER_CONFIG.read_text())["vit"]["train"]["epochs"]
     pages = [name for name, s in found.items() if page_file(name, s).is_file()]
     runs = [name for name in pages if not without_w_svm(found[name])] or pages
     lines = [
@@ -396,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in problems:
         print(line)
     pages = {PAGE: render(found)} | {
-        path: with_status(path.read_text(), marks, found) for path, marks in STATUS_PAGES.items()
+        path: with_status(path.read_text(), marks, found, GPU_DOCS) for path, marks in STATUS_PAGES.items()
     }
     stale = [path for path, text in pages.items() if path.read_text() != text]
     for path in stale:
