@@ -136,8 +136,9 @@ def test_an_analysis_edit_reruns_the_probe_and_never_the_training(monkeypatch: p
     training, analysis = hashed
     assert "training.py" in training and "snapshots.py" in training
     solver = {"w_svm.py", "w_svm_active.py", "w_svm_dual.py", "w_svm_hard.py", "w_svm_nuclear.py", "w_svm_nulls.py"}
-    assert not {"w_svm_probe.py", *solver, "arguments.py"} & set(training)
-    assert set(analysis) == {"w_svm_probe.py", "vit_run_snapshots.py", *solver, "gd.py", "arguments.py"}
+    probe = {"w_svm_probe.py", "vit_heads.py"}  # the analysis and the heads' W and tokens it reads
+    assert not {*probe, *solver, "arguments.py"} & set(training)
+    assert set(analysis) == {*probe, "vit_run_snapshots.py", *solver, "gd.py", "arguments.py"}
     package = REPO / "maxmargin"
     assert all((package / name).is_file() for name in vit_run_snapshots.PROBE_CODE)
     smk = (REPO / "workflow/rules/vit.smk").read_text()
