@@ -38,7 +38,7 @@ from maxmargin.experiments.vit.model import (
 from maxmargin.experiments.vit.optim import make_optimizer, make_scheduler, resolve_device
 from maxmargin.experiments.vit.probes import NO_FULL_PASS, Evaluator, WHistory
 from maxmargin.experiments.vit.results import TrainResult
-from maxmargin.experiments.vit.settings import GuardSettings, VitSettings
+from maxmargin.experiments.vit.settings import GuardSettings, VitSettings, row_epochs
 from maxmargin.experiments.vit.snapshots import Snapshots, snapshot_epochs
 
 log = logging.getLogger("maxmargin")
@@ -101,6 +101,7 @@ class _Trainer:
         self.previous_w: np.ndarray | None = None
         self.snapshots = Snapshots(checkpoint)
         self.snapshot_epochs = snapshot_epochs(ts.epochs, ts.snapshot_every)
+        self.rows = set(row_epochs(ts.epochs, ts.eval_every))
         self.full_passes = set(settings.full_pass_epochs())
         # the wall time and the training since the last metrics row (its times entry)
         self.row_started, self.pending = time.perf_counter(), {"train_seconds": 0.0, "epochs": 0}
@@ -111,7 +112,7 @@ class _Trainer:
 
     def evaluated(self, epoch: int) -> bool:
         """Whether ``epoch`` gets a metrics row (``vit.train.eval_every``; epoch 0 and the last always do)."""
-        return epoch % self.ts.eval_every == 0 or epoch == self.ts.epochs
+        return epoch in self.rows
 
     def measure(self, epoch: int, train_loss: float, train_acc: float) -> None:
         """Test accuracy, probe, ||W||_F and W's cosine with the previous row's, and the full pass
